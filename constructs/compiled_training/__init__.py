@@ -1,0 +1,17 @@
+"""compiled-training: AWS CDK constructs for SageMaker training with a compiler, validated at synth."""
+
+from .compiler import Compiler, CompilerKind
+from .framework import Framework
+from .job import Distribution, InputChannel, Parameter, ParameterType
+from .training_pipeline import TrainingPipeline
+
+__all__ = [
+    "Compiler",
+    "CompilerKind",
+    "Distribution",
+    "Framework",
+    "InputChannel",
+    "Parameter",
+    "ParameterType",
+    "TrainingPipeline",
+]

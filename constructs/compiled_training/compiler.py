@@ -1,0 +1,76 @@
+"""What compiles the training graph: SageMaker Training Compiler, torch.compile, or nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from compiled_training_runtime import contract
+
+
+class CompilerKind(str, Enum):
+    TRAINING_COMPILER = "training-compiler"
+    TORCH_COMPILE = "torch-compile"
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class Compiler:
+    """The compiler a training job uses. Build one with the static methods."""
+
+    kind: CompilerKind
+    debug: bool = False
+    mode: str | None = None
+
+    @staticmethod
+    def training_compiler(*, debug: bool = False) -> Compiler:
+        """SageMaker Training Compiler (XLA), on its own Deep Learning Containers.
+
+        Frozen by AWS: the last releases are PyTorch 1.12.0 / 1.13.1 and Hugging Face
+        PyTorch 1.9-1.11. ``debug`` dumps compiler logs and slows training down.
+        """
+        return Compiler(CompilerKind.TRAINING_COMPILER, debug=debug)
+
+    @staticmethod
+    def torch_compile(*, mode: str = "default") -> Compiler:
+        """``torch.compile`` on a current PyTorch 2.x Deep Learning Container."""
+        if mode not in contract.TORCH_COMPILE_MODES:
+            raise ValueError(
+                f"Compiler.torch_compile mode must be one of "
+                f"{', '.join(contract.TORCH_COMPILE_MODES)}, got {mode!r}"
+            )
+        return Compiler(CompilerKind.TORCH_COMPILE, mode=mode)
+
+    @staticmethod
+    def none() -> Compiler:
+        """No compiler: eager execution."""
+        return Compiler(CompilerKind.NONE)
+
+    @property
+    def is_training_compiler(self) -> bool:
+        return self.kind is CompilerKind.TRAINING_COMPILER
+
+    @property
+    def is_enabled(self) -> bool:
+        return self.kind is not CompilerKind.NONE
+
+    def hyperparameters(self) -> dict[str, bool | str]:
+        """The hyperparameters that switch the compiler on in the training container.
+
+        Values are Python values; the definition builder JSON-encodes them as the SDK does.
+        """
+        if self.kind is CompilerKind.TRAINING_COMPILER:
+            return {
+                contract.HP_TRAINING_COMPILER_ENABLED: True,
+                contract.HP_TRAINING_COMPILER_DEBUG: self.debug,
+            }
+        if self.kind is CompilerKind.TORCH_COMPILE:
+            return {contract.HP_TORCH_COMPILE: True, contract.HP_TORCH_COMPILE_MODE: str(self.mode)}
+        return {}
+
+    def describe(self) -> str:
+        if self.kind is CompilerKind.TRAINING_COMPILER:
+            return "Training Compiler" + (" (debug)" if self.debug else "")
+        if self.kind is CompilerKind.TORCH_COMPILE:
+            return f"torch.compile (mode={self.mode})"
+        return "none"

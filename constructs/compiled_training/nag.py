@@ -1,0 +1,47 @@
+"""cdk-nag 3 acknowledgements: per finding, on the narrowest construct, always with a reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Acknowledgment, Stack, Validations
+from constructs import IConstruct
+
+AWS_SOLUTIONS = "AwsSolutions"
+
+
+def acknowledge(scope: IConstruct, rule: str, reason: str, *, pack: str = AWS_SOLUTIONS) -> None:
+    """Acknowledges one finding id (e.g. ``AwsSolutions-S1``) on ``scope``."""
+    Validations.of(scope).acknowledge(Acknowledgment(id=f"{pack}::{rule}", reason=reason))
+
+
+def acknowledge_wildcards(
+    scope: IConstruct, reason: str, *, resources: list[str] = (), actions: list[str] = ()  # type: ignore[assignment]
+) -> None:
+    """Acknowledges ``AwsSolutions-IAM5`` for exactly these wildcard resources and actions.
+
+    cdk-nag names a finding after the wildcard string, with CloudFormation references
+    flattened (``<LogicalId>``, ``<AWS::Region>``); this renders the same names from tokens.
+    """
+    stack = Stack.of(scope)
+    for resource in resources:
+        name = _flatten(stack.resolve(resource))
+        acknowledge(scope, f"AwsSolutions-IAM5[Resource::{name}]", reason)
+    for action in actions:
+        acknowledge(scope, f"AwsSolutions-IAM5[Action::{action}]", reason)
+
+
+def _flatten(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        if "Fn::Join" in value:
+            separator, parts = value["Fn::Join"]
+            return separator.join(_flatten(p) for p in parts)
+        if "Ref" in value:
+            return f"<{value['Ref']}>"
+        if "Fn::GetAtt" in value:
+            return "<" + ".".join(value["Fn::GetAtt"]) + ">"
+        if "Fn::ImportValue" in value:
+            return str(value["Fn::ImportValue"])
+    return str(value)

@@ -1,0 +1,330 @@
+"""What SageMaker accepts for a training job, checked before CloudFormation sees it.
+
+The compiler rules are the SageMaker SDK v2's (``training_compiler/config.py`` of the
+PyTorch and Hugging Face estimators); limits, enums and patterns come from botocore's
+SageMaker service model, the API's own description.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from aws_cdk import Token
+
+from .compiler import CompilerKind
+from .dlc import resolve_dlc
+from .job import Distribution, Parameter, TrainingJob
+
+TRAINING_COMPILER_FAMILIES = ("p3", "p3dn", "g4dn", "p4d", "g5")
+EFA_INSTANCE_TYPES = (
+    "ml.g4dn.8xlarge",
+    "ml.g4dn.12xlarge",
+    "ml.g5.48xlarge",
+    "ml.p3dn.24xlarge",
+    "ml.p4d.24xlarge",
+)
+GPU_FAMILIES = ("p2", "p3", "p3dn", "p4d", "p4de", "p5", "p5e", "p5en", "p6", "g4dn", "g5",
+                "g6", "g6e", "g7e")
+# GPUs per instance for the Training Compiler families (EC2 accelerated-computing specs):
+# a job with more than one GPU gets the pytorchxla launcher unless told otherwise.
+_MULTI_GPU_SIZES = {
+    "p3": {"8xlarge": 4, "16xlarge": 8},
+    "p3dn": {"24xlarge": 8},
+    "p4d": {"24xlarge": 8},
+    "g4dn": {"12xlarge": 4, "metal": 8},
+    "g5": {"12xlarge": 4, "24xlarge": 4, "48xlarge": 8},
+}
+RESERVED_HYPERPARAMETER_PREFIX = "sagemaker_"
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Findings:
+    errors: list[Finding]
+    warnings: list[Finding]
+
+    def raise_errors(self, subject: str) -> None:
+        if len(self.errors) == 1:
+            raise ValueError(f"{subject}: {self.errors[0].message}")
+        if self.errors:
+            lines = "\n".join(f"  - {e.message}" for e in self.errors)
+            raise ValueError(f"{subject} has {len(self.errors)} problems:\n{lines}")
+
+
+@functools.lru_cache(maxsize=1)
+def _sagemaker_model() -> Any:
+    import botocore.session
+
+    return botocore.session.get_session().get_service_model("sagemaker")
+
+
+def api_shape(name: str) -> Any:
+    """A shape of botocore's SageMaker service model, e.g. ``TrainingInstanceType``."""
+    return _sagemaker_model().shape_for(name)
+
+
+def training_instance_types() -> list[str]:
+    return list(api_shape("TrainingInstanceType").enum)
+
+
+def instance_family(instance_type: str) -> str:
+    parts = instance_type.split(".")
+    return parts[1] if len(parts) == 3 else ""
+
+
+def gpus_per_instance(instance_type: str) -> int:
+    """GPUs of a Training Compiler instance type (1 for the single-GPU sizes)."""
+    family, _, size = instance_type.partition(".")[2].partition(".")
+    return _MULTI_GPU_SIZES.get(family, {}).get(size, 1)
+
+
+def is_gpu(instance_type: str) -> bool:
+    return instance_family(instance_type) in GPU_FAMILIES
+
+
+def default_distribution(job_compiler: CompilerKind, instance_type: str, count: int) -> Distribution:
+    """``pytorchxla`` when a Training Compiler job spans more than one GPU, else none."""
+    if job_compiler is CompilerKind.TRAINING_COMPILER and (
+        count > 1 or gpus_per_instance(instance_type) > 1
+    ):
+        return Distribution.PYTORCHXLA
+    return Distribution.NONE
+
+
+def check_api_string(field: str, value: str, shape_name: str) -> str | None:
+    """The message for a string the API's shape rejects (length, pattern, enum), or None."""
+    if Token.is_unresolved(value):
+        return None
+    shape = api_shape(shape_name)
+    meta = shape.metadata
+    allowed = []
+    if "min" in meta:
+        allowed.append(f"at least {meta['min']} characters")
+    if "max" in meta:
+        allowed.append(f"at most {meta['max']} characters")
+    if "pattern" in meta:
+        allowed.append(f"matching {meta['pattern']}")
+    too_short = len(value) < meta.get("min", 0)
+    too_long = len(value) > meta.get("max", len(value))
+    mismatched = "pattern" in meta and not re.fullmatch(meta["pattern"], value)
+    if too_short or too_long or mismatched:
+        return f"{field} must be {', '.join(allowed)}, got {value!r}"
+    if shape.enum and value not in shape.enum:
+        return f"{field} must be one of the API's {shape_name} values, got {value!r}"
+    return None
+
+
+def check(job: TrainingJob) -> Findings:
+    """Every rule this library knows, as errors (raise) and warnings (acknowledgeable)."""
+    errors: list[Finding] = []
+    warnings: list[Finding] = []
+
+    def error(rule: str, message: str | None) -> None:
+        if message:
+            errors.append(Finding(rule, message))
+
+    error("PipelineName", check_api_string("pipeline_name", job.pipeline_name, "PipelineName"))
+    _check_resources(job, error)
+    _check_hyperparameters(job, error)
+    _check_channels(job, error)
+    _check_framework(job, error)
+    if job.compiler.kind is CompilerKind.TRAINING_COMPILER:
+        _check_training_compiler(job, error, warnings)
+    elif job.distribution is Distribution.PYTORCHXLA:
+        error("XlaWithoutCompiler",
+              "distribution 'pytorchxla' runs only with Training Compiler "
+              "(Compiler.training_compiler()); use Distribution.TORCH_DISTRIBUTED otherwise")
+    if job.distribution is Distribution.TORCH_DISTRIBUTED:
+        _check_torch_distributed(job, error)
+    if job.distribution is Distribution.SMDISTRIBUTED_DATA_PARALLEL and not (
+        job.compiler.kind is CompilerKind.TRAINING_COMPILER
+    ):
+        error("Smdistributed",
+              "distribution 'smdistributed' is not supported by compiled-training; "
+              "use Distribution.TORCH_DISTRIBUTED")
+    return Findings(errors, warnings)
+
+
+def _check_resources(job: TrainingJob, error: Any) -> None:
+    instance_type = job.instance_type
+    if not Token.is_unresolved(instance_type) and instance_type not in training_instance_types():
+        hint = " (local mode does not exist in a pipeline)" if "local" in instance_type else ""
+        error("InstanceType", f"instance_type must be a SageMaker training instance type such as "
+                              f"'ml.g5.48xlarge', got {instance_type!r}{hint}")
+    for field, value, minimum in (
+        ("instance_count", job.instance_count, 1),
+        ("volume_size_gib", job.volume_size_gib, 1),
+        ("max_runtime", job.max_runtime_seconds, 1),
+        ("max_attempts", job.max_attempts, 1),
+    ):
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            error("Range", f"{field} must be an integer of at least {minimum}, got {value!r}")
+    if job.max_attempts > 20:
+        error("Range", f"max_attempts must be at most 20, got {job.max_attempts}")
+    if job.spot and job.max_wait_seconds is not None and (
+        job.max_wait_seconds < job.max_runtime_seconds
+    ):
+        error("SpotWait", f"max_wait ({job.max_wait_seconds} s) must be at least max_runtime "
+                          f"({job.max_runtime_seconds} s) for managed spot training")
+    if bool(job.subnet_ids) != bool(job.security_group_ids):
+        error("Vpc", "a VPC job needs both subnets and security groups")
+
+
+def _check_hyperparameters(job: TrainingJob, error: Any) -> None:
+    names = list(job.hyperparameters)
+    limit = api_shape("HyperParameters").metadata.get("max", 100)
+    if len(names) > limit:
+        error("Hyperparameters", f"hyperparameters may hold at most {limit} entries, "
+                                 f"got {len(names)}")
+    for name, value in job.hyperparameters.items():
+        if not isinstance(name, str):
+            error("Hyperparameters", f"hyperparameter names must be strings, got {name!r}")
+            continue
+        error("Hyperparameters", check_api_string(f"hyperparameter name {name!r}", name,
+                                                  "HyperParameterKey"))
+        if name.startswith(RESERVED_HYPERPARAMETER_PREFIX) and job.framework.runs_script:
+            error("Hyperparameters", f"hyperparameter {name!r} is reserved for SageMaker's "
+                                     "settings; use the construct's props (compiler, "
+                                     "distribution, entry_point) instead")
+        if isinstance(value, Parameter):
+            continue
+        if not isinstance(value, (str, int, float, bool)):
+            error("Hyperparameters", f"hyperparameter {name!r} must be a str, int, float, bool "
+                                     f"or Parameter, got {type(value).__name__}")
+            continue
+        encoded = str(value)
+        error("Hyperparameters", check_api_string(f"hyperparameter {name!r}", encoded,
+                                                  "HyperParameterValue"))
+
+
+def _check_channels(job: TrainingJob, error: Any) -> None:
+    seen: set[str] = set()
+    for channel in job.channels:
+        if channel.name in seen:
+            error("Channels", f"channel names must be unique, got {channel.name!r} twice")
+        seen.add(channel.name)
+        error("Channels", check_api_string("channel name", channel.name, "ChannelName"))
+        uri = channel.default_uri
+        if not Token.is_unresolved(uri) and not re.fullmatch(r"s3://[a-z0-9.\-]{3,63}(/.*)?", uri):
+            error("Channels", f"channel {channel.name!r} must be an s3:// URI, got {uri!r}")
+
+
+def _check_framework(job: TrainingJob, error: Any) -> None:
+    framework = job.framework
+    if not framework.runs_script:
+        if job.compiler.is_enabled:
+            error("NotDeepLearning", f"compiler {job.compiler.describe()!r} cannot apply to "
+                                     f"{framework.describe()}: it is not a deep-learning graph; "
+                                     "use Compiler.none()")
+        if job.distribution is not Distribution.NONE:
+            error("NotDeepLearning", f"distribution {job.distribution.value!r} does not apply "
+                                     f"to {framework.describe()}")
+        if job.entry_point:
+            error("EntryPoint", f"{framework.describe()} is a built-in algorithm; it takes no "
+                                f"entry_point, got {job.entry_point!r}")
+    elif not job.entry_point:
+        error("EntryPoint", f"{framework.describe()} needs an entry_point script")
+    if job.compiler.kind is CompilerKind.TORCH_COMPILE and framework.pytorch_version and (
+        _major(framework.pytorch_version) < 2
+    ):
+        error("TorchCompileVersion", f"torch.compile needs PyTorch 2.0 or newer, got "
+                                     f"{framework.describe()}")
+
+
+def _check_training_compiler(job: TrainingJob, error: Any, warnings: list[Finding]) -> None:
+    framework = job.framework
+    instance_type = job.instance_type
+    if not Token.is_unresolved(instance_type):
+        family = instance_family(instance_type)
+        if family not in TRAINING_COMPILER_FAMILIES:
+            kind = "a GPU" if is_gpu(instance_type) else "a CPU"
+            error("CompilerInstance", f"instance_type must be a GPU instance of "
+                                      f"{', '.join(TRAINING_COMPILER_FAMILIES)} for Training "
+                                      f"Compiler, got {instance_type!r} ({kind} instance)")
+    if job.distribution is Distribution.SMDISTRIBUTED_DATA_PARALLEL:
+        error("CompilerSmdistributed", "distribution 'smdistributed' (SageMaker data/model "
+                                       "parallel) is not compatible with Training Compiler; "
+                                       "use Distribution.PYTORCHXLA")
+    if framework.runs_script:
+        try:
+            # Also what a given image_uri must extend: the version must have a compiler DLC.
+            resolve_dlc(framework, True, _any_gpu(instance_type))
+        except ValueError as unsupported:
+            error("CompilerVersion", str(unsupported))
+            return
+    torch = framework.pytorch_version or "0"
+    # The SDK's thresholds: pytorchxla from PyTorch 1.12 (Hugging Face: 1.11).
+    xla_from = (1, 11) if framework.name == "huggingface" else (1, 12)
+    if job.distribution is Distribution.PYTORCHXLA and _minor(torch) < xla_from:
+        error("CompilerDistribution", f"distribution 'pytorchxla' needs PyTorch "
+                                      f"{'.'.join(map(str, xla_from))} or newer with Training "
+                                      f"Compiler, got {framework.describe()}")
+    if job.distribution is Distribution.TORCH_DISTRIBUTED and _minor(torch) >= xla_from:
+        error("CompilerDistribution", f"'pytorchxla' is the only distribution Training "
+                                      f"Compiler supports for {framework.describe()}, got "
+                                      f"{job.distribution.value!r}")
+    if job.debugger or job.profiler:
+        warnings.append(Finding("DebuggerProfiler", "Debugger and Profiler add recompilation "
+                                "overhead under Training Compiler; turn them off "
+                                "(debugger=False, profiler=False) for production runs"))
+    multi_node = job.instance_count > 1
+    if (multi_node or job.distribution is Distribution.PYTORCHXLA) and (
+        not Token.is_unresolved(instance_type) and instance_type not in EFA_INSTANCE_TYPES
+    ):
+        warnings.append(Finding("NonEfa", f"{instance_type} has no EFA; Training Compiler "
+                                f"uses EFA for distributed training. EFA types: "
+                                f"{', '.join(EFA_INSTANCE_TYPES)}"))
+
+
+def _check_torch_distributed(job: TrainingJob, error: Any) -> None:
+    framework = job.framework
+    if framework.name != "pytorch" or Token.is_unresolved(job.instance_type):
+        return
+    if not is_gpu(job.instance_type):
+        error("TorchDistributed", f"distribution 'torch_distributed' needs a GPU instance, got "
+                                  f"{job.instance_type!r}")
+        return
+    supported = _torch_distributed_versions()
+    if framework.version not in supported:
+        error("TorchDistributed", f"distribution 'torch_distributed' supports PyTorch "
+                                  f"{', '.join(supported)}, got {framework.version!r}")
+    if job.entry_point and not job.entry_point.endswith(".py"):
+        error("TorchDistributed", f"torchrun needs a Python entry_point, got "
+                                  f"{job.entry_point!r}")
+
+
+@functools.lru_cache(maxsize=1)
+def _torch_distributed_versions() -> list[str]:
+    from .dlc import sdk_image_uris
+
+    sdk_image_uris()  # quiet, offline import of the SDK first
+    from sagemaker import fw_utils
+
+    return list(fw_utils.TORCH_DISTRIBUTED_GPU_SUPPORTED_FRAMEWORK_VERSIONS)
+
+
+def _any_gpu(instance_type: str) -> str:
+    return instance_type if not Token.is_unresolved(instance_type) and is_gpu(instance_type) \
+        else "ml.g5.xlarge"
+
+
+def _minor(version: str) -> tuple[int, int]:
+    parts = [int(p) for p in re.findall(r"\d+", version)[:2]] + [0, 0]
+    return parts[0], parts[1]
+
+
+def _major(version: str) -> int:
+    return _minor(version)[0]
+
+
+def messages(findings: Iterable[Finding]) -> list[str]:
+    return [f.message for f in findings]

@@ -1,0 +1,1 @@
+"""Training runtime of compiled-training: the code that runs inside the training image."""
