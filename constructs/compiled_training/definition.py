@@ -12,7 +12,7 @@ from typing import Any
 
 from compiled_training_runtime import contract
 
-from .job import Distribution, HyperparameterValue, Parameter, TrainingJob
+from .job import Distribution, HyperparameterValue, InputChannel, Parameter, TrainingJob
 
 DEFINITION_VERSION = "2020-12-01"
 # What SageMaker retries itself before the step fails: service faults, throttling...
@@ -88,7 +88,7 @@ def training_job_arguments(job: TrainingJob) -> dict[str, Any]:
         "RoleArn": job.role_arn,
     }
     if job.channels:
-        args["InputDataConfig"] = [_channel(c.name, c.s3_uri, c.sharded) for c in job.channels]
+        args["InputDataConfig"] = [_channel(c) for c in job.channels]
     args["HyperParameters"] = hyperparameters(job)
     args.update(debugger_and_profiler(job))
     if job.spot:
@@ -154,17 +154,23 @@ def _distribution_hyperparameters(job: TrainingJob) -> dict[str, HyperparameterV
     return {}
 
 
-def _channel(name: str, uri: str | Parameter, sharded: bool) -> dict[str, Any]:
-    return {
+def _channel(channel: InputChannel) -> dict[str, Any]:
+    uri = channel.s3_uri
+    entry: dict[str, Any] = {
         "DataSource": {
             "S3DataSource": {
                 "S3DataType": "S3Prefix",
                 "S3Uri": uri.ref() if isinstance(uri, Parameter) else uri,
-                "S3DataDistributionType": "ShardedByS3Key" if sharded else "FullyReplicated",
+                "S3DataDistributionType": "ShardedByS3Key"
+                if channel.sharded
+                else "FullyReplicated",
             }
         },
-        "ChannelName": name,
+        "ChannelName": channel.name,
     }
+    if channel.content_type:
+        entry["ContentType"] = channel.content_type
+    return entry
 
 
 def _encode(value: HyperparameterValue, *, json_encoded: bool) -> Any:

@@ -81,6 +81,8 @@ class InputChannel:
     s3_uri: str | Parameter
     sharded: bool = False
     """Split objects across nodes (``ShardedByS3Key``) instead of copying all to each."""
+    content_type: str | None = None
+    """MIME type, for built-in algorithms that need it (``text/csv`` for XGBoost)."""
 
     @property
     def default_uri(self) -> str:

@@ -23,6 +23,7 @@ DEFAULT_EXCLUDES = (
     "*.egg-info",
     "cdk.out",
     "node_modules",
+    "build",
     "tests",
 )
 

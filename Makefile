@@ -1,0 +1,40 @@
+# Two entry points: `make synth` (the reference platform, with a summary) and `make test`.
+# Both set everything up on a fresh machine: a virtualenv with the pinned Python packages
+# and the pinned CDK CLI from package-lock.json. No Docker engine and no AWS credentials.
+
+VENV := .venv
+PY := $(VENV)/bin/python
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export SAGEMAKER_SUPPRESS_V2_WARNING := 1
+export AWS_EC2_METADATA_DISABLED := true
+
+.PHONY: setup synth test lint bench clean
+
+setup: $(VENV)/.installed node_modules/.installed
+
+$(VENV)/.installed: pyproject.toml runtime/pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ./runtime -e ".[dev]"
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+synth: setup
+	npx cdk synth --quiet
+	$(PY) -m compiled_training.summary cdk.out
+
+test: setup
+	$(PY) -m pytest -n 2 -q
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+bench: setup
+	$(PY) benchmarks/synth_time.py
+
+clean:
+	rm -rf cdk.out .pytest_cache

@@ -1,0 +1,167 @@
+"""Teams declared in ``cdk.json`` context: one stack per team, no Python to edit.
+
+Keys are the `TrainingPipeline` prop names, so an error about a prop names the key to fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import Duration, Stack
+from constructs import Construct
+
+from .compiler import Compiler
+from .framework import Framework
+from .job import Distribution, InputChannel, Parameter
+from .training_pipeline import TrainingPipeline
+
+CONTEXT_KEY = "compiled-training:teams"
+
+_REQUIRED = ("framework", "framework_version", "instance_type")
+_OPTIONAL = {
+    "description": str,
+    "transformers_version": str,
+    "py_version": str,
+    "compiler": str,
+    "torch_compile_mode": str,
+    "instance_count": int,
+    "distribution": str,
+    "source_dir": str,
+    "entry_point": str,
+    "hyperparameters": dict,
+    "parameters": dict,
+    "channels": dict,
+    "volume_size_gib": int,
+    "max_runtime_hours": (int, float),
+    "spot": bool,
+    "max_attempts": int,
+    "debugger": bool,
+    "profiler": bool,
+}
+COMPILERS = ("training-compiler", "torch-compile", "none")
+FRAMEWORKS = ("pytorch", "huggingface", "xgboost")
+
+
+class TeamConfigError(ValueError):
+    pass
+
+
+def pipeline_props(team: str, config: Mapping[str, Any], *, base_dir: Path) -> dict[str, Any]:
+    """`TrainingPipeline` keyword arguments from one team's ``cdk.json`` entry."""
+
+    def fail(key: str, message: str) -> TeamConfigError:
+        return TeamConfigError(f"cdk.json {CONTEXT_KEY}.{team}.{key}: {message}")
+
+    if not isinstance(config, Mapping):
+        raise TeamConfigError(f"cdk.json {CONTEXT_KEY}.{team} must be an object, got {config!r}")
+    for key in _REQUIRED:
+        if key not in config:
+            raise fail(key, "is required")
+    for key, value in config.items():
+        expected = _OPTIONAL.get(key, str if key in _REQUIRED else None)
+        if expected is None:
+            allowed = ", ".join(sorted([*_REQUIRED, *_OPTIONAL]))
+            raise fail(key, f"is not a known key; allowed: {allowed}")
+        if not isinstance(value, expected) or (isinstance(value, bool) and expected is int):
+            names = expected.__name__ if isinstance(expected, type) else "number"
+            raise fail(key, f"must be a {names}, got {value!r}")
+
+    try:
+        return _props(config, base_dir)
+    except KeyError as missing:
+        raise fail(str(missing.args[0]), "is required") from None
+    except ValueError as error:
+        raise TeamConfigError(f"cdk.json {CONTEXT_KEY}.{team}: {error}") from None
+
+
+def _props(config: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
+    name = config["framework"]
+    if name not in FRAMEWORKS:
+        raise ValueError(f"framework must be one of {', '.join(FRAMEWORKS)}, got {name!r}")
+    version = config["framework_version"]
+    if name == "pytorch":
+        framework = Framework.pytorch(version, py_version=config.get("py_version"))
+    elif name == "huggingface":
+        framework = Framework.huggingface(
+            config["transformers_version"], pytorch_version=version,
+            py_version=config.get("py_version"),
+        )
+    else:
+        framework = Framework.xgboost(version)
+
+    compiler_name = config.get("compiler", "none")
+    if compiler_name not in COMPILERS:
+        raise ValueError(f"compiler must be one of {', '.join(COMPILERS)}, got {compiler_name!r}")
+    compiler = {
+        "training-compiler": lambda: Compiler.training_compiler(),
+        "torch-compile": lambda: Compiler.torch_compile(
+            mode=config.get("torch_compile_mode", "default")),
+        "none": Compiler.none,
+    }[compiler_name]()
+
+    distribution = None
+    if "distribution" in config:
+        allowed = [d.value for d in Distribution]
+        if config["distribution"] not in allowed:
+            raise ValueError(f"distribution must be one of {', '.join(allowed)}, "
+                             f"got {config['distribution']!r}")
+        distribution = Distribution(config["distribution"])
+
+    hyperparameters: dict[str, Any] = dict(config.get("hyperparameters", {}))
+    for key, default in config.get("parameters", {}).items():
+        hyperparameters[key] = _parameter(_pascal(key), default)
+    channels = [
+        InputChannel(name, Parameter.string(f"{_pascal(name)}DataUri", uri),
+                     content_type="text/csv" if name != "model" and not framework.runs_script
+                     else None)
+        for name, uri in config.get("channels", {}).items()
+    ]
+    props: dict[str, Any] = {
+        "framework": framework,
+        "compiler": compiler,
+        "instance_type": config["instance_type"],
+        "instance_count": config.get("instance_count"),
+        "distribution": distribution,
+        "description": config.get("description"),
+        "entry_point": config.get("entry_point"),
+        "source_dir": base_dir / config["source_dir"] if "source_dir" in config else None,
+        "hyperparameters": hyperparameters,
+        "channels": channels,
+        "volume_size_gib": config.get("volume_size_gib"),
+        "spot": config.get("spot"),
+        "max_attempts": config.get("max_attempts"),
+        "debugger": config.get("debugger"),
+        "profiler": config.get("profiler"),
+    }
+    if "max_runtime_hours" in config:
+        props["max_runtime"] = Duration.minutes(round(60 * config["max_runtime_hours"]))
+    return props
+
+
+class TeamStack(Stack):
+    """One team's stack: its training pipeline, from its ``cdk.json`` entry."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, team_config: Mapping[str, Any],
+                 base_dir: Path, **kwargs: Any) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        props = pipeline_props(construct_id, team_config, base_dir=base_dir)
+        try:
+            self.pipeline = TrainingPipeline(self, "Pipeline", **props)
+        except ValueError as error:
+            raise TeamConfigError(f"cdk.json {CONTEXT_KEY}.{construct_id}: {error}") from None
+
+
+def _parameter(name: str, default: Any) -> Parameter:
+    if isinstance(default, bool):
+        return Parameter.boolean(name, default)
+    if isinstance(default, int):
+        return Parameter.integer(name, default)
+    if isinstance(default, float):
+        return Parameter.float(name, default)
+    return Parameter.string(name, str(default))
+
+
+def _pascal(key: str) -> str:
+    return "".join(part.capitalize() for part in key.replace("-", "_").split("_"))

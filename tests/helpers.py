@@ -1,0 +1,177 @@
+"""Test helpers: synthesis, and the validators every template goes through."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import jsonschema
+import regex
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA_PATH = ROOT.parent / "shared" / "schemas" / "sagemaker-pipeline-definition.schema.json"
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+
+
+def cdk_json_context() -> dict[str, Any]:
+    return json.loads((ROOT / "cdk.json").read_text())["context"]
+
+
+def synth_reference_app(outdir: Path, context: dict[str, Any] | None = None) -> cdk.CloudAssembly:
+    from app import build_app
+
+    app = cdk.App(outdir=str(outdir), context=context or cdk_json_context())
+    return build_app(app).synth()
+
+
+def templates(assembly: cdk.CloudAssembly) -> dict[str, dict[str, Any]]:
+    return {stack.stack_name: stack.template for stack in assembly.stacks}
+
+
+def pipeline_resources(template: dict[str, Any]) -> list[dict[str, Any]]:
+    return [r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::Pipeline"]
+
+
+# --- turning a synthesized definition back into JSON ------------------------------------
+
+def render(value: Any, template: dict[str, Any]) -> str:
+    """A CloudFormation string expression rendered with plausible deploy-time values."""
+    if isinstance(value, str):
+        return value
+    if "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return separator.join(render(p, template) for p in parts)
+    if "Ref" in value:
+        ref = value["Ref"]
+        pseudo = {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::Partition": "aws",
+                  "AWS::URLSuffix": "amazonaws.com"}
+        return pseudo.get(ref, re.sub(r"[^a-z0-9-]", "", ref.lower())[:63])
+    if "Fn::GetAtt" in value:
+        logical_id, attribute = value["Fn::GetAtt"]
+        assert attribute == "Arn", value
+        return f"arn:aws:iam::{ACCOUNT}:role/{logical_id}"
+    if "Fn::FindInMap" in value:
+        mapping, key, attribute = value["Fn::FindInMap"]
+        key = render(key, template)
+        return template["Mappings"][mapping][key][attribute]
+    if "Fn::Sub" in value:
+        return render({"Fn::Join": ["", [value["Fn::Sub"]]]}, template).replace(
+            "${AWS::AccountId}", ACCOUNT).replace("${AWS::Region}", REGION)
+    raise AssertionError(f"unexpected intrinsic in a pipeline definition: {value}")
+
+
+def definitions(template: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every pipeline definition in a template, as JSON."""
+    return [
+        json.loads(render(r["Properties"]["PipelineDefinition"]["PipelineDefinitionBody"],
+                          template))
+        for r in pipeline_resources(template)
+    ]
+
+
+# --- the published pipeline-definition schema --------------------------------------------
+
+@cache
+def _schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+def validate_envelope(definition: dict[str, Any]) -> None:
+    """Version, parameters, step types, dependencies, retry policies against the schema.
+
+    Relaxation, named: the published schema is stale on step arguments (it rejects
+    ``S3DataDistributionType`` in a training input and ``Std:Join`` values in
+    hyperparameters, both accepted by the API), so each step's ``Arguments`` is replaced by
+    an empty object here and checked against botocore's CreateTrainingJob shape instead.
+
+    Relaxation, named: the schema types a retry policy's ``ExceptionType`` as one string,
+    while the API and the SageMaker SDK use a list; each list is split into one policy per
+    exception type, so every type is still checked against the schema's enum.
+    """
+    envelope = json.loads(json.dumps(definition))
+    for step in envelope["Steps"]:
+        step["Arguments"] = {}
+        step["RetryPolicies"] = [
+            {**policy, "ExceptionType": exception}
+            for policy in step.get("RetryPolicies", [])
+            for exception in policy["ExceptionType"]
+        ]
+    jsonschema.validate(envelope, _schema())
+
+
+# --- botocore's CreateTrainingJob input shape ----------------------------------------------
+
+def substitute_expressions(value: Any, parameters: dict[str, Any]) -> Any:
+    """Pipeline expressions replaced by what they evaluate to at run time."""
+    if isinstance(value, dict):
+        if set(value) == {"Get"}:
+            path = value["Get"]
+            if path.startswith("Parameters."):
+                return parameters[path.split(".", 1)[1]]
+            return "execution-0123456789ab"
+        if set(value) == {"Std:Join"}:
+            join = value["Std:Join"]
+            return join["On"].join(str(substitute_expressions(v, parameters))
+                                   for v in join["Values"])
+        return {k: substitute_expressions(v, parameters) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute_expressions(v, parameters) for v in value]
+    return value
+
+
+def validate_training_arguments(definition: dict[str, Any]) -> None:
+    """Each training step's arguments against CreateTrainingJob: types, required fields,
+    ranges (botocore's ParamValidator) plus enums, lengths and patterns (walked here, since
+    the validator does not check them)."""
+    import botocore.session
+    from botocore.validate import ParamValidator
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    shape = model.operation_model("CreateTrainingJob").input_shape
+    parameters = {p["Name"]: p["DefaultValue"] for p in definition.get("Parameters", [])}
+    for step in definition["Steps"]:
+        if step["Type"] != "Training":
+            continue
+        request = substitute_expressions(step["Arguments"], parameters)
+        request["TrainingJobName"] = "pipelines-execution-Train-0123456789"
+        report = ParamValidator().validate(request, shape)
+        assert not report.has_errors(), report.generate_report()
+        problems = list(_constraint_problems(request, shape, "CreateTrainingJob"))
+        assert not problems, "\n".join(problems)
+
+
+def _constraint_problems(value: Any, shape: Any, path: str):
+    if shape.type_name == "structure":
+        for name, member in shape.members.items():
+            if name in value:
+                yield from _constraint_problems(value[name], member, f"{path}.{name}")
+    elif shape.type_name == "list":
+        for i, item in enumerate(value):
+            yield from _constraint_problems(item, shape.member, f"{path}[{i}]")
+    elif shape.type_name == "map":
+        for key, item in value.items():
+            yield from _constraint_problems(key, shape.key, f"{path} key")
+            yield from _constraint_problems(item, shape.value, f"{path}[{key}]")
+    elif shape.type_name == "string":
+        meta = shape.metadata
+        if shape.enum and value not in shape.enum:
+            yield f"{path}: {value!r} is not one of {shape.name}"
+        if len(value) > meta.get("max", len(value)):
+            yield f"{path}: longer than {meta['max']}"
+        # The model writes Java-style classes (\p{L}); the regex module reads them.
+        if "pattern" in meta and not regex.match(meta["pattern"], value):
+            yield f"{path}: {value!r} does not match {meta['pattern']}"
+
+
+def cfn_lint(template_path: str) -> list[str]:
+    """cfn-lint's findings (errors and warnings) for one template file."""
+    from pathlib import Path as _Path
+
+    from cfnlint.api import lint_file
+
+    return [str(match) for match in lint_file(_Path(template_path))]

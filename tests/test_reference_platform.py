@@ -1,0 +1,107 @@
+"""The reference platform (app.py + cdk.json) through every external validator."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import (
+    cdk_json_context,
+    cfn_lint,
+    definitions,
+    pipeline_resources,
+    synth_reference_app,
+    templates,
+    validate_envelope,
+    validate_training_arguments,
+)
+
+
+def test_three_team_stacks_with_one_pipeline_each(reference_assembly):
+    found = templates(reference_assembly)
+    assert sorted(found) == ["Creative", "DocumentClassification", "Tabular"]
+    for template in found.values():
+        assert len(pipeline_resources(template)) == 1
+
+
+def test_document_classification_uses_training_compiler_with_pytorchxla(reference_assembly):
+    (definition,) = definitions(templates(reference_assembly)["DocumentClassification"])
+    args = definition["Steps"][0]["Arguments"]
+    assert args["AlgorithmSpecification"]["TrainingImage"] == (
+        "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-trcomp-training:1.13.1-gpu-py39"
+    )
+    assert args["ResourceConfig"]["InstanceCount"] == 8
+    assert args["ResourceConfig"]["InstanceType"] == "ml.g5.48xlarge"
+    hps = args["HyperParameters"]
+    assert hps["sagemaker_training_compiler_enabled"] == "true"
+    assert hps["sagemaker_training_compiler_debug_mode"] == "false"
+    assert hps["sagemaker_pytorch_xla_multi_worker_enabled"] == "true"
+    assert "DebugHookConfig" not in args
+    assert args["ProfilerConfig"] == {"DisableProfiler": True}
+    assert {p["Name"] for p in definition["Parameters"]} == {
+        "Epochs", "TrainDataUri", "ValidationDataUri"}
+
+
+def test_tabular_is_built_in_xgboost_on_cpu_without_compiler(reference_assembly):
+    (definition,) = definitions(templates(reference_assembly)["Tabular"])
+    args = definition["Steps"][0]["Arguments"]
+    assert "sagemaker-xgboost:1.7-1" in args["AlgorithmSpecification"]["TrainingImage"]
+    assert not any(k.startswith("sagemaker_") for k in args["HyperParameters"])
+    assert args["HyperParameters"]["objective"] == "binary:logistic"
+    assert args["InputDataConfig"][0]["ContentType"] == "text/csv"
+
+
+def test_every_definition_envelope_matches_the_published_schema(reference_assembly):
+    for template in templates(reference_assembly).values():
+        for definition in definitions(template):
+            validate_envelope(definition)
+
+
+def test_every_training_step_matches_botocore_create_training_job(reference_assembly):
+    for template in templates(reference_assembly).values():
+        for definition in definitions(template):
+            validate_training_arguments(definition)
+
+
+def test_cfn_lint_is_clean_on_every_template(reference_assembly):
+    for stack in reference_assembly.stacks:
+        assert cfn_lint(stack.template_full_path) == [], stack.stack_name
+
+
+def test_cdk_nag_has_no_unacknowledged_finding(reference_assembly):
+    # app.synth() raises ValidationFailed on an unacknowledged finding; the report says so too.
+    report = json.loads((Path(reference_assembly.directory) / "validation-report.json").read_text())
+    conclusions = {p["pluginName"]: p["conclusion"] for p in report["pluginReports"]}
+    assert conclusions == {"AwsSolutions": "success"}
+    assert all(not p.get("violations") for p in report["pluginReports"])
+
+
+def test_two_synths_are_byte_identical(tmp_path):
+    first = synth_reference_app(tmp_path / "a")
+    second = synth_reference_app(tmp_path / "b")
+    for stack in first.stacks:
+        a = open(stack.template_full_path, "rb").read()
+        b = open(second.get_stack_by_name(stack.stack_name).template_full_path, "rb").read()
+        assert a == b, stack.stack_name
+
+
+@pytest.mark.parametrize(
+    ("team", "key", "value", "message"),
+    [
+        ("Tabular", "instance_count", 0, r"Tabular: .*instance_count must be an integer of at least 1, got 0"),
+        ("Creative", "instance_type", "ml.m6i.12xlarge",
+         r"Creative: .*instance_type must be a GPU instance of p3, p3dn, g4dn, p4d, g5 for Training Compiler, got 'ml.m6i.12xlarge'"),
+        ("DocumentClassification", "framework_version", "2.1.0",
+         r"DocumentClassification: .*Training Compiler does not support PyTorch 2.1.0.*PyTorch 1.13.1.*Compiler.torch_compile"),
+        ("Tabular", "instance_count", "two", r"Tabular.instance_count: must be a int, got 'two'"),
+        ("Creative", "compiler", "xla", r"Creative: compiler must be one of training-compiler, torch-compile, none, got 'xla'"),
+        ("Creative", "gpu_count", 8, r"Creative.gpu_count: is not a known key"),
+    ],
+)
+def test_fails_on_a_wrong_value_in_cdk_json_naming_team_and_key(tmp_path, team, key, value, message):
+    context = cdk_json_context()
+    context["compiled-training:teams"][team][key] = value
+    with pytest.raises(ValueError, match=message):
+        synth_reference_app(tmp_path, context)
