@@ -137,6 +137,11 @@ def check(job: TrainingJob) -> Findings:
     _check_hyperparameters(job, error)
     _check_channels(job, error)
     _check_framework(job, error)
+    if not job.image_uri and not job.compiler.is_training_compiler and _plain(job.instance_type):
+        try:
+            resolve_dlc(job.framework, job.compiler.is_training_compiler, job.instance_type)
+        except ValueError as no_image:
+            error("Image", str(no_image))
     if job.compiler.kind is CompilerKind.TRAINING_COMPILER:
         _check_training_compiler(job, error, warnings)
     elif job.distribution is Distribution.PYTORCHXLA:
@@ -287,16 +292,16 @@ def _check_training_compiler(job: TrainingJob, error: Any, warnings: list[Findin
 
 def _check_torch_distributed(job: TrainingJob, error: Any) -> None:
     framework = job.framework
-    if framework.name != "pytorch" or Token.is_unresolved(job.instance_type):
+    if framework.pytorch_version is None or Token.is_unresolved(job.instance_type):
         return
     if not is_gpu(job.instance_type):
         error("TorchDistributed", f"distribution 'torch_distributed' needs a GPU instance, got "
                                   f"{job.instance_type!r}")
         return
     supported = _torch_distributed_versions()
-    if framework.version not in supported:
+    if framework.pytorch_version not in supported:
         error("TorchDistributed", f"distribution 'torch_distributed' supports PyTorch "
-                                  f"{', '.join(supported)}, got {framework.version!r}")
+                                  f"{', '.join(supported)}, got {framework.describe()}")
     if job.entry_point and not job.entry_point.endswith(".py"):
         error("TorchDistributed", f"torchrun needs a Python entry_point, got "
                                   f"{job.entry_point!r}")
@@ -328,3 +333,8 @@ def _major(version: str) -> int:
 
 def messages(findings: Iterable[Finding]) -> list[str]:
     return [f.message for f in findings]
+
+
+def _plain(instance_type: str) -> bool:
+    """A literal instance type the API knows (the instance rule reports the others)."""
+    return not Token.is_unresolved(instance_type) and instance_type in training_instance_types()

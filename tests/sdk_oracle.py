@@ -1,0 +1,130 @@
+"""The SageMaker SDK v2 as an offline oracle: what would it build for a case?
+
+Offline means: region set, instance metadata disabled, the role as a full ARN, source_dir
+as an S3 URI of a sourcedir.tar.gz, an explicit output_path, telemetry opted out through
+``sagemaker_config`` and ``use_custom_job_prefix=False``. ``Pipeline.definition()`` then
+makes no AWS call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from compiled_training import Distribution
+from compiled_training_runtime import contract
+
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+os.environ["SAGEMAKER_SUPPRESS_V2_WARNING"] = "1"
+logging.getLogger("sagemaker").setLevel(logging.ERROR)
+
+SDK_OUTPUT = "s3://output-bucket/parity/output"
+ROLE = "arn:aws:iam::123456789012:role/training"
+_CONFIG = {"SchemaVersion": "1.0", "SageMaker": {"PythonSDK": {"Modules": {"TelemetryOptOut": True}}}}
+
+
+@dataclass(frozen=True)
+class SdkCase:
+    estimator: str
+    version: str
+    pytorch_version: str | None
+    py_version: str
+    instance_type: str
+    instance_count: int
+    distribution: Distribution
+    compiled: bool
+    debugger: bool = False
+    profiler: bool = False
+
+    def __str__(self) -> str:
+        framework = f"{self.estimator}{self.version}" + (
+            f"-pt{self.pytorch_version}" if self.pytorch_version else "")
+        return (f"{framework}-{self.instance_type}x{self.instance_count}-"
+                f"{self.distribution.value}-{'compiled' if self.compiled else 'eager'}")
+
+
+@cache
+def _session() -> Any:
+    import sagemaker.utils
+    from sagemaker.config.config import validate_sagemaker_config
+    from sagemaker.workflow.pipeline_context import PipelineSession
+
+    # The SDK re-validates its config against a JSON schema on every lookup (~0.3 s, twenty
+    # lookups a case). Ours is one fixed dict: validate it once, for real, then let the SDK
+    # skip re-validating that same object (any other config still goes through).
+    validate_sagemaker_config(_CONFIG)
+    original = sagemaker.utils.validate_sagemaker_config
+
+    def validate_once(config: Any = None) -> Any:
+        return None if config is _CONFIG else original(config)
+
+    sagemaker.utils.validate_sagemaker_config = validate_once
+    return PipelineSession(sagemaker_config=_CONFIG, default_bucket="output-bucket")
+
+
+def _distribution(distribution: Distribution) -> dict[str, Any] | None:
+    return {
+        Distribution.NONE: None,
+        Distribution.PYTORCHXLA: {"pytorchxla": {"enabled": True}},
+        Distribution.TORCH_DISTRIBUTED: {"torch_distributed": {"enabled": True}},
+        Distribution.SMDISTRIBUTED_DATA_PARALLEL: {"smdistributed": {"dataparallel": {"enabled": True}}},
+    }[distribution]
+
+
+def sdk_training_arguments(case: SdkCase, source_s3_uri: str,
+                           image_uri: str | None = None) -> dict[str, Any] | None:
+    """The SDK's training-step arguments for a case, or None when the SDK rejects it."""
+    from sagemaker.huggingface import HuggingFace
+    from sagemaker.huggingface import TrainingCompilerConfig as HuggingFaceCompilerConfig
+    from sagemaker.pytorch import PyTorch
+    from sagemaker.pytorch import TrainingCompilerConfig as PyTorchCompilerConfig
+    from sagemaker.workflow.parameters import ParameterInteger
+    from sagemaker.workflow.pipeline import Pipeline
+    from sagemaker.workflow.pipeline_definition_config import PipelineDefinitionConfig
+    from sagemaker.workflow.steps import TrainingStep
+
+    epochs = ParameterInteger(name="Epochs", default_value=3)
+    kwargs: dict[str, Any] = {
+        "entry_point": "train.py",
+        "source_dir": source_s3_uri,
+        "role": ROLE,
+        "instance_type": case.instance_type,
+        "instance_count": case.instance_count,
+        "py_version": case.py_version,
+        "output_path": SDK_OUTPUT,
+        "sagemaker_session": _session(),
+        "hyperparameters": {"epochs": epochs, "learning_rate": 5e-5, "model_family": "bert"},
+        "metric_definitions": contract.metric_definitions(),
+        "disable_profiler": not case.profiler,
+    }
+    if not case.debugger:
+        kwargs["debugger_hook_config"] = False
+    if image_uri:
+        kwargs["image_uri"] = image_uri
+    distribution = _distribution(case.distribution)
+    if distribution:
+        kwargs["distribution"] = distribution
+    try:
+        if case.estimator == "huggingface":
+            if case.compiled:
+                kwargs["compiler_config"] = HuggingFaceCompilerConfig()
+            estimator = HuggingFace(transformers_version=case.version,
+                                    pytorch_version=case.pytorch_version, **kwargs)
+        else:
+            if case.compiled:
+                kwargs["compiler_config"] = PyTorchCompilerConfig()
+            estimator = PyTorch(framework_version=case.version, **kwargs)
+        step = TrainingStep(name="Train", step_args=estimator.fit())
+        pipeline = Pipeline(
+            name="parity", steps=[step], parameters=[epochs], sagemaker_session=_session(),
+            pipeline_definition_config=PipelineDefinitionConfig(use_custom_job_prefix=False),
+        )
+        definition = json.loads(pipeline.definition())
+    except ValueError:
+        return None
+    return definition["Steps"][0]["Arguments"]
