@@ -50,11 +50,24 @@ def render(value: Any, template: dict[str, Any]) -> str:
         ref = value["Ref"]
         pseudo = {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::Partition": "aws",
                   "AWS::URLSuffix": "amazonaws.com"}
-        return pseudo.get(ref, re.sub(r"[^a-z0-9-]", "", ref.lower())[:63])
+        if ref in pseudo:
+            return pseudo[ref]
+        kind = template["Resources"][ref]["Type"]
+        if kind == "AWS::EC2::Subnet":
+            return "subnet-0123456789abcdef0"
+        assert kind == "AWS::S3::Bucket", value
+        return re.sub(r"[^a-z0-9-]", "", ref.lower())[:63]
     if "Fn::GetAtt" in value:
         logical_id, attribute = value["Fn::GetAtt"]
-        assert attribute == "Arn", value
-        return f"arn:aws:iam::{ACCOUNT}:role/{logical_id}"
+        kind = template["Resources"][logical_id]["Type"]
+        rendered = {
+            ("AWS::IAM::Role", "Arn"): f"arn:aws:iam::{ACCOUNT}:role/{logical_id}",
+            ("AWS::KMS::Key", "Arn"):
+                f"arn:aws:kms:{REGION}:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+            ("AWS::EC2::SecurityGroup", "GroupId"): "sg-0123456789abcdef0",
+        }
+        assert (kind, attribute) in rendered, value
+        return rendered[(kind, attribute)]
     if "Fn::FindInMap" in value:
         mapping, key, attribute = value["Fn::FindInMap"]
         key = render(key, template)

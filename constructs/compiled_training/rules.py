@@ -106,20 +106,15 @@ def check_api_string(field: str, value: str, shape_name: str) -> str | None:
         return None
     shape = api_shape(shape_name)
     meta = shape.metadata
-    allowed = []
-    if "min" in meta:
-        allowed.append(f"at least {meta['min']} characters")
-    if "max" in meta:
-        allowed.append(f"at most {meta['max']} characters")
-    if "pattern" in meta:
-        allowed.append(f"matching {meta['pattern']}")
-    too_short = len(value) < meta.get("min", 0)
-    too_long = len(value) > meta.get("max", len(value))
-    mismatched = "pattern" in meta and not re.fullmatch(meta["pattern"], value)
-    if too_short or too_long or mismatched:
-        return f"{field} must be {', '.join(allowed)}, got {value!r}"
+    shown = repr(value) if len(value) <= 60 else f"{value[:40]!r}... ({len(value)} characters)"
+    if len(value) < meta.get("min", 0):
+        return f"{field} must be at least {meta['min']} characters, got {shown}"
+    if len(value) > meta.get("max", len(value)):
+        return f"{field} must be at most {meta['max']} characters, got {shown}"
+    if "pattern" in meta and not re.fullmatch(meta["pattern"], value):
+        return f"{field} must match {meta['pattern']}, got {shown}"
     if shape.enum and value not in shape.enum:
-        return f"{field} must be one of the API's {shape_name} values, got {value!r}"
+        return f"{field} must be one of the API's {shape_name} values, got {shown}"
     return None
 
 

@@ -133,7 +133,7 @@ class TrainingPipeline(Resource):
         self.distribution = distribution or rules.default_distribution(
             compiler.kind, instance_type, instance_count if isinstance(instance_count, int) else 1
         )
-        self.pipeline_name = pipeline_name or Names.unique_resource_name(
+        self._pipeline_name = pipeline_name or Names.unique_resource_name(
             self, max_length=80, separator="-"
         )
         runtime_seconds = (max_runtime or Duration.days(1)).to_seconds()
@@ -224,11 +224,21 @@ class TrainingPipeline(Resource):
         # SageMaker checks the role's permissions when the pipeline is created.
         self._resource.node.add_dependency(self.pipeline_role.node.find_child("DefaultPolicy"))
         self._resource.add_metadata("compiled-training", self.summary())
-        self.pipeline_arn = stack.format_arn(
+        self._pipeline_arn = stack.format_arn(
             service="sagemaker", resource="pipeline", resource_name=self.pipeline_name.lower()
         )
 
-    # --- IPipeline -----------------------------------------------------------------------
+    # --- IPipeline (properties, so that jsii can read them) ---------------------------------
+
+    @property
+    def pipeline_name(self) -> str:
+        """The SageMaker pipeline's name."""
+        return self._pipeline_name
+
+    @property
+    def pipeline_arn(self) -> str:
+        """The SageMaker pipeline's ARN."""
+        return self._pipeline_arn
 
     @property
     def pipeline_ref(self) -> Any:

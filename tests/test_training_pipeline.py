@@ -1,0 +1,327 @@
+"""TrainingPipeline: template behaviour, failures with clear messages, advice as warnings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_scheduler as scheduler
+from aws_cdk import aws_scheduler_targets as targets
+from aws_cdk.assertions import Annotations, Match, Template
+
+from compiled_training import (
+    Compiler,
+    Distribution,
+    Framework,
+    InputChannel,
+    Parameter,
+    TrainingPipeline,
+)
+from compiled_training.dlc import resolve_dlc
+from tests.helpers import (
+    definitions,
+    validate_envelope,
+    validate_training_arguments,
+)
+
+BERT = Framework.pytorch("1.13.1")
+
+
+def _stack(region: str | None = "us-east-1") -> cdk.Stack:
+    env = cdk.Environment(account="123456789012", region=region) if region else None
+    return cdk.Stack(cdk.App(), "Team", env=env)
+
+
+def _pipeline(stack: cdk.Stack, source_dir: Path, **overrides) -> TrainingPipeline:
+    props = {
+        "framework": BERT,
+        "compiler": Compiler.training_compiler(),
+        "instance_type": "ml.g5.48xlarge",
+        "source_dir": source_dir,
+        "entry_point": "train.py",
+        "channels": [InputChannel("train", "s3://team-data/bert/train/")],
+    }
+    props.update(overrides)
+    return TrainingPipeline(stack, "Bert", **props)
+
+
+def _definition(stack: cdk.Stack) -> dict:
+    (definition,) = definitions(Template.from_stack(stack).to_json())
+    return definition
+
+
+def _arguments(stack: cdk.Stack) -> dict:
+    return _definition(stack)["Steps"][0]["Arguments"]
+
+
+def _statements(template: Template, role_prefix: str) -> list[dict]:
+    found = []
+    for resource in template.find_resources("AWS::IAM::Policy").values():
+        roles = json.dumps(resource["Properties"]["Roles"])
+        if role_prefix in roles:
+            found.extend(resource["Properties"]["PolicyDocument"]["Statement"])
+    return found
+
+
+# --- behaviour ------------------------------------------------------------------------------
+
+def test_creates_a_retained_encrypted_versioned_private_output_bucket(source_dir):
+    stack = _stack()
+    _pipeline(stack, source_dir)
+    template = Template.from_stack(stack)
+    template.has_resource("AWS::S3::Bucket", {
+        "DeletionPolicy": "Retain",
+        "Properties": Match.object_like({
+            "VersioningConfiguration": {"Status": "Enabled"},
+            "BucketEncryption": {"ServerSideEncryptionConfiguration": [
+                {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]},
+            "PublicAccessBlockConfiguration": {
+                "BlockPublicAcls": True, "BlockPublicPolicy": True,
+                "IgnorePublicAcls": True, "RestrictPublicBuckets": True},
+            "LoggingConfiguration": Match.object_like({"LogFilePrefix": "output-bucket/"}),
+        }),
+    })
+    template.has_resource_properties("AWS::S3::BucketPolicy", {
+        "PolicyDocument": {"Statement": Match.array_with([Match.object_like({
+            "Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})])},
+    })
+
+
+def test_kms_key_encrypts_bucket_volumes_and_outputs(source_dir):
+    stack = _stack()
+    key = kms.Key(stack, "Key", enable_key_rotation=True)
+    _pipeline(stack, source_dir, kms_key=key)
+    args = _arguments(stack)
+    assert args["OutputDataConfig"]["KmsKeyId"].startswith("arn:aws:kms:")
+    assert args["ResourceConfig"]["VolumeKmsKeyId"] == args["OutputDataConfig"]["KmsKeyId"]
+    Template.from_stack(stack).has_resource_properties("AWS::S3::Bucket", {
+        "BucketEncryption": {"ServerSideEncryptionConfiguration": [Match.object_like({
+            "ServerSideEncryptionByDefault": Match.object_like({"SSEAlgorithm": "aws:kms"})})]},
+    })
+
+
+def test_training_step_has_compiler_settings_and_retries(source_dir):
+    stack = _stack()
+    _pipeline(stack, source_dir, instance_count=2,
+              hyperparameters={"epochs": Parameter.integer("Epochs", 3), "batch_size": 32})
+    definition = _definition(stack)
+    step = definition["Steps"][0]
+    hps = step["Arguments"]["HyperParameters"]
+    assert hps["sagemaker_training_compiler_enabled"] == "true"
+    assert hps["sagemaker_pytorch_xla_multi_worker_enabled"] == "true"
+    assert hps["batch_size"] == "32"
+    assert hps["epochs"] == {"Std:Join": {"On": "", "Values": [{"Get": "Parameters.Epochs"}]}}
+    assert definition["Parameters"] == [{"Name": "Epochs", "Type": "Integer", "DefaultValue": 3}]
+    exceptions = {e for policy in step["RetryPolicies"] for e in policy["ExceptionType"]}
+    assert {"SageMaker.CAPACITY_ERROR", "SageMaker.JOB_INTERNAL_ERROR"} <= exceptions
+    assert step["Arguments"]["EnableInterContainerTrafficEncryption"] is True
+
+
+@pytest.mark.parametrize(("instance_type", "count", "expected"), [
+    ("ml.g5.48xlarge", 1, "pytorchxla"),   # 8 GPUs on one node
+    ("ml.g5.xlarge", 2, "pytorchxla"),     # two nodes
+    ("ml.g5.xlarge", 1, "none"),           # one GPU
+])
+def test_defaults_to_pytorchxla_when_a_compiler_job_spans_more_than_one_gpu(
+        source_dir, instance_type, count, expected):
+    stack = _stack()
+    pipeline = _pipeline(stack, source_dir, instance_type=instance_type, instance_count=count)
+    assert pipeline.distribution.value == expected
+    hps = _arguments(stack)["HyperParameters"]
+    assert ("sagemaker_pytorch_xla_multi_worker_enabled" in hps) == (expected == "pytorchxla")
+
+
+def test_spot_training_waits_and_checkpoints_per_execution(source_dir):
+    stack = _stack()
+    _pipeline(stack, source_dir, spot=True, max_runtime=cdk.Duration.hours(6))
+    args = _arguments(stack)
+    assert args["EnableManagedSpotTraining"] is True
+    assert args["StoppingCondition"] == {"MaxRuntimeInSeconds": 21600,
+                                         "MaxWaitTimeInSeconds": 43200}
+    checkpoint = args["CheckpointConfig"]
+    assert checkpoint["LocalPath"] == "/opt/ml/checkpoints"
+    assert checkpoint["S3Uri"]["Std:Join"]["Values"][1] == {"Get": "Execution.PipelineExecutionId"}
+
+
+def test_torch_compile_runs_on_a_pytorch_2_dlc(source_dir):
+    stack = _stack()
+    _pipeline(stack, source_dir, framework=Framework.pytorch("2.3.0"),
+              compiler=Compiler.torch_compile(mode="max-autotune"), instance_type="ml.g5.2xlarge")
+    args = _arguments(stack)
+    assert args["AlgorithmSpecification"]["TrainingImage"].endswith(
+        "/pytorch-training:2.3.0-gpu-py311")
+    hps = args["HyperParameters"]
+    assert hps["compiled_training_torch_compile"] == "true"
+    assert hps["compiled_training_torch_compile_mode"] == '"max-autotune"'
+    assert "sagemaker_training_compiler_enabled" not in hps
+
+
+def test_execution_role_reads_code_and_inputs_writes_own_prefix_pulls_own_image(source_dir):
+    stack = _stack()
+    pipeline = _pipeline(stack, source_dir)
+    statements = json.dumps(_statements(Template.from_stack(stack), "BertExecutionRole"))
+    assert "arn:\", {\"Ref\": \"AWS::Partition\"}, \":s3:::team-data/bert/train/*" in statements
+    assert f"/{pipeline.pipeline_name}/*" in statements
+    assert ":ecr:us-east-1:763104351884:repository/pytorch-trcomp-training" in statements
+    assert "s3:DeleteObject" not in statements
+    assert "\"Action\": \"s3:*\"" not in statements
+
+
+def test_pipeline_role_creates_only_tagged_jobs_and_passes_only_the_execution_role(source_dir):
+    stack = _stack()
+    pipeline = _pipeline(stack, source_dir)
+    statements = _statements(Template.from_stack(stack), "BertPipelineRole")
+    create = next(s for s in statements if "sagemaker:CreateTrainingJob" in s["Action"])
+    assert create["Condition"] == {"StringEquals": {
+        "aws:RequestTag/compiled-training:pipeline": pipeline.pipeline_name}}
+    describe = next(s for s in statements if "sagemaker:DescribeTrainingJob" in s["Action"])
+    assert "aws:ResourceTag/compiled-training:pipeline" in describe["Condition"]["StringEquals"]
+    pass_role = next(s for s in statements if s["Action"] == "iam:PassRole")
+    execution_role = stack.get_logical_id(pipeline.role.node.default_child)
+    assert pass_role["Resource"] == {"Fn::GetAtt": [stack.resolve(execution_role), "Arn"]}
+
+
+def test_grants_start_execution_and_plugs_into_scheduler(source_dir):
+    stack = _stack()
+    pipeline = _pipeline(stack, source_dir)
+    runner = iam.Role(stack, "Runner", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    pipeline.grant_start_execution(runner)
+    scheduler.Schedule(stack, "Nightly", schedule=scheduler.ScheduleExpression.cron(hour="2", minute="0"),
+                       target=targets.SageMakerStartPipelineExecution(pipeline))
+    template = Template.from_stack(stack)
+    template.has_resource_properties("AWS::IAM::Policy", {
+        "PolicyDocument": {"Statement": Match.array_with([Match.object_like({
+            "Action": "sagemaker:StartPipelineExecution"})])},
+        "Roles": [{"Ref": Match.string_like_regexp("Runner")}],
+    })
+    template.resource_count_is("AWS::Scheduler::Schedule", 1)
+
+
+def test_failed_execution_metric_names_the_pipeline(source_dir):
+    stack = _stack()
+    pipeline = _pipeline(stack, source_dir)
+    metric = pipeline.metric_failed_executions()
+    assert metric.metric_name == "ExecutionFailed"
+    assert metric.namespace == "AWS/Sagemaker/ModelBuildingPipeline"
+    assert metric.dimensions == {"PipelineName": pipeline.pipeline_name}
+
+
+def test_vpc_job_gets_subnets_security_group_and_network_interface_permissions(source_dir):
+    stack = _stack()
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
+    _pipeline(stack, source_dir, vpc=vpc, network_isolation=True)
+    args = _arguments(stack)
+    assert len(args["VpcConfig"]["Subnets"]) == 2
+    assert len(args["VpcConfig"]["SecurityGroupIds"]) == 1
+    assert args["EnableNetworkIsolation"] is True
+    assert "ec2:CreateNetworkInterface" in json.dumps(
+        _statements(Template.from_stack(stack), "BertExecutionRole"))
+
+
+def test_environment_agnostic_stack_maps_registries_per_region(source_dir):
+    stack = _stack(region=None)
+    _pipeline(stack, source_dir)
+    template = Template.from_stack(stack).to_json()
+    (mapping,) = template["Mappings"].values()
+    dlc = resolve_dlc(BERT, True, "ml.g5.48xlarge")
+    assert mapping == {region: {"account": account} for region, account in dlc.registries}
+    assert mapping["af-south-1"]["account"] != mapping["us-east-1"]["account"]
+    assert "Fn::FindInMap" in json.dumps(template["Resources"])
+
+
+def test_every_definition_variant_passes_the_validators(source_dir):
+    for overrides in ({}, {"spot": True}, {"debugger": True, "profiler": True},
+                      {"instance_count": 4, "distribution": Distribution.PYTORCHXLA}):
+        stack = _stack()
+        _pipeline(stack, source_dir, **overrides)
+        definition = _definition(stack)
+        validate_envelope(definition)
+        validate_training_arguments(definition)
+
+
+# --- failures ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"instance_type": "ml.g5.huge"},
+     r"instance_type must be a SageMaker training instance type such as 'ml.g5.48xlarge', got 'ml.g5.huge'"),
+    ({"instance_type": "local_gpu"}, r"got 'local_gpu' \(local mode does not exist"),
+    ({"instance_count": 0}, r"instance_count must be an integer of at least 1, got 0"),
+    ({"instance_type": "ml.m6i.12xlarge"},
+     r"instance_type must be a GPU instance of p3, p3dn, g4dn, p4d, g5 for Training Compiler, got 'ml.m6i.12xlarge' \(a CPU instance\)"),
+    ({"instance_type": "ml.p4de.24xlarge"}, r"got 'ml.p4de.24xlarge' \(a GPU instance\)"),
+    ({"distribution": Distribution.SMDISTRIBUTED_DATA_PARALLEL},
+     r"'smdistributed' .* is not compatible with Training Compiler"),
+    ({"framework": Framework.pytorch("2.1.0")},
+     r"Training Compiler does not support PyTorch 2.1.0: AWS froze it .*PyTorch 1.12.0; PyTorch 1.13.1.*Compiler.torch_compile\(\)"),
+    ({"hyperparameters": {"sagemaker_program": "x.py"}}, r"'sagemaker_program' is reserved"),
+    ({"hyperparameters": {"notes": "x" * 2501}}, r"hyperparameter 'notes' must be at most 2500 characters, got 'x+'\.\.\. \(2501 characters\)$"),
+    ({"hyperparameters": {"k" * 257: 1}}, r"hyperparameter name 'k+' must be at most 256 characters"),
+    ({"pipeline_name": "bert_training"}, r"pipeline_name must match \[a-zA-Z0-9\]\(-\*\[a-zA-Z0-9\]\)\{0,255\}, got 'bert_training'"),
+    ({"pipeline_name": "a" * 257}, r"pipeline_name must be at most 256 characters, got 'aaaa.*\.\.\. \(257 characters\)"),
+    ({"channels": [InputChannel("train", "s3://a-bucket/x/"), InputChannel("train", "s3://a-bucket/y/")]},
+     r"channel names must be unique, got 'train' twice"),
+    ({"channels": [InputChannel("train", "/data/train")]}, r"channel 'train' must be an s3:// URI"),
+    ({"compiler": Compiler.none(), "distribution": Distribution.PYTORCHXLA},
+     r"'pytorchxla' runs only with Training Compiler"),
+    ({"framework": Framework.xgboost("1.7-1"), "instance_type": "ml.g5.xlarge"},
+     r"cannot apply to XGBoost 1.7-1: it is not a deep-learning graph"),
+    ({"compiler": Compiler.torch_compile()}, r"torch.compile needs PyTorch 2.0 or newer"),
+    ({"spot": True, "max_runtime": cdk.Duration.hours(4), "max_wait": cdk.Duration.hours(1)},
+     r"max_wait \(3600 s\) must be at least max_runtime \(14400 s\)"),
+])
+def test_fails_with_a_message_naming_field_value_and_what_is_allowed(source_dir, overrides, message):
+    with pytest.raises(ValueError, match=message):
+        _pipeline(_stack(), source_dir, **overrides)
+
+
+def test_fails_with_all_problems_in_one_message(source_dir):
+    with pytest.raises(ValueError, match=r"has 2 problems:\n  - instance_count .*\n  - .*reserved"):
+        _pipeline(_stack(), source_dir, instance_count=0,
+                  hyperparameters={"sagemaker_region": "eu-west-1"})
+
+
+def test_fails_in_a_region_without_the_dlc_naming_the_supported_ones(source_dir):
+    with pytest.raises(ValueError, match=r"region 'eu-south-2' has no pytorch-trcomp-training:1.13.1-gpu-py39 image; supported regions: af-south-1, .*us-east-1"):
+        _pipeline(_stack(region="eu-south-2"), source_dir)
+
+
+def test_fails_without_source_dir_for_a_framework_image():
+    with pytest.raises(ValueError, match=r"source_dir is required for PyTorch 1.13.1"):
+        TrainingPipeline(_stack(), "Bert", framework=BERT, instance_type="ml.g5.xlarge",
+                         entry_point="train.py")
+
+
+def test_fails_on_a_missing_source_dir(tmp_path):
+    with pytest.raises(ValueError, match=r"source_dir must be an existing folder, got '.*nope'"):
+        _pipeline(_stack(), tmp_path / "nope")
+
+
+def test_fails_on_torch_compile_mode():
+    with pytest.raises(ValueError, match=r"mode must be one of default, reduce-overhead, .*got 'fast'"):
+        Compiler.torch_compile(mode="fast")
+
+
+# --- advice ------------------------------------------------------------------------------
+
+def test_warns_when_debugger_or_profiler_run_under_the_compiler(source_dir):
+    stack = _stack()
+    _pipeline(stack, source_dir, debugger=True)
+    Annotations.from_stack(stack).has_warning(
+        "/Team/Bert", Match.string_like_regexp("Debugger and Profiler add recompilation overhead"))
+
+
+def test_warns_on_a_multi_node_compiler_job_without_efa(source_dir):
+    stack = _stack()
+    _pipeline(stack, source_dir, instance_type="ml.g5.12xlarge", instance_count=2)
+    Annotations.from_stack(stack).has_warning("/Team/Bert", Match.string_like_regexp("has no EFA"))
+
+
+def test_no_warning_for_the_recommended_setup(source_dir):
+    stack = _stack()
+    _pipeline(stack, source_dir, instance_count=2)
+    Annotations.from_stack(stack).has_no_warning("*", Match.any_value())
