@@ -82,8 +82,8 @@ def test_two_synths_are_byte_identical(tmp_path):
     first = synth_reference_app(tmp_path / "a")
     second = synth_reference_app(tmp_path / "b")
     for stack in first.stacks:
-        a = open(stack.template_full_path, "rb").read()
-        b = open(second.get_stack_by_name(stack.stack_name).template_full_path, "rb").read()
+        a = Path(stack.template_full_path).read_bytes()
+        b = Path(second.get_stack_by_name(stack.stack_name).template_full_path).read_bytes()
         assert a == b, stack.stack_name
 
 

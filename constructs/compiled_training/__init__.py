@@ -1,4 +1,4 @@
-"""compiled-training: AWS CDK constructs for SageMaker training with a compiler, validated at synth."""
+"""compiled-training: CDK constructs for SageMaker training with a compiler, checked at synth."""
 
 from .compiler import Compiler, CompilerKind
 from .framework import Framework

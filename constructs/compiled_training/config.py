@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from aws_cdk import Duration, Stack
+
 from constructs import Construct
 
 from .compiler import Compiler
@@ -20,7 +21,7 @@ from .training_pipeline import TrainingPipeline
 CONTEXT_KEY = "compiled-training:teams"
 
 _REQUIRED = ("framework", "framework_version", "instance_type")
-_OPTIONAL = {
+_OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "description": str,
     "transformers_version": str,
     "py_version": str,
@@ -60,7 +61,7 @@ def pipeline_props(team: str, config: Mapping[str, Any], *, base_dir: Path) -> d
         if key not in config:
             raise fail(key, "is required")
     for key, value in config.items():
-        expected = _OPTIONAL.get(key, str if key in _REQUIRED else None)
+        expected = str if key in _REQUIRED else _OPTIONAL.get(key)
         if expected is None:
             allowed = ", ".join(sorted([*_REQUIRED, *_OPTIONAL]))
             raise fail(key, f"is not a known key; allowed: {allowed}")

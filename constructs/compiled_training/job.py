@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Union
+from typing import Any
 
 from .compiler import Compiler
 from .framework import Framework
@@ -34,7 +34,7 @@ class ParameterType(str, Enum):
     BOOLEAN = "Boolean"
 
 
-ParameterValue = Union[str, int, float, bool]
+ParameterValue = str | int | float | bool
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class Parameter:
         return {"Get": f"Parameters.{self.name}"}
 
 
-HyperparameterValue = Union[str, int, float, bool, Parameter]
+HyperparameterValue = str | int | float | bool | Parameter
 
 
 @dataclass(frozen=True)
@@ -131,10 +131,9 @@ class TrainingJob:
         found: dict[str, Parameter] = {}
         values = [*self.hyperparameters.values(), *(c.s3_uri for c in self.channels)]
         for value in values:
-            if isinstance(value, Parameter):
-                if found.setdefault(value.name, value) != value:
-                    raise ValueError(
-                        f"pipeline parameter {value.name!r} is declared twice with different "
-                        f"types or defaults: {found[value.name]} and {value}"
-                    )
+            if isinstance(value, Parameter) and found.setdefault(value.name, value) != value:
+                raise ValueError(
+                    f"pipeline parameter {value.name!r} is declared twice with different "
+                    f"types or defaults: {found[value.name]} and {value}"
+                )
         return list(found.values())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk import Acknowledgment, Stack, Validations
+
 from constructs import IConstruct
 
 AWS_SOLUTIONS = "AwsSolutions"

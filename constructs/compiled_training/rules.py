@@ -91,7 +91,9 @@ def is_gpu(instance_type: str) -> bool:
     return instance_family(instance_type) in GPU_FAMILIES
 
 
-def default_distribution(job_compiler: CompilerKind, instance_type: str, count: int) -> Distribution:
+def default_distribution(
+    job_compiler: CompilerKind, instance_type: str, count: int
+) -> Distribution:
     """``pytorchxla`` when a Training Compiler job spans more than one GPU, else none."""
     if job_compiler is CompilerKind.TRAINING_COMPILER and (
         count > 1 or gpus_per_instance(instance_type) > 1
@@ -145,9 +147,8 @@ def check(job: TrainingJob) -> Findings:
               "(Compiler.training_compiler()); use Distribution.TORCH_DISTRIBUTED otherwise")
     if job.distribution is Distribution.TORCH_DISTRIBUTED:
         _check_torch_distributed(job, error)
-    if job.distribution is Distribution.SMDISTRIBUTED_DATA_PARALLEL and not (
-        job.compiler.kind is CompilerKind.TRAINING_COMPILER
-    ):
+    smdistributed = job.distribution is Distribution.SMDISTRIBUTED_DATA_PARALLEL
+    if smdistributed and not job.compiler.is_training_compiler:
         error("Smdistributed",
               "distribution 'smdistributed' is not supported by compiled-training; "
               "use Distribution.TORCH_DISTRIBUTED")

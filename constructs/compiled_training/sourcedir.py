@@ -1,4 +1,4 @@
-"""A deterministic ``sourcedir.tar.gz``: the only code upload the SageMaker training toolkit unpacks.
+"""A deterministic ``sourcedir.tar.gz``, the code upload the SageMaker training toolkit unpacks.
 
 Sorted entries, mtime 0, no owner names, gzip mtime 0: an unchanged source gives byte-identical
 bytes, so the asset hash, and with it the template, stays the same.

@@ -28,6 +28,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
 from compiled_training_runtime import contract
+
 from constructs import Construct
 
 from . import rules

@@ -8,7 +8,7 @@ never imports the constructs.
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 # Hyperparameters that SageMaker's API path reads (values are the strings "true"/"false").
 HP_TRAINING_COMPILER_ENABLED = "sagemaker_training_compiler_enabled"

@@ -1,0 +1,72 @@
+"""DLC images come from the SageMaker SDK v2's image-URI configuration, for every region."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from compiled_training import Compiler, Framework
+from compiled_training.dlc import resolve_dlc, sdk_image_uris, training_compiler_releases
+
+
+def _sdk_registries(name: str, version: str) -> dict[str, str]:
+    config = json.loads((Path(sdk_image_uris().__file__).parent / "image_uri_config"
+                         / f"{name}.json").read_text())
+    return config["training"]["versions"][version]["registries"]
+
+
+@pytest.mark.parametrize("version", ["1.12.0", "1.13.1"])
+def test_registries_are_the_sdks_for_every_region_it_lists(version):
+    dlc = resolve_dlc(Framework.pytorch(version), True, "ml.g5.48xlarge")
+    assert dict(dlc.registries) == _sdk_registries("pytorch-training-compiler", version)
+    assert dlc.repository == "pytorch-trcomp-training"
+
+
+@pytest.mark.parametrize(("region", "account"), [
+    ("us-east-1", "763104351884"), ("af-south-1", "626614931356"), ("me-south-1", "217643126080"),
+])
+def test_regional_registry_accounts(region, account):
+    dlc = resolve_dlc(Framework.pytorch("1.13.1"), True, "ml.g5.48xlarge")
+    assert dlc.account(region) == account
+
+
+def test_every_listed_region_gives_the_uri_the_sdk_retrieves():
+    from sagemaker.pytorch import TrainingCompilerConfig
+
+    dlc = resolve_dlc(Framework.pytorch("1.13.1"), True, "ml.p3.2xlarge")
+    for region in dlc.regions:
+        expected = sdk_image_uris().retrieve(
+            "pytorch", region, version="1.13.1", py_version="py39", instance_type="ml.p3.2xlarge",
+            image_scope="training", training_compiler_config=TrainingCompilerConfig())
+        domain = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+        assert expected == f"{dlc.account(region)}.dkr.ecr.{region}.{domain}/{dlc.path}"
+
+
+def test_hugging_face_compiler_image():
+    dlc = resolve_dlc(Framework.huggingface("4.21.1", pytorch_version="1.11.0"), True,
+                      "ml.p3.2xlarge")
+    assert dlc.path == "huggingface-pytorch-trcomp-training:1.11.0-transformers4.21.1-gpu-py38-cu113-ubuntu20.04"
+
+
+def test_releases_name_every_frozen_version():
+    releases = training_compiler_releases()
+    assert "PyTorch 1.12.0" in releases and "PyTorch 1.13.1" in releases
+    assert "Hugging Face Transformers 4.21.1 with PyTorch 1.11.0" in releases
+
+
+def test_fails_for_a_version_without_image():
+    with pytest.raises(ValueError, match=r"PyTorch 0.9.9 has no SageMaker training image; supported pytorch versions: .*1.13.1"):
+        resolve_dlc(Framework.pytorch("0.9.9"), False, "ml.g5.xlarge")
+
+
+def test_fails_for_a_region_without_image():
+    dlc = resolve_dlc(Framework.pytorch("1.13.1"), True, "ml.g5.xlarge")
+    with pytest.raises(ValueError, match=r"region 'mars-north-1' has no .* supported regions: af-south-1"):
+        dlc.account("mars-north-1")
+
+
+def test_compiler_kinds_are_distinct():
+    assert Compiler.none() != Compiler.training_compiler()
+    assert Compiler.training_compiler(debug=True).hyperparameters()[
+        "sagemaker_training_compiler_debug_mode"] is True
