@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 from compiled_training import Compiler, Framework
-from compiled_training.dlc import resolve_dlc, sdk_image_uris, training_compiler_releases
+from compiled_training.dlc import (
+    resolve_dlc,
+    sdk_config,
+    sdk_image_uris,
+    training_compiler_releases,
+)
 
 
 def _sdk_registries(name: str, version: str) -> dict[str, str]:
@@ -70,3 +75,62 @@ def test_compiler_kinds_are_distinct():
     assert Compiler.none() != Compiler.training_compiler()
     assert Compiler.training_compiler(debug=True).hyperparameters()[
         "sagemaker_training_compiler_debug_mode"] is True
+
+
+def _sdk_retrieve(framework: Framework, compiled: bool, instance_type: str) -> str:
+    from sagemaker.huggingface import TrainingCompilerConfig as HuggingFaceCompilerConfig
+    from sagemaker.pytorch import TrainingCompilerConfig as PyTorchCompilerConfig
+
+    kwargs = {"version": framework.version, "instance_type": instance_type,
+              "image_scope": "training"}
+    if framework.py_version:
+        kwargs["py_version"] = framework.py_version
+    if framework.name == "huggingface":
+        kwargs["base_framework_version"] = f"pytorch{framework.pytorch_version}"
+    if compiled:
+        kwargs["training_compiler_config"] = (
+            HuggingFaceCompilerConfig() if framework.name == "huggingface"
+            else PyTorchCompilerConfig())
+    return sdk_image_uris().retrieve(framework.name, "us-east-1", **kwargs)
+
+
+def _every_image():
+    """Every training image this library resolves: (framework, compiled, instance type)."""
+    cases = []
+    for name, compiled in (("pytorch", False), ("pytorch-training-compiler", True)):
+        config = sdk_config(name)
+        for version, entry in config["versions"].items():
+            if tuple(int(p) for p in version.split(".")[:2]) < (1, 8):
+                continue  # older than any DLC still in use; the SDK pins CUDA suffixes there
+            for py in entry.get("py_versions", []):
+                for instance in ("ml.g5.xlarge", "ml.m5.xlarge"):
+                    cases.append((Framework.pytorch(version, py_version=py), compiled, instance))
+    for name, compiled in (("huggingface", False), ("huggingface-training-compiler", True)):
+        for version, entry in sdk_config(name)["versions"].items():
+            for base, sub in entry.items():
+                if base.startswith("pytorch") and "py_versions" in sub:
+                    framework = Framework.huggingface(
+                        version, pytorch_version=base[len("pytorch"):],
+                        py_version=sub["py_versions"][-1])
+                    cases.append((framework, compiled, "ml.p3.2xlarge"))
+    for version in sdk_config("xgboost")["versions"]:
+        if "-" in version:
+            cases.append((Framework.xgboost(version), False, "ml.m6i.12xlarge"))
+    return cases
+
+
+def test_every_image_matches_what_the_sdk_retrieves():
+    cases = _every_image()
+    assert len(cases) > 60
+    checked = 0
+    for framework, compiled, instance in cases:
+        try:
+            expected = _sdk_retrieve(framework, compiled, instance)
+        except ValueError:
+            with pytest.raises(ValueError):
+                resolve_dlc(framework, compiled, instance)
+            continue
+        dlc = resolve_dlc(framework, compiled, instance)
+        assert expected == f"{dlc.account('us-east-1')}.dkr.ecr.us-east-1.amazonaws.com/{dlc.path}"
+        checked += 1
+    assert checked > 50

@@ -1,22 +1,23 @@
 """AWS Deep Learning Container images, read from the SageMaker SDK v2's image-URI configuration.
 
 Never hand-copied: the SDK's JSON configuration is the support matrix (repositories, tags,
-per-region registry accounts). The SDK is imported lazily, here only: importing it costs
-about a second and prints a migration banner that a user's ``cdk synth`` must not show.
+per-region registry accounts). It is read as data, without importing the SDK: the import
+costs seconds and prints a migration banner that a user's ``cdk synth`` must not show.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
+import json
 import logging
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from .framework import Framework
-
-_REFERENCE_REGION = "us-east-1"
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class DlcImage:
 
 
 def sdk_image_uris() -> ModuleType:
-    """``sagemaker.image_uris``, imported quietly and offline."""
+    """``sagemaker.image_uris``, imported quietly and offline (tests use it as the oracle)."""
     os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
     os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
     for name in ("sagemaker.config", "sagemaker.image_uris", "sagemaker"):
@@ -58,17 +59,25 @@ def sdk_image_uris() -> ModuleType:
     return image_uris
 
 
+@functools.lru_cache(maxsize=64)
+def sdk_config(name: str) -> dict[str, Any]:
+    """One of the SDK's ``image_uri_config/<name>.json`` files, read without importing the SDK.
+
+    Importing ``sagemaker`` costs seconds (pydantic models, sagemaker-core); the JSON files
+    are the same data ``image_uris.retrieve`` reads.
+    """
+    spec = importlib.util.find_spec("sagemaker")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the SageMaker SDK v2 (package 'sagemaker<3') is not installed")
+    folder = Path(next(iter(spec.submodule_search_locations))) / "image_uri_config"
+    config: dict[str, Any] = json.loads((folder / f"{name}.json").read_text())
+    return config.get("training", config)
+
+
 def training_compiler_releases() -> list[str]:
     """Every Training Compiler DLC release the SDK knows, e.g. ``PyTorch 1.13.1``."""
-    image_uris = sdk_image_uris()
-    releases = [
-        f"PyTorch {version}"
-        for version in _scope(image_uris.config_for_framework("pytorch-training-compiler"))[
-            "versions"
-        ]
-    ]
-    hf = _scope(image_uris.config_for_framework("huggingface-training-compiler"))["versions"]
-    for transformers, entry in hf.items():
+    releases = [f"PyTorch {v}" for v in sdk_config("pytorch-training-compiler")["versions"]]
+    for transformers, entry in sdk_config("huggingface-training-compiler")["versions"].items():
         for base in entry:
             if base.startswith("pytorch"):
                 releases.append(
@@ -81,45 +90,40 @@ def training_compiler_releases() -> list[str]:
 def resolve_dlc(framework: Framework, training_compiler: bool, instance_type: str) -> DlcImage:
     """The DLC for a framework, with or without Training Compiler, on an instance type.
 
-    Raises ``ValueError`` naming what the SDK supports when no such image exists.
+    Follows ``sagemaker.image_uris.retrieve`` for training images (tests hold it to the SDK's
+    answer). Raises ``ValueError`` naming what the SDK supports when no such image exists.
     """
-    image_uris = sdk_image_uris()
-    config_name = _config_name(framework, training_compiler)
-    version_config, py_version = _version_config(image_uris, config_name, framework,
-                                                 training_compiler)
-    registries = tuple(sorted(version_config["registries"].items()))
-    region = _REFERENCE_REGION if _REFERENCE_REGION in dict(registries) else registries[0][0]
-    kwargs: dict[str, Any] = {
-        "region": region,
-        "version": framework.version,
-        "instance_type": instance_type,
-        "image_scope": "training",
-    }
-    if py_version:
-        kwargs["py_version"] = py_version
+    config = sdk_config(_config_name(framework, training_compiler))
+    entry, version, py_version = _version_config(config, framework, training_compiler)
+    processor = _processor(framework, instance_type, config.get("processors")
+                           or entry.get("processors"))
     if framework.name == "huggingface":
-        kwargs["base_framework_version"] = f"pytorch{framework.pytorch_version}"
-    if training_compiler:
-        kwargs["training_compiler_config"] = _sdk_compiler_config(framework)
-    try:
-        uri = image_uris.retrieve(framework.name, **kwargs)
-    except ValueError as error:
+        tag_version = version if training_compiler else framework.version
+        tag_prefix = f"{framework.pytorch_version}-transformers{tag_version}"
+    else:
+        tag_prefix = entry.get("tag_prefix", version)
+    container = (entry.get("container_version") or {}).get(processor)
+    tag = "-".join(x for x in (tag_prefix, processor, py_version, container) if x)
+    return DlcImage(repository=entry["repository"], tag=tag,
+                    registries=tuple(sorted(entry["registries"].items())))
+
+
+def _processor(framework: Framework, instance_type: str, available: list[str] | None) -> str | None:
+    if not available:
+        return None
+    family = instance_type.split(".")[1] if instance_type.count(".") == 2 else ""
+    if family in available:
+        processor = family
+    elif family[:1] in ("g", "p"):
+        processor = "gpu"
+    else:
+        processor = "cpu"
+    if processor not in available:
         raise ValueError(
-            f"no {framework.describe()} training image for instance type {instance_type!r}: "
-            f"{error}"
-        ) from None
-    repository, tag = uri.split("/", 1)[1].split(":", 1)
-    return DlcImage(repository=repository, tag=tag, registries=registries)
-
-
-def _sdk_compiler_config(framework: Framework) -> Any:
-    if framework.name == "huggingface":
-        from sagemaker.huggingface import TrainingCompilerConfig as HuggingFaceCompilerConfig
-
-        return HuggingFaceCompilerConfig()
-    from sagemaker.pytorch import TrainingCompilerConfig as PyTorchCompilerConfig
-
-    return PyTorchCompilerConfig()
+            f"{framework.describe()} has no {processor.upper()} training image for instance "
+            f"type {instance_type!r}; it has {', '.join(p.upper() for p in available)} images"
+        )
+    return processor
 
 
 def _config_name(framework: Framework, training_compiler: bool) -> str:
@@ -128,14 +132,10 @@ def _config_name(framework: Framework, training_compiler: bool) -> str:
     return framework.name
 
 
-def _scope(config: dict[str, Any]) -> dict[str, Any]:
-    return config.get("training", config)
-
-
 def _version_config(
-    image_uris: ModuleType, config_name: str, framework: Framework, training_compiler: bool
-) -> tuple[dict[str, Any], str | None]:
-    config = _scope(image_uris.config_for_framework(config_name))
+    config: dict[str, Any], framework: Framework, training_compiler: bool
+) -> tuple[dict[str, Any], str, str | None]:
+    """The version's entry (for the Python version), the resolved version, the Python version."""
     version = config.get("version_aliases", {}).get(framework.version, framework.version)
     if version not in config["versions"]:
         if training_compiler:
@@ -164,7 +164,7 @@ def _version_config(
             f"{framework.describe()} has no image for {framework.py_version}; "
             f"available: {', '.join(py_versions)}"
         )
-    return entry.get(py_version or "", entry), py_version
+    return entry.get(py_version or "", entry), version, py_version
 
 
 def _no_training_compiler_message(framework: Framework) -> str:
