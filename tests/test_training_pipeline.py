@@ -60,7 +60,12 @@ def _arguments(stack: cdk.Stack) -> dict:
 
 
 def _statements(template: Template, role_prefix: str) -> list[dict]:
+    """The role's inline statements plus any attached policy's (grants add those)."""
     found = []
+    for logical_id, role in template.find_resources("AWS::IAM::Role").items():
+        if logical_id.startswith(role_prefix):
+            for policy in role["Properties"].get("Policies", []):
+                found.extend(policy["PolicyDocument"]["Statement"])
     for resource in template.find_resources("AWS::IAM::Policy").values():
         roles = json.dumps(resource["Properties"]["Roles"])
         if role_prefix in roles:

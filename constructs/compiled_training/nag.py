@@ -24,10 +24,8 @@ def acknowledge_wildcards(
     cdk-nag names a finding after the wildcard string, with CloudFormation references
     flattened (``<LogicalId>``, ``<AWS::Region>``); this renders the same names from tokens.
     """
-    stack = Stack.of(scope)
-    for resource in resources:
-        name = _flatten(stack.resolve(resource))
-        acknowledge(scope, f"AwsSolutions-IAM5[Resource::{name}]", reason)
+    for resolved in Stack.of(scope).resolve(list(resources)):  # one round trip to jsii
+        acknowledge(scope, f"AwsSolutions-IAM5[Resource::{_flatten(resolved)}]", reason)
     for action in actions:
         acknowledge(scope, f"AwsSolutions-IAM5[Action::{action}]", reason)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -151,12 +152,6 @@ class TrainingPipeline(Resource):
 
         self.bucket = output_bucket or self._output_bucket(kms_key)
         prefix = f"s3://{self.bucket.bucket_name}/{self.pipeline_name}"
-        self.role = iam.Role(
-            self,
-            "ExecutionRole",
-            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
-            description=f"Runs the training jobs of SageMaker pipeline {self.pipeline_name}",
-        )
         vpc_config = self._vpc_config(vpc, vpc_subnets, security_groups)
 
         job = TrainingJob(
@@ -169,7 +164,7 @@ class TrainingPipeline(Resource):
             volume_size_gib=30 if volume_size_gib is None else volume_size_gib,
             max_runtime_seconds=int(runtime_seconds),
             image_uri=self.image_uri,
-            role_arn=self.role.role_arn,
+            role_arn="",  # the execution role's, once its policy can be written from the job
             region=stack.region,
             output_s3_uri=f"{prefix}/output",
             entry_point=entry_point,
@@ -207,10 +202,18 @@ class TrainingPipeline(Resource):
                 f"{framework.describe()} (it holds entry_point {entry_point!r})"
             )
         self.parameters: dict[str, Parameter] = {p.name: p for p in job.parameters}
-        self.job = job
 
-        self._grant_execution_role(job, code, kms_key)
-        self.pipeline_role = self._pipeline_role()
+        self.role = self._execution_policy(job, code, bool(vpc_config[0])).role(
+            self, "ExecutionRole",
+            f"Runs the training jobs of SageMaker pipeline {self.pipeline_name}")
+        for key in {k for k in (self.bucket.encryption_key, kms_key) if k is not None}:
+            key.grant_encrypt_decrypt(self.role)
+        if kms_key is not None:
+            # SageMaker encrypts the training volumes through a grant on the key.
+            kms_key.grant(self.role, "kms:CreateGrant", "kms:DescribeKey")
+        self.job = job = replace(job, role_arn=self.role.role_arn)
+        self.pipeline_role = self._pipeline_policy().role(
+            self, "PipelineRole", f"Runs SageMaker pipeline {self.pipeline_name}")
         self._resource = sagemaker.CfnPipeline(
             self,
             "Resource",
@@ -222,8 +225,6 @@ class TrainingPipeline(Resource):
                 build_definition(job)
             )},
         )
-        # SageMaker checks the role's permissions when the pipeline is created.
-        self._resource.node.add_dependency(self.pipeline_role.node.find_child("DefaultPolicy"))
         self._resource.add_metadata("compiled-training", self.summary())
         self._pipeline_arn = stack.format_arn(
             service="sagemaker", resource="pipeline", resource_name=self.pipeline_name.lower()
@@ -388,7 +389,47 @@ class TrainingPipeline(Resource):
             # Nodes of a multi-instance job talk to each other.
             group.add_ingress_rule(group, ec2.Port.all_traffic(), "between training nodes")
             groups = [group]
-        _allow(self.role, [
+        return list(selected.subnet_ids), [g.security_group_id for g in groups]
+
+    def _execution_policy(
+        self, job: TrainingJob, code: s3_assets.Asset | None, in_vpc: bool
+    ) -> _Policy:
+        """Reads its code and input prefixes, writes its own prefix, pulls its own image."""
+        stack = Stack.of(self)
+        policy = _Policy()
+        if code is not None:
+            policy.allow(["s3:GetObject"], [
+                f"arn:{Aws.PARTITION}:s3:::{code.s3_bucket_name}/{code.s3_object_key}"])
+        for channel in job.channels:
+            bucket, key_prefix = _split_s3(channel.default_uri)
+            policy.allow_prefix(bucket, key_prefix, ["s3:GetObject"],
+                                why=f"Training reads every object under channel "
+                                    f"{channel.name!r}'s prefix, and only there.")
+        policy.allow_prefix(self.bucket.bucket_name, f"{self.pipeline_name}/",
+                            ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
+                            why="The job writes model, output and checkpoints (and reads "
+                                "checkpoints back to resume) under this pipeline's own prefix "
+                                "only.")
+        policy.allow(["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer",
+                      "ecr:BatchCheckLayerAvailability"], [self._image_repository_arn()])
+        policy.allow(["ecr:GetAuthorizationToken"], ["*"],
+                     why="ecr:GetAuthorizationToken supports no resource-level permission; "
+                         "pulls are limited to the one image repository by another statement.")
+        log_group = stack.format_arn(service="logs", resource="log-group",
+                                     resource_name="/aws/sagemaker/TrainingJobs",
+                                     arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        policy.allow(["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                     [f"{log_group}:log-stream:*"],
+                     why="SageMaker names a job's log streams at run time, inside the fixed "
+                         "/aws/sagemaker/TrainingJobs log group.")
+        policy.allow(["logs:CreateLogGroup"], [log_group])
+        policy.allow(["cloudwatch:PutMetricData"], ["*"],
+                     conditions={"StringEquals": {
+                         "cloudwatch:namespace": "/aws/sagemaker/TrainingJobs"}},
+                     why="cloudwatch:PutMetricData supports no resource; the condition limits "
+                         "it to SageMaker's training-job namespace.")
+        if in_vpc:
+            policy.allow([
                 "ec2:CreateNetworkInterface",
                 "ec2:CreateNetworkInterfacePermission",
                 "ec2:DeleteNetworkInterface",
@@ -398,50 +439,9 @@ class TrainingPipeline(Resource):
                 "ec2:DescribeDhcpOptions",
                 "ec2:DescribeSubnets",
                 "ec2:DescribeSecurityGroups",
-            ], ["*"],
-            why="SageMaker creates the job's network interfaces at run time; these EC2 "
-                "actions support no resource-level permission.")
-        return list(selected.subnet_ids), [g.security_group_id for g in groups]
-
-    def _grant_execution_role(
-        self, job: TrainingJob, code: s3_assets.Asset | None, kms_key: kms.IKey | None
-    ) -> None:
-        stack = Stack.of(self)
-        role = self.role
-        if code is not None:
-            _allow(role, ["s3:GetObject"],
-                   [f"arn:{Aws.PARTITION}:s3:::{code.s3_bucket_name}/{code.s3_object_key}"])
-        for channel in job.channels:
-            bucket, key_prefix = _split_s3(channel.default_uri)
-            _allow_prefix(role, bucket, key_prefix, ["s3:GetObject"],
-                          why=f"Training reads every object under channel {channel.name!r}'s "
-                              "prefix, and only there.")
-        _allow_prefix(role, self.bucket.bucket_name, f"{self.pipeline_name}/",
-                      ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
-                      why="The job writes model, output and checkpoints (and reads checkpoints "
-                          "back to resume) under this pipeline's own prefix only.")
-        if self.bucket.encryption_key:
-            self.bucket.encryption_key.grant_encrypt_decrypt(role)
-        if kms_key is not None:
-            kms_key.grant_encrypt_decrypt(role)
-            kms_key.grant(role, "kms:CreateGrant", "kms:DescribeKey")
-        _allow(role, ["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer",
-                      "ecr:BatchCheckLayerAvailability"], [self._image_repository_arn()])
-        _allow(role, ["ecr:GetAuthorizationToken"], ["*"],
-               why="ecr:GetAuthorizationToken supports no resource-level permission; pulls are "
-                   "limited to the one image repository by the statement above.")
-        log_group = stack.format_arn(service="logs", resource="log-group",
-                                     resource_name="/aws/sagemaker/TrainingJobs",
-                                     arn_format=ArnFormat.COLON_RESOURCE_NAME)
-        _allow(role, ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-               [f"{log_group}:log-stream:*"],
-               why="SageMaker names a job's log streams at run time, inside the fixed "
-                   "/aws/sagemaker/TrainingJobs log group.")
-        _allow(role, ["logs:CreateLogGroup"], [log_group])
-        _allow(role, ["cloudwatch:PutMetricData"], ["*"],
-               conditions={"StringEquals": {"cloudwatch:namespace": "/aws/sagemaker/TrainingJobs"}},
-               why="cloudwatch:PutMetricData supports no resource; the condition limits it to "
-                   "SageMaker's training-job namespace.")
+            ], ["*"], why="SageMaker creates the job's network interfaces at run time; these "
+                          "EC2 actions support no resource-level permission.")
+        return policy
 
     def _image_repository_arn(self) -> str:
         stack = Stack.of(self)
@@ -463,24 +463,64 @@ class TrainingPipeline(Resource):
         return stack.format_arn(service="ecr", account=account, region=region,
                                 resource="repository", resource_name=repository)
 
-    def _pipeline_role(self) -> iam.Role:
-        stack = Stack.of(self)
-        role = iam.Role(
-            self,
-            "PipelineRole",
-            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
-            description=f"Runs SageMaker pipeline {self.pipeline_name}",
-        )
-        jobs = stack.format_arn(service="sagemaker", resource="training-job", resource_name="*")
+    def _pipeline_policy(self) -> _Policy:
+        """Creates, describes and stops only its own training jobs; passes only their role."""
+        jobs = Stack.of(self).format_arn(service="sagemaker", resource="training-job",
+                                         resource_name="*")
         why = ("Pipelines name training jobs at run time; the tag conditions limit create, "
                "describe and stop to jobs tagged with this pipeline's name.")
-        _allow(role, ["sagemaker:CreateTrainingJob", "sagemaker:AddTags"], [jobs], why=why,
-               conditions={"StringEquals": {f"aws:RequestTag/{PIPELINE_TAG}": self.pipeline_name}})
-        _allow(role, ["sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob"], [jobs],
-               why=why, conditions={
-                   "StringEquals": {f"aws:ResourceTag/{PIPELINE_TAG}": self.pipeline_name}
-               })
-        self.role.grant_pass_role(role)
+        policy = _Policy()
+        policy.allow(["sagemaker:CreateTrainingJob", "sagemaker:AddTags"], [jobs], why=why,
+                     conditions={"StringEquals": {
+                         f"aws:RequestTag/{PIPELINE_TAG}": self.pipeline_name}})
+        policy.allow(["sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob"], [jobs],
+                     why=why, conditions={"StringEquals": {
+                         f"aws:ResourceTag/{PIPELINE_TAG}": self.pipeline_name}})
+        policy.allow(["iam:PassRole"], [self.role.role_arn], conditions={
+            "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}})
+        return policy
+
+
+class _Policy:
+    """One role's inline policy; every wildcard resource carries the reason it is needed.
+
+    Inline, not attached: the role and its permissions are one resource, so the pipeline
+    (which references the role) can never be created before its permissions exist.
+    """
+
+    def __init__(self) -> None:
+        self.statements: list[iam.PolicyStatement] = []
+        self.wildcards: dict[str, list[str]] = {}
+
+    def allow(self, actions: list[str], resources: list[str], *, why: str | None = None,
+              conditions: Mapping[str, Any] | None = None) -> None:
+        self.statements.append(iam.PolicyStatement(
+            actions=actions, resources=resources,
+            conditions=dict(conditions) if conditions else None))
+        wildcards = [r for r in resources if "*" in r]
+        if wildcards:
+            if not why:
+                raise AssertionError(f"wildcard {wildcards} needs a reason")
+            self.wildcards.setdefault(why, []).extend(wildcards)
+
+    def allow_prefix(self, bucket: str, key_prefix: str, actions: list[str], *,
+                     why: str) -> None:
+        partition = Aws.PARTITION
+        self.allow(actions, [f"arn:{partition}:s3:::{bucket}/{key_prefix}*"], why=why)
+        self.allow(["s3:ListBucket"], [f"arn:{partition}:s3:::{bucket}"],
+                   conditions={"StringLike": {"s3:prefix": [f"{key_prefix}*"]}})
+
+    def role(self, scope: Construct, construct_id: str, description: str) -> iam.Role:
+        role = iam.Role(
+            scope, construct_id,
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description=description,
+            inline_policies={"Permissions": iam.PolicyDocument(statements=self.statements)},
+        )
+        resource = role.node.default_child
+        assert resource is not None
+        for why, resources in self.wildcards.items():
+            acknowledge_wildcards(resource, why, resources=resources)
         return role
 
 
@@ -509,30 +549,3 @@ def _split_s3(uri: str) -> tuple[str, str]:
     without_scheme = uri[len("s3://"):]
     bucket, _, key = without_scheme.partition("/")
     return bucket, key
-
-
-def _allow(
-    role: iam.Role,
-    actions: list[str],
-    resources: list[str],
-    *,
-    why: str | None = None,
-    conditions: Mapping[str, Any] | None = None,
-) -> None:
-    """Adds one statement; a wildcard resource must say why, and is acknowledged for cdk-nag."""
-    role.add_to_principal_policy(iam.PolicyStatement(
-        actions=actions, resources=resources, conditions=dict(conditions) if conditions else None
-    ))
-    wildcards = [r for r in resources if "*" in r]
-    if wildcards:
-        if not why:
-            raise AssertionError(f"wildcard {wildcards} needs a reason")
-        acknowledge_wildcards(role.node.find_child("DefaultPolicy"), why, resources=wildcards)
-
-
-def _allow_prefix(role: iam.Role, bucket: str, key_prefix: str, actions: list[str], *,
-                  why: str) -> None:
-    partition = Aws.PARTITION
-    _allow(role, actions, [f"arn:{partition}:s3:::{bucket}/{key_prefix}*"], why=why)
-    _allow(role, ["s3:ListBucket"], [f"arn:{partition}:s3:::{bucket}"],
-           conditions={"StringLike": {"s3:prefix": [f"{key_prefix}*"]}})
