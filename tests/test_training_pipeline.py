@@ -330,3 +330,17 @@ def test_no_warning_for_the_recommended_setup(source_dir):
     stack = _stack()
     _pipeline(stack, source_dir, instance_count=2)
     Annotations.from_stack(stack).has_no_warning("*", Match.any_value())
+
+
+def test_pipelines_in_a_stack_share_the_output_bucket_and_code_but_not_prefixes(source_dir):
+    stack = _stack()
+    first = _pipeline(stack, source_dir)
+    second = TrainingPipeline(stack, "Roberta", framework=BERT, instance_type="ml.g5.xlarge",
+                              compiler=Compiler.training_compiler(), source_dir=source_dir,
+                              entry_point="train.py")
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::S3::Bucket", 2)  # outputs and their access logs
+    assert first.bucket is second.bucket
+    first_statements = json.dumps(_statements(template, "BertExecutionRole"))
+    assert f"/{first.pipeline_name}/*" in first_statements
+    assert f"/{second.pipeline_name}/" not in first_statements

@@ -3,6 +3,7 @@
 from .compiler import Compiler, CompilerKind
 from .framework import Framework
 from .job import Distribution, InputChannel, Parameter, ParameterType
+from .output_bucket import TrainingOutputBucket
 from .training_pipeline import TrainingPipeline
 
 __all__ = [
@@ -13,5 +14,6 @@ __all__ = [
     "InputChannel",
     "Parameter",
     "ParameterType",
+    "TrainingOutputBucket",
     "TrainingPipeline",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from aws_cdk import Acknowledgment, Stack, Validations
@@ -16,18 +17,19 @@ def acknowledge(scope: IConstruct, rule: str, reason: str, *, pack: str = AWS_SO
     Validations.of(scope).acknowledge(Acknowledgment(id=f"{pack}::{rule}", reason=reason))
 
 
-def acknowledge_wildcards(
-    scope: IConstruct, reason: str, *, resources: list[str] = (), actions: list[str] = ()  # type: ignore[assignment]
-) -> None:
-    """Acknowledges ``AwsSolutions-IAM5`` for exactly these wildcard resources and actions.
+def acknowledge_wildcards(scope: IConstruct, reasons: Mapping[str, str]) -> None:
+    """Acknowledges ``AwsSolutions-IAM5`` for exactly these wildcard resources, each with
+    its reason.
 
     cdk-nag names a finding after the wildcard string, with CloudFormation references
     flattened (``<LogicalId>``, ``<AWS::Region>``); this renders the same names from tokens.
     """
-    for resolved in Stack.of(scope).resolve(list(resources)):  # one round trip to jsii
-        acknowledge(scope, f"AwsSolutions-IAM5[Resource::{_flatten(resolved)}]", reason)
-    for action in actions:
-        acknowledge(scope, f"AwsSolutions-IAM5[Action::{action}]", reason)
+    resources = list(reasons)
+    validations = Validations.of(scope)
+    for resource, resolved in zip(resources, Stack.of(scope).resolve(resources), strict=True):
+        validations.acknowledge(Acknowledgment(
+            id=f"{AWS_SOLUTIONS}::AwsSolutions-IAM5[Resource::{_flatten(resolved)}]",
+            reason=reasons[resource]))
 
 
 def _flatten(value: Any) -> str:

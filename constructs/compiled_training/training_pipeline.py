@@ -16,7 +16,6 @@ from aws_cdk import (
     CfnMapping,
     Duration,
     Names,
-    RemovalPolicy,
     Resource,
     Stack,
     Token,
@@ -38,7 +37,8 @@ from .definition import build_definition
 from .dlc import DlcImage, resolve_dlc
 from .framework import Framework
 from .job import Distribution, HyperparameterValue, InputChannel, Parameter, TrainingJob
-from .nag import acknowledge, acknowledge_wildcards
+from .nag import acknowledge_wildcards
+from .output_bucket import TrainingOutputBucket
 from .sourcedir import write_sourcedir
 
 PIPELINE_TAG = "compiled-training:pipeline"
@@ -106,9 +106,10 @@ class TrainingPipeline(Resource):
         :param distribution: when omitted, ``pytorchxla`` for a Training Compiler job on more
             than one GPU, none otherwise.
         :param pipeline_name: when omitted, derived from the construct path (stable).
-        :param output_bucket: when omitted, a bucket is created: encrypted (with ``kms_key``
-            or S3-managed), versioned, SSL only, public access blocked, access-logged,
-            retained when the stack is deleted.
+        :param output_bucket: when omitted, the stack's shared `TrainingOutputBucket` (one
+            per KMS key): encrypted (with ``kms_key`` or S3-managed), versioned, SSL only,
+            public access blocked, access-logged, retained when the stack is deleted. Each
+            pipeline writes under its own prefix only.
         :param volume_size_gib: when omitted, 30 GiB per instance.
         :param max_runtime: when omitted, one day.
         :param spot: when omitted, on-demand. Spot jobs checkpoint to S3 and resume.
@@ -150,7 +151,7 @@ class TrainingPipeline(Resource):
         if source_dir is not None:
             code = self._code_asset(Path(source_dir))
 
-        self.bucket = output_bucket or self._output_bucket(kms_key)
+        self.bucket = output_bucket or TrainingOutputBucket.of_stack(self, kms_key)
         prefix = f"s3://{self.bucket.bucket_name}/{self.pipeline_name}"
         vpc_config = self._vpc_config(vpc, vpc_subnets, security_groups)
 
@@ -314,55 +315,14 @@ class TrainingPipeline(Resource):
                 f"TrainingPipeline {self.node.path}: source_dir must be an existing folder, "
                 f"got {str(source_dir)!r}"
             )
-        return s3_assets.Asset(self, "SourceDir", path=str(write_sourcedir(source_dir)))
-
-    def _output_bucket(self, kms_key: kms.IKey | None) -> s3.IBucket:
-        logs = s3.Bucket(
-            self,
-            "AccessLogs",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            removal_policy=RemovalPolicy.RETAIN,
-            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(365))],
-        )
-        acknowledge(logs, "AwsSolutions-S1",
-                    "This bucket receives the output bucket's access logs; logging it to "
-                    "itself would recurse.")
-        bucket = s3.Bucket(
-            self,
-            "OutputBucket",
-            encryption=s3.BucketEncryption.KMS if kms_key else s3.BucketEncryption.S3_MANAGED,
-            encryption_key=kms_key,
-            bucket_key_enabled=bool(kms_key),
-            versioned=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            removal_policy=RemovalPolicy.RETAIN,
-            lifecycle_rules=[
-                s3.LifecycleRule(noncurrent_version_expiration=Duration.days(30)),
-                s3.LifecycleRule(abort_incomplete_multipart_upload_after=Duration.days(7)),
-            ],
-        )
-        # Access logging through a bucket policy, not the legacy log-delivery ACL (which is
-        # what server_access_logs_bucket does in apps without the matching feature flag).
-        log_prefix = "output-bucket/"
-        cfn_bucket = bucket.node.default_child
-        assert isinstance(cfn_bucket, s3.CfnBucket)
-        cfn_bucket.logging_configuration = s3.CfnBucket.LoggingConfigurationProperty(
-            destination_bucket_name=logs.bucket_name, log_file_prefix=log_prefix
-        )
-        logs.add_to_resource_policy(iam.PolicyStatement(
-            principals=[iam.ServicePrincipal("logging.s3.amazonaws.com")],
-            actions=["s3:PutObject"],
-            resources=[logs.arn_for_objects(f"{log_prefix}*")],
-            conditions={
-                "ArnLike": {"aws:SourceArn": bucket.bucket_arn},
-                "StringEquals": {"aws:SourceAccount": Stack.of(self).account},
-            },
-        ))
-        return bucket
+        archive = write_sourcedir(source_dir)
+        # One asset per distinct archive in the stack: pipelines that share code share it.
+        stack = Stack.of(self)
+        construct_id = f"SourceDir{archive.parent.name[:16]}"
+        existing = stack.node.try_find_child(construct_id)
+        if isinstance(existing, s3_assets.Asset):
+            return existing
+        return s3_assets.Asset(stack, construct_id, path=str(archive))
 
     def _vpc_config(
         self,
@@ -489,19 +449,21 @@ class _Policy:
     """
 
     def __init__(self) -> None:
-        self.statements: list[iam.PolicyStatement] = []
-        self.wildcards: dict[str, list[str]] = {}
+        self.statements: list[dict[str, Any]] = []
+        self.wildcards: dict[str, str] = {}
+        """Each wildcard resource and the reason it is needed."""
 
     def allow(self, actions: list[str], resources: list[str], *, why: str | None = None,
               conditions: Mapping[str, Any] | None = None) -> None:
-        self.statements.append(iam.PolicyStatement(
-            actions=actions, resources=resources,
-            conditions=dict(conditions) if conditions else None))
-        wildcards = [r for r in resources if "*" in r]
-        if wildcards:
+        statement: dict[str, Any] = {"Effect": "Allow", "Action": actions, "Resource": resources}
+        if conditions:
+            statement["Condition"] = dict(conditions)
+        self.statements.append(statement)
+        for resource in (r for r in resources if "*" in r):
             if not why:
-                raise AssertionError(f"wildcard {wildcards} needs a reason")
-            self.wildcards.setdefault(why, []).extend(wildcards)
+                raise AssertionError(f"wildcard {resource} needs a reason")
+            known = self.wildcards.get(resource)
+            self.wildcards[resource] = f"{known} {why}" if known and why not in known else why
 
     def allow_prefix(self, bucket: str, key_prefix: str, actions: list[str], *,
                      why: str) -> None:
@@ -515,12 +477,13 @@ class _Policy:
             scope, construct_id,
             assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
             description=description,
-            inline_policies={"Permissions": iam.PolicyDocument(statements=self.statements)},
+            # One document from JSON: one call into jsii instead of one per statement.
+            inline_policies={"Permissions": iam.PolicyDocument.from_json(
+                {"Version": "2012-10-17", "Statement": self.statements})},
         )
         resource = role.node.default_child
         assert resource is not None
-        for why, resources in self.wildcards.items():
-            acknowledge_wildcards(resource, why, resources=resources)
+        acknowledge_wildcards(resource, self.wildcards)
         return role
 
 
