@@ -26,7 +26,7 @@ synth: setup
 	npx cdk synth --quiet
 	$(PY) -m compiled_training.summary cdk.out
 
-test: setup
+test: setup lint
 	$(PY) -m pytest -n 2 -q
 
 lint: setup

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
+
 from compiled_training.config import CONTEXT_KEY, TeamStack
 
 HERE = Path(__file__).resolve().parent

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from compiled_training_runtime import contract
 
+from compiled_training_runtime import contract
 from tests.helpers import definitions
 
 

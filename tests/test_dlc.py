@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from compiled_training import Compiler, Framework
 from compiled_training.dlc import (
     resolve_dlc,

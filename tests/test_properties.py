@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 from aws_cdk.assertions import Template
-from compiled_training import Compiler, Distribution, Framework, InputChannel, TrainingPipeline
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from compiled_training import Compiler, Distribution, Framework, InputChannel, TrainingPipeline
 from tests.helpers import definitions, validate_envelope, validate_training_arguments
 
 frameworks = st.sampled_from([

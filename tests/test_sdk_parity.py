@@ -15,13 +15,13 @@ from __future__ import annotations
 import itertools
 
 import pytest
+
 from compiled_training import Compiler, Distribution, Framework, Parameter
 from compiled_training.definition import build_definition
 from compiled_training.dlc import resolve_dlc
 from compiled_training.job import TrainingJob
 from compiled_training.rules import check
 from compiled_training_runtime import contract
-
 from tests.sdk_oracle import SDK_OUTPUT, SdkCase, sdk_training_arguments
 
 ROLE = "arn:aws:iam::123456789012:role/training"

@@ -13,6 +13,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_scheduler_targets as targets
 from aws_cdk.assertions import Annotations, Match, Template
+
 from compiled_training import (
     Compiler,
     Distribution,
@@ -22,7 +23,6 @@ from compiled_training import (
     TrainingPipeline,
 )
 from compiled_training.dlc import resolve_dlc
-
 from tests.helpers import (
     definitions,
     validate_envelope,

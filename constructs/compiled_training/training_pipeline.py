@@ -27,8 +27,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
-from compiled_training_runtime import contract
 
+from compiled_training_runtime import contract
 from constructs import Construct
 
 from . import rules
