@@ -55,6 +55,8 @@ def render(value: Any, template: dict[str, Any]) -> str:
         kind = template["Resources"][ref]["Type"]
         if kind == "AWS::EC2::Subnet":
             return "subnet-0123456789abcdef0"
+        if kind == "AWS::SNS::Topic":
+            return f"arn:aws:sns:{REGION}:{ACCOUNT}:{ref}"
         assert kind == "AWS::S3::Bucket", value
         return re.sub(r"[^a-z0-9-]", "", ref.lower())[:63]
     if "Fn::GetAtt" in value:
@@ -65,6 +67,7 @@ def render(value: Any, template: dict[str, Any]) -> str:
             ("AWS::KMS::Key", "Arn"):
                 f"arn:aws:kms:{REGION}:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab",
             ("AWS::EC2::SecurityGroup", "GroupId"): "sg-0123456789abcdef0",
+            ("AWS::SQS::Queue", "Arn"): f"arn:aws:sqs:{REGION}:{ACCOUNT}:{logical_id}",
         }
         assert (kind, attribute) in rendered, value
         return rendered[(kind, attribute)]
@@ -76,6 +79,18 @@ def render(value: Any, template: dict[str, Any]) -> str:
         return render({"Fn::Join": ["", [value["Fn::Sub"]]]}, template).replace(
             "${AWS::AccountId}", ACCOUNT).replace("${AWS::Region}", REGION)
     raise AssertionError(f"unexpected intrinsic in a pipeline definition: {value}")
+
+
+def render_tree(value: Any, template: dict[str, Any]) -> Any:
+    """Every intrinsic inside a property tree rendered with plausible deploy-time values."""
+    if isinstance(value, dict):
+        if len(value) == 1 and next(iter(value)) in ("Ref", "Fn::GetAtt", "Fn::Join",
+                                                     "Fn::FindInMap", "Fn::Sub"):
+            return render(value, template)
+        return {k: render_tree(v, template) for k, v in value.items()}
+    if isinstance(value, list):
+        return [render_tree(v, template) for v in value]
+    return value
 
 
 def definitions(template: dict[str, Any]) -> list[dict[str, Any]]:

@@ -44,6 +44,19 @@ def test_document_classification_uses_training_compiler_with_pytorchxla(referenc
         "Epochs", "TrainDataUri", "ValidationDataUri"}
 
 
+def test_each_team_retrains_on_its_rhythm(reference_assembly):
+    rhythms = {}
+    for name, template in templates(reference_assembly).items():
+        (schedule,) = [r["Properties"] for r in template["Resources"].values()
+                       if r["Type"] == "AWS::Scheduler::Schedule"]
+        rhythms[name] = schedule["ScheduleExpression"]
+    assert rhythms == {
+        "DocumentClassification": "cron(0 1 ? * MON,WED,FRI *)",  # three times a week
+        "Creative": "cron(0 20 ? * SAT *)",                      # weekly
+        "Tabular": "cron(30 2 * * ? *)",                         # nightly
+    }
+
+
 def test_tabular_is_built_in_xgboost_on_cpu_without_compiler(reference_assembly):
     (definition,) = definitions(templates(reference_assembly)["Tabular"])
     args = definition["Steps"][0]["Arguments"]
@@ -98,6 +111,13 @@ def test_two_synths_are_byte_identical(tmp_path):
         ("Tabular", "instance_count", "two", r"Tabular.instance_count: must be a int, got 'two'"),
         ("Creative", "compiler", "xla", r"Creative: compiler must be one of training-compiler, torch-compile, none, got 'xla'"),
         ("Creative", "gpu_count", 8, r"Creative.gpu_count: is not a known key"),
+        ("Tabular", "schedule", {"expression": "cron(0 2 * * * *)"},
+         r"Tabular: RetrainingSchedule Tabular/Schedule: cron expression must set exactly one of day-of-month and day-of-week"),
+        ("Tabular", "schedule", {"expression": "rate(1 day)", "parameters": {"Rounds": 5}},
+         r"Tabular: .*parameter 'Rounds' is not declared by pipeline Tabular-Pipeline-.* \(declared: NumRound, TrainDataUri, ValidationDataUri\)"),
+        ("Creative", "schedule", {"expression": "rate(7 days)", "time_zone": "Mars/Olympus"},
+         r"Creative: schedule.time_zone must be an IANA time zone such as 'Europe/Berlin', got 'Mars/Olympus'"),
+        ("Creative", "schedule", {"cron": "x"}, r"Creative.schedule.expression: is required"),
     ],
 )
 def test_fails_on_a_wrong_value_in_cdk_json_naming_team_and_key(tmp_path, team, key, value, message):

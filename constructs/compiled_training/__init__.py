@@ -4,6 +4,7 @@ from .compiler import Compiler, CompilerKind
 from .framework import Framework
 from .job import Distribution, InputChannel, Parameter, ParameterType
 from .output_bucket import TrainingOutputBucket
+from .schedule import RetrainingSchedule
 from .training_pipeline import TrainingPipeline
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "InputChannel",
     "Parameter",
     "ParameterType",
+    "RetrainingSchedule",
     "TrainingOutputBucket",
     "TrainingPipeline",
 ]

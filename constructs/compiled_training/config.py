@@ -8,14 +8,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from zoneinfo import available_timezones
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration, Stack, TimeZone
 
 from constructs import Construct
 
 from .compiler import Compiler
 from .framework import Framework
 from .job import Distribution, InputChannel, Parameter
+from .schedule import RetrainingSchedule
 from .training_pipeline import TrainingPipeline
 
 CONTEXT_KEY = "compiled-training:teams"
@@ -40,6 +42,15 @@ _OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "max_attempts": int,
     "debugger": bool,
     "profiler": bool,
+    "schedule": dict,
+}
+_SCHEDULE_KEYS: dict[str, type | tuple[type, ...]] = {
+    "expression": str,
+    "time_zone": str,
+    "parameters": dict,
+    "flexible_window_minutes": int,
+    "enabled": bool,
+    "notify_on_success": bool,
 }
 COMPILERS = ("training-compiler", "torch-compile", "none")
 FRAMEWORKS = ("pytorch", "huggingface", "xgboost")
@@ -69,6 +80,18 @@ def pipeline_props(team: str, config: Mapping[str, Any], *, base_dir: Path) -> d
             names = expected.__name__ if isinstance(expected, type) else "number"
             raise fail(key, f"must be a {names}, got {value!r}")
 
+    schedule = config.get("schedule")
+    if schedule is not None:
+        if "expression" not in schedule:
+            raise fail("schedule.expression", "is required")
+        for key, value in schedule.items():
+            expected_type = _SCHEDULE_KEYS.get(key)
+            if expected_type is None:
+                raise fail(f"schedule.{key}", "is not a known key; allowed: "
+                           + ", ".join(_SCHEDULE_KEYS))
+            if not isinstance(value, expected_type):
+                raise fail(f"schedule.{key}", f"must be a {expected_type.__name__}, "  # type: ignore[union-attr]
+                           f"got {value!r}")
     try:
         return _props(config, base_dir)
     except KeyError as missing:
@@ -141,6 +164,23 @@ def _props(config: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
     return props
 
 
+def schedule_props(schedule: Mapping[str, Any]) -> dict[str, Any]:
+    """`RetrainingSchedule` keyword arguments from a team's ``schedule`` entry."""
+    time_zone = schedule.get("time_zone")
+    if time_zone is not None and time_zone not in available_timezones():
+        raise ValueError(f"schedule.time_zone must be an IANA time zone such as "
+                         f"'Europe/Berlin', got {time_zone!r}")
+    window = schedule.get("flexible_window_minutes")
+    return {
+        "expression": schedule["expression"],
+        "time_zone": TimeZone.of(time_zone) if time_zone else None,
+        "parameters": schedule.get("parameters"),
+        "flexible_window": Duration.minutes(window) if window else None,
+        "enabled": schedule.get("enabled"),
+        "notify_on_success": schedule.get("notify_on_success"),
+    }
+
+
 class TeamStack(Stack):
     """One team's stack: its training pipeline, from its ``cdk.json`` entry."""
 
@@ -150,6 +190,11 @@ class TeamStack(Stack):
         props = pipeline_props(construct_id, team_config, base_dir=base_dir)
         try:
             self.pipeline = TrainingPipeline(self, "Pipeline", **props)
+            self.schedule = None
+            if "schedule" in team_config:
+                self.schedule = RetrainingSchedule(
+                    self, "Schedule", pipeline=self.pipeline, team=construct_id,
+                    **schedule_props(team_config["schedule"]))
         except ValueError as error:
             raise TeamConfigError(f"cdk.json {CONTEXT_KEY}.{construct_id}: {error}") from None
 

@@ -7,21 +7,30 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .cron import next_start_times
+
 PIPELINE_TYPE = "AWS::SageMaker::Pipeline"
+SCHEDULE_TYPE = "AWS::Scheduler::Schedule"
+
+
+def _templates(outdir: Path) -> list[tuple[str, Path, dict[str, Any]]]:
+    manifest = json.loads((outdir / "manifest.json").read_text())
+    found = []
+    for name, artifact in sorted(manifest.get("artifacts", {}).items()):
+        if artifact.get("type") == "aws:cloudformation:stack":
+            template_file = outdir / artifact["properties"]["templateFile"]
+            found.append((name, template_file, json.loads(template_file.read_text())))
+    return found
 
 
 def pipelines(outdir: Path) -> list[dict[str, Any]]:
     """One row per pipeline in the cloud assembly, read from the templates' metadata."""
-    manifest = json.loads((outdir / "manifest.json").read_text())
     rows = []
-    for name, artifact in sorted(manifest.get("artifacts", {}).items()):
-        if artifact.get("type") != "aws:cloudformation:stack":
-            continue
-        template_file = outdir / artifact["properties"]["templateFile"]
-        template = json.loads(template_file.read_text())
+    for name, template_file, template in _templates(outdir):
         for resource in template.get("Resources", {}).values():
             if resource.get("Type") == PIPELINE_TYPE:
                 meta = resource.get("Metadata", {}).get("compiled-training", {})
@@ -29,7 +38,23 @@ def pipelines(outdir: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def render(outdir: Path) -> str:
+def schedules(outdir: Path, now: datetime) -> list[str]:
+    """One line per schedule: its expression and next five start times in its time zone."""
+    lines = []
+    for name, _, template in _templates(outdir):
+        for resource in template.get("Resources", {}).values():
+            if resource.get("Type") != SCHEDULE_TYPE:
+                continue
+            props = resource["Properties"]
+            zone = props.get("ScheduleExpressionTimezone", "UTC")
+            expression = props["ScheduleExpression"]
+            times = next_start_times(expression, zone, now=now)
+            shown = ", ".join(t.strftime("%a %d %b %H:%M") for t in times)
+            lines.append(f"{name}: {expression} {zone}; next: {shown}")
+    return lines
+
+
+def render(outdir: Path, now: datetime | None = None) -> str:
     rows = pipelines(outdir)
     columns = [("stack", "Stack"), ("pipelineName", "Pipeline"), ("framework", "Framework"),
                ("compiler", "Compiler"), ("distribution", "Distribution"),
@@ -43,6 +68,7 @@ def render(outdir: Path) -> str:
     lines.append("")
     for row in rows:
         lines.append(f"{row['stack']}: image {row.get('image', '?')}; template {row['template']}")
+    lines.extend(schedules(outdir, now or datetime.now(timezone.utc)))
     report = outdir / "validation-report.json"
     if report.exists():
         plugins = json.loads(report.read_text()).get("pluginReports", [])

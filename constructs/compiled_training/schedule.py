@@ -1,0 +1,245 @@
+"""`RetrainingSchedule`: recurring retraining an on-call team can trust.
+
+An EventBridge Scheduler schedule starts the pipeline, with retries and an encrypted
+dead-letter queue (alarmed); an EventBridge rule reports the pipeline's failed and stopped
+executions to an SNS topic, and an alarm watches the failed-execution metric.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime
+
+from aws_cdk import Duration, Stack, TimeZone
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as events_targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_scheduler as scheduler
+from aws_cdk import aws_scheduler_targets as scheduler_targets
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+
+from constructs import Construct
+
+from .cron import validate_expression
+from .job import ParameterType
+from .nag import acknowledge
+from .training_pipeline import TrainingPipeline
+
+# EventBridge Scheduler's SageMakerPipelineParameters: at most 200 entries.
+MAX_PIPELINE_PARAMETERS = 200
+EXECUTION_STATUSES = ("Failed", "Stopped")
+_TEAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
+_PYTHON_TYPES: dict[ParameterType, tuple[type, ...]] = {
+    ParameterType.STRING: (str,),
+    ParameterType.INTEGER: (int,),
+    ParameterType.FLOAT: (int, float),
+    ParameterType.BOOLEAN: (bool,),
+}
+
+
+class RetrainingSchedule(Construct):
+    """Starts a `TrainingPipeline` on a schedule and tells the team when a run fails."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        pipeline: TrainingPipeline,
+        team: str,
+        expression: str,
+        time_zone: TimeZone | None = None,
+        flexible_window: Duration | None = None,
+        start_date: datetime | None = None,
+        end_date: datetime | None = None,
+        enabled: bool | None = None,
+        parameters: Mapping[str, str | int | float | bool] | None = None,
+        retry_attempts: int | None = None,
+        max_event_age: Duration | None = None,
+        topic: sns.ITopic | None = None,
+        notify_on_success: bool | None = None,
+    ) -> None:
+        """
+        :param pipeline: the pipeline to start.
+        :param team: names the schedule group (one per team and stack) and every message.
+        :param expression: exactly one schedule: ``cron(...)`` (six fields, EventBridge's
+            rules), ``rate(...)`` or one-time ``at(...)``; checked at synth.
+        :param time_zone: when omitted, UTC.
+        :param flexible_window: when omitted, the schedule starts on time (no window).
+        :param start_date: when omitted, the schedule starts now.
+        :param end_date: when omitted, it never ends.
+        :param enabled: when omitted, enabled.
+        :param parameters: pipeline parameter overrides; each must be a parameter the
+            pipeline declares, with a value of its type. When omitted, the defaults run.
+        :param retry_attempts: when omitted, 3 retries of a failed start.
+        :param max_event_age: when omitted, 6 hours; older starts go to the dead-letter queue.
+        :param topic: when omitted, an SNS topic encrypted with a new customer-managed key.
+        :param notify_on_success: when omitted, only failed and stopped runs are reported.
+        """
+        super().__init__(scope, construct_id)
+        where = f"RetrainingSchedule {self.node.path}"
+        if not _TEAM.match(team):
+            raise ValueError(f"{where}: team must be 1-40 letters, digits, '-' or '_', "
+                             f"starting with a letter or digit, got {team!r}")
+        try:
+            validate_expression(expression)
+        except ValueError as error:
+            raise ValueError(f"{where}: {error}") from None
+        if start_date and end_date and end_date <= start_date:
+            raise ValueError(f"{where}: end_date ({end_date.isoformat()}) must be after "
+                             f"start_date ({start_date.isoformat()})")
+        if flexible_window is not None and not 1 <= flexible_window.to_minutes() <= 1440:
+            raise ValueError(f"{where}: flexible_window must be 1 to 1440 minutes, got "
+                             f"{flexible_window.to_minutes()} minutes")
+        attempts = 3 if retry_attempts is None else retry_attempts
+        if not 0 <= attempts <= 185:
+            raise ValueError(f"{where}: retry_attempts must be 0-185, got {attempts}")
+        overrides = _checked_parameters(where, pipeline, parameters or {})
+
+        self.pipeline = pipeline
+        self.team = team
+        self.expression = expression
+        self.topic = topic or self._topic()
+        self.dead_letter_queue = self._dead_letter_queue()
+        group = _team_group(self, team)
+        self.schedule = scheduler.Schedule(
+            self,
+            "Resource",
+            schedule=scheduler.ScheduleExpression.expression(expression, time_zone),
+            schedule_group=group,
+            description=f"Retrains {pipeline.pipeline_name} for team {team}",
+            enabled=enabled is not False,
+            start=start_date,
+            end=end_date,
+            time_window=scheduler.TimeWindow.flexible(flexible_window)
+            if flexible_window
+            else scheduler.TimeWindow.off(),
+            target=scheduler_targets.SageMakerStartPipelineExecution(
+                pipeline,
+                pipeline_parameter_list=[
+                    scheduler_targets.SageMakerPipelineParameter(name=k, value=v)
+                    for k, v in overrides.items()
+                ] or None,
+                dead_letter_queue=self.dead_letter_queue,
+                retry_attempts=attempts,
+                max_event_age=max_event_age or Duration.hours(6),
+            ),
+        )
+        # The group is referenced by its literal name, which makes no dependency by itself.
+        self.schedule.node.add_dependency(group)
+        self.dead_letter_alarm = cloudwatch.Alarm(
+            self,
+            "DeadLetterAlarm",
+            alarm_description=f"Team {team}: a scheduled start of {pipeline.pipeline_name} "
+                              "was dropped into the dead-letter queue",
+            metric=self.dead_letter_queue.metric_approximate_number_of_messages_visible(
+                period=Duration.minutes(5), statistic="Maximum"),
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        self.failed_executions_alarm = cloudwatch.Alarm(
+            self,
+            "FailedExecutionsAlarm",
+            alarm_description=f"Team {team}: SageMaker pipeline {pipeline.pipeline_name} "
+                              "has failed executions",
+            metric=pipeline.metric_failed_executions(period=Duration.minutes(5)),
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        for alarm in (self.dead_letter_alarm, self.failed_executions_alarm):
+            alarm.add_alarm_action(cloudwatch_actions.SnsAction(self.topic))
+        statuses = [*EXECUTION_STATUSES, *(["Succeeded"] if notify_on_success else [])]
+        self.status_rule = events.Rule(
+            self,
+            "StatusRule",
+            description=f"Team {team}: {', '.join(statuses)} executions of "
+                        f"{pipeline.pipeline_name}",
+            event_pattern=events.EventPattern(
+                source=["aws.sagemaker"],
+                detail_type=["SageMaker Model Building Pipeline Execution Status Change"],
+                detail={
+                    "pipelineArn": [pipeline.pipeline_arn],
+                    "currentPipelineExecutionStatus": statuses,
+                },
+            ),
+            targets=[events_targets.SnsTopic(self.topic, message=_message(team, pipeline))],
+        )
+
+    def _topic(self) -> sns.Topic:
+        # A customer-managed key: EventBridge and CloudWatch cannot publish to a topic
+        # encrypted with the AWS-managed SNS key.
+        key = kms.Key(self, "TopicKey", enable_key_rotation=True,
+                      description=f"Encrypts retraining notifications of team {self.team}")
+        for service in ("events.amazonaws.com", "cloudwatch.amazonaws.com"):
+            key.grant(iam.ServicePrincipal(service), "kms:Decrypt", "kms:GenerateDataKey*")
+        return sns.Topic(self, "Topic", master_key=key, enforce_ssl=True,
+                         display_name=f"{self.team} retraining")
+
+    def _dead_letter_queue(self) -> sqs.Queue:
+        queue = sqs.Queue(
+            self,
+            "DeadLetterQueue",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
+        acknowledge(queue, "AwsSolutions-SQS3",
+                    "This queue is itself the dead-letter queue of the schedule's target.")
+        return queue
+
+
+def _checked_parameters(
+    where: str, pipeline: TrainingPipeline, overrides: Mapping[str, str | int | float | bool]
+) -> dict[str, str]:
+    declared = pipeline.parameters
+    if len(overrides) > MAX_PIPELINE_PARAMETERS:
+        raise ValueError(f"{where}: EventBridge Scheduler passes at most "
+                         f"{MAX_PIPELINE_PARAMETERS} pipeline parameters, got {len(overrides)}")
+    problems = []
+    for name, value in overrides.items():
+        if name not in declared:
+            allowed = ", ".join(sorted(declared)) or "none"
+            problems.append(f"parameter {name!r} is not declared by pipeline "
+                            f"{pipeline.pipeline_name} (declared: {allowed})")
+            continue
+        kind = declared[name].type
+        is_bool = isinstance(value, bool)
+        if not isinstance(value, _PYTHON_TYPES[kind]) or (is_bool and kind is not
+                                                          ParameterType.BOOLEAN):
+            problems.append(f"parameter {name!r} is {kind.value}, got "
+                            f"{type(value).__name__} {value!r}")
+    if problems:
+        raise ValueError(f"{where}: " + "; ".join(problems))
+    return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in overrides.items()}
+
+
+def _team_group(scope: Construct, team: str) -> scheduler.ScheduleGroup:
+    """One schedule group per team and stack, shared by the team's schedules."""
+    stack = Stack.of(scope)
+    construct_id = f"ScheduleGroup{team}"
+    existing = stack.node.try_find_child(construct_id)
+    if isinstance(existing, scheduler.ScheduleGroup):
+        return existing
+    return scheduler.ScheduleGroup(stack, construct_id,
+                                   schedule_group_name=f"{team}-retraining")
+
+
+def _message(team: str, pipeline: TrainingPipeline) -> events.RuleTargetInput:
+    execution = events.EventField.from_path("$.detail.pipelineExecutionArn")
+    status = events.EventField.from_path("$.detail.currentPipelineExecutionStatus")
+    region = events.EventField.from_path("$.region")
+    console = (f"https://console.aws.amazon.com/sagemaker/home?region={region}"
+               f"#/pipelines/{pipeline.pipeline_name}")
+    return events.RuleTargetInput.from_text(
+        f"Team {team}: SageMaker pipeline {pipeline.pipeline_name} execution {execution} is "
+        f"{status}. Console: {console}"
+    )
