@@ -8,6 +8,7 @@ from pathlib import Path
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
+from compiled_training.checks import CompiledTrainingChecks
 from compiled_training.config import CONTEXT_KEY, TeamStack
 
 HERE = Path(__file__).resolve().parent
@@ -15,7 +16,7 @@ HERE = Path(__file__).resolve().parent
 
 def build_app(app: cdk.App | None = None) -> cdk.App:
     app = app or cdk.App()
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), CompiledTrainingChecks(app))
     region = app.node.try_get_context("compiled-training:region")
     teams = app.node.try_get_context(CONTEXT_KEY) or {}
     for team, config in teams.items():

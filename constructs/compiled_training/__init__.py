@@ -1,13 +1,32 @@
-"""compiled-training: CDK constructs for SageMaker training with a compiler, checked at synth."""
+"""compiled-training: CDK constructs for SageMaker training with a compiler, checked at synth.
 
-from .compiler import Compiler, CompilerKind
-from .framework import Framework
-from .job import Distribution, InputChannel, Parameter, ParameterType
-from .output_bucket import TrainingOutputBucket
-from .schedule import RetrainingSchedule
-from .training_pipeline import TrainingPipeline
+Names load on first use, so that the command line and the synth summary start without
+aws-cdk-lib (and its Node.js process) when they do not need it.
+"""
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "Compiler": "compiler",
+    "CompilerKind": "compiler",
+    "Framework": "framework",
+    "Distribution": "job",
+    "InputChannel": "job",
+    "Parameter": "job",
+    "ParameterType": "job",
+    "TrainingOutputBucket": "output_bucket",
+    "TrainingPipeline": "training_pipeline",
+    "RetrainingSchedule": "schedule",
+    "WorkloadProfile": "advisor",
+    "Verdict": "advisor",
+    "assess_workload": "advisor",
+    "CompiledTrainingChecks": "checks",
+}
 __all__ = [
+    "CompiledTrainingChecks",
     "Compiler",
     "CompilerKind",
     "Distribution",
@@ -18,4 +37,23 @@ __all__ = [
     "RetrainingSchedule",
     "TrainingOutputBucket",
     "TrainingPipeline",
+    "Verdict",
+    "WorkloadProfile",
+    "assess_workload",
 ]
+
+if TYPE_CHECKING:
+    from .advisor import Verdict, WorkloadProfile, assess_workload
+    from .checks import CompiledTrainingChecks
+    from .compiler import Compiler, CompilerKind
+    from .framework import Framework
+    from .job import Distribution, InputChannel, Parameter, ParameterType
+    from .output_bucket import TrainingOutputBucket
+    from .schedule import RetrainingSchedule
+    from .training_pipeline import TrainingPipeline
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'compiled_training' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)

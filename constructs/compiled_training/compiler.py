@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from compiled_training_runtime import contract
+
+if TYPE_CHECKING:
+    from .advisor import WorkloadProfile
 
 
 class CompilerKind(str, Enum):
@@ -21,6 +25,10 @@ class Compiler:
     kind: CompilerKind
     debug: bool = False
     mode: str | None = None
+    profile: WorkloadProfile | None = None
+    """The workload this choice was made for (`Compiler.auto`); the rule pack reads it."""
+    advice: str | None = None
+    """Why the advisor chose this; a pipeline shows it as an acknowledgeable warning."""
 
     @staticmethod
     def training_compiler(*, debug: bool = False) -> Compiler:
@@ -45,6 +53,27 @@ class Compiler:
     def none() -> Compiler:
         """No compiler: eager execution."""
         return Compiler(CompilerKind.NONE)
+
+    @staticmethod
+    def auto(profile: WorkloadProfile) -> Compiler:
+        """The compiler the advisor's verdict calls for.
+
+        ENABLE gives Training Compiler; BENCHMARK gives no compiler in production plus a
+        warning pointing to `CompilerBenchmark`; SKIP gives no compiler.
+        """
+        from .advisor import Verdict, assess_workload
+
+        assessment = assess_workload(profile)
+        if assessment.verdict is Verdict.ENABLE:
+            return Compiler(CompilerKind.TRAINING_COMPILER, profile=profile)
+        if assessment.verdict is Verdict.BENCHMARK:
+            unsure = [r for k, r in assessment.reasons.items()
+                      if k in ("model", "precision", "bottleneck", "instance")]
+            return Compiler(CompilerKind.NONE, profile=profile, advice=(
+                f"workload {profile.name!r} needs a benchmark before the compiler ships "
+                f"({'; '.join(unsure)}); production runs without it. Deploy a "
+                "CompilerBenchmark to measure it."))
+        return Compiler(CompilerKind.NONE, profile=profile)
 
     @property
     def is_training_compiler(self) -> bool:

@@ -14,9 +14,11 @@ from aws_cdk import Duration, Stack, TimeZone
 
 from constructs import Construct
 
+from .checks import PACK
 from .compiler import Compiler
 from .framework import Framework
 from .job import Distribution, InputChannel, Parameter
+from .nag import acknowledge
 from .schedule import RetrainingSchedule
 from .training_pipeline import TrainingPipeline
 
@@ -190,6 +192,12 @@ class TeamStack(Stack):
         props = pipeline_props(construct_id, team_config, base_dir=base_dir)
         try:
             self.pipeline = TrainingPipeline(self, "Pipeline", **props)
+            if self.pipeline.compiler.is_training_compiler:
+                # cdk-nag 3 fails a synth on any unacknowledged finding, informational too.
+                acknowledge(self.pipeline.resource, "CompiledTraining-CT9",
+                            f"Team {construct_id} runs Training Compiler's last release on "
+                            "purpose; the move to torch.compile is decided by a "
+                            "CompilerBenchmark, not by this stack.", pack=PACK)
             self.schedule = None
             if "schedule" in team_config:
                 self.schedule = RetrainingSchedule(

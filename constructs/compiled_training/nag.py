@@ -28,17 +28,18 @@ def acknowledge_wildcards(scope: IConstruct, reasons: Mapping[str, str]) -> None
     validations = Validations.of(scope)
     for resource, resolved in zip(resources, Stack.of(scope).resolve(resources), strict=True):
         validations.acknowledge(Acknowledgment(
-            id=f"{AWS_SOLUTIONS}::AwsSolutions-IAM5[Resource::{_flatten(resolved)}]",
+            id=f"{AWS_SOLUTIONS}::AwsSolutions-IAM5[Resource::{flatten(resolved)}]",
             reason=reasons[resource]))
 
 
-def _flatten(value: Any) -> str:
+def flatten(value: Any) -> str:
+    """A resolved CloudFormation value as one string, references as ``<LogicalId>``."""
     if isinstance(value, str):
         return value
     if isinstance(value, dict):
         if "Fn::Join" in value:
             separator, parts = value["Fn::Join"]
-            return separator.join(_flatten(p) for p in parts)
+            return separator.join(flatten(p) for p in parts)
         if "Ref" in value:
             return f"<{value['Ref']}>"
         if "Fn::GetAtt" in value:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +197,9 @@ class TrainingPipeline(Resource):
             Annotations.of(self).add_warning_v2(
                 f"compiled-training:TrainingPipeline:{warning.rule}", warning.message
             )
+        if compiler.advice:
+            Annotations.of(self).add_warning_v2(
+                "compiled-training:TrainingPipeline:Advisor", compiler.advice)
         if code is None and framework.runs_script:
             raise ValueError(
                 f"TrainingPipeline {self.node.path}: source_dir is required for "
@@ -244,6 +247,11 @@ class TrainingPipeline(Resource):
         return self._pipeline_arn
 
     @property
+    def resource(self) -> sagemaker.CfnPipeline:
+        """The ``AWS::SageMaker::Pipeline`` resource, for escape hatches and acknowledgements."""
+        return self._resource
+
+    @property
     def pipeline_ref(self) -> Any:
         return self._resource.pipeline_ref
 
@@ -282,14 +290,20 @@ class TrainingPipeline(Resource):
 
     def summary(self) -> dict[str, Any]:
         """What the synth summary shows; also written as the pipeline's template metadata."""
-        return {
+        summary: dict[str, Any] = {
             "pipelineName": self.pipeline_name,
             "framework": self.framework.describe(),
+            "frameworkName": self.framework.name,
+            "frameworkVersion": self.framework.version,
+            "pytorchVersion": self.framework.pytorch_version,
             "compiler": self.compiler.describe(),
             "distribution": self.distribution.value,
             "instances": f"{self.instance_count} x {self.instance_type}",
             "image": self.dlc.path if self.dlc else "custom image",
         }
+        if self.compiler.profile is not None:
+            summary["workload"] = asdict(self.compiler.profile)
+        return summary
 
     # --- wiring --------------------------------------------------------------------------
 

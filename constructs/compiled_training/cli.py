@@ -1,0 +1,207 @@
+"""``compiled-training``: the command line.
+
+    compiled-training advise WORKLOADS.yaml [--json] [--plot FILE.png]
+
+Bad input is one line on stderr naming the workload and the field, and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .advisor import Assessment, Verdict, WorkloadProfile, assess_workload
+
+USAGE_ERROR = 2
+_FIELDS = {f.name: f for f in dataclasses.fields(WorkloadProfile)}
+_REQUIRED = [name for name, f in _FIELDS.items()
+             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+_TYPES: dict[str, tuple[type, ...]] = {
+    "name": (str,), "framework": (str,), "model_family": (str,), "instance_type": (str,),
+    "instance_count": (int,), "hours_per_run": (int, float), "runs_per_week": (int, float),
+    "static_shapes": (bool,), "precision": (str,), "batch_size": (int,),
+    "learning_rate": (int, float), "bottleneck": (str,), "region": (str,),
+}
+
+
+class InputError(Exception):
+    """Bad input: printed as one line, exit code 2."""
+
+
+def load_workloads(path: Path) -> list[WorkloadProfile]:
+    try:
+        document = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise InputError(f"{path}: cannot read: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise InputError(f"{path}: malformed YAML{where}: "
+                         f"{getattr(error, 'problem', None) or error}") from None
+    entries = document.get("workloads") if isinstance(document, dict) else document
+    if not isinstance(entries, list) or not entries:
+        raise InputError(f"{path}: expected a list of workloads (or 'workloads:' holding one)")
+    return [_profile(path, i, entry) for i, entry in enumerate(entries)]
+
+
+def _profile(path: Path, index: int, entry: Any) -> WorkloadProfile:
+    if not isinstance(entry, dict):
+        raise InputError(f"{path}: workload #{index + 1} must be a mapping, got {entry!r}")
+    name = entry.get("name", f"#{index + 1}")
+    for field in _REQUIRED:
+        if field not in entry:
+            raise InputError(f"{path}: workload {name!r}: missing field {field!r}")
+    for field, value in entry.items():
+        if field not in _TYPES:
+            raise InputError(f"{path}: workload {name!r}: unknown field {field!r}; allowed: "
+                             f"{', '.join(_TYPES)}")
+        types = _TYPES[field]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            raise InputError(f"{path}: workload {name!r}: field {field!r} must be "
+                             f"{' or '.join(t.__name__ for t in types)}, got {value!r}")
+    try:
+        profile = WorkloadProfile(**entry)
+        assess_workload(profile)  # an instance type without a price fails here
+    except ValueError as error:
+        raise InputError(f"{path}: {error}") from None
+    return profile
+
+
+def _table(assessments: list[Assessment]) -> str:
+    rows = [("workload", "verdict", "$ a year", "saving a year", "deciding reason")]
+    for a in assessments:
+        deciding = _deciding_reason(a)
+        saving = (f"${a.saving_per_year[0]:,.0f}-{a.saving_per_year[1]:,.0f}"
+                  if a.verdict is not Verdict.SKIP else "-")
+        rows.append((a.profile.name, a.verdict.value, f"${a.dollars_per_year:,.0f}", saving,
+                     deciding))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = []
+    for i, row in enumerate(rows):
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True))
+                     + "  " + row[4])
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 15)
+    for a in assessments:
+        lines.append("")
+        lines.append(f"{a.profile.name}: {a.verdict.value}")
+        lines.extend(f"  {factor}: {reason}" for factor, reason in a.reasons.items())
+        lines.extend(f"  -> {note}" for note in a.notes)
+        if a.recommended_learning_rate:
+            lines.append(f"  -> batch {a.recommended_batch_size}, learning rate "
+                         f"{a.recommended_learning_rate:.3g}")
+    return "\n".join(lines)
+
+
+def _deciding_reason(a: Assessment) -> str:
+    order = {Verdict.SKIP: ("framework", "instance", "shapes", "duration"),
+             Verdict.BENCHMARK: ("model", "precision", "bottleneck", "instance"),
+             Verdict.ENABLE: ("money",)}[a.verdict]
+    if a.verdict is Verdict.SKIP:
+        blocking = ("not a GPU", "CPU instance", "dynamic shapes", "exceeds")
+        for factor in order:
+            if any(b in a.reasons.get(factor, "") for b in blocking):
+                return a.reasons[factor]
+    for factor in order:
+        if factor in a.reasons:
+            return a.reasons[factor]
+    return ""
+
+
+def _json(assessments: list[Assessment]) -> str:
+    return json.dumps([{
+        "name": a.profile.name,
+        "verdict": a.verdict.value,
+        "reasons": a.reasons,
+        "speedup": list(a.speedup),
+        "compile_minutes": list(a.compile_minutes),
+        "break_even_minutes": round(a.break_even_minutes, 1),
+        "dollars_per_run": round(a.dollars_per_run, 2),
+        "dollars_per_year": round(a.dollars_per_year, 2),
+        "saving_per_year": [round(s, 2) for s in a.saving_per_year],
+        "recommended_batch_size": a.recommended_batch_size,
+        "recommended_learning_rate": a.recommended_learning_rate,
+        "notes": a.notes,
+    } for a in assessments], indent=2)
+
+
+def plot(assessments: list[Assessment], target: Path) -> None:
+    """Wall-clock with and without the compiler against job length, break-even marked.
+
+    Log axes, so that the short jobs where compilation does not pay stay visible next to
+    the long ones where it does. One band per expected gain; each workload is a point on it.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(8, 5), dpi=110)
+    longest = max(a.profile.hours_per_run * 60 for a in assessments) * 2
+    xs = [5 * (longest / 5) ** (i / 200) for i in range(201)]
+    axes.plot(xs, xs, color="black", linewidth=1.5, label="no compiler")
+    bands: dict[tuple[float, float], list[Assessment]] = {}
+    for a in assessments:
+        if a.speedup != (1.0, 1.0):
+            bands.setdefault(a.speedup, []).append(a)
+    for (low, high), members in bands.items():
+        first = members[0]
+        slow = [x / low + first.compile_minutes[1] for x in xs]
+        fast = [x / high + first.compile_minutes[0] for x in xs]
+        label = f"compiled, {low:.2f}-{high:.2f}x ({', '.join(a.profile.name for a in members)})"
+        (line,) = axes.plot(xs, slow, linewidth=1, label=label)
+        color = line.get_color()
+        axes.fill_between(xs, fast, slow, color=color, alpha=0.2)
+        axes.axvline(first.break_even_minutes, color=color, linestyle="--", linewidth=1)
+        axes.annotate(f"break-even {first.break_even_minutes:.0f} min",
+                      (first.break_even_minutes, xs[0] * 1.5), rotation=90, fontsize=8,
+                      color=color, xytext=(3, 0), textcoords="offset points")
+        for a in members:
+            minutes = a.profile.hours_per_run * 60
+            point = (minutes, minutes / low + a.compile_minutes[1])
+            axes.plot(*point, "o", color=color)
+            axes.annotate(f"{a.profile.name}: {a.verdict.value}", point, fontsize=8,
+                          xytext=(-10, 8), textcoords="offset points", ha="right")
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("job length without a compiler (minutes)")
+    axes.set_ylabel("wall-clock per run (minutes)")
+    axes.set_title("Where the compiler pays: wall-clock against job length")
+    axes.legend(loc="upper left", fontsize=8)
+    axes.grid(alpha=0.3, which="both")
+    figure.tight_layout()
+    figure.savefig(target, metadata={"Software": None})
+    plt.close(figure)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="compiled-training", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    advise = commands.add_parser("advise", help="verdicts and money at stake for workloads")
+    advise.add_argument("workloads", type=Path, help="a YAML file of workloads")
+    advise.add_argument("--json", action="store_true", help="print JSON for machines")
+    advise.add_argument("--plot", type=Path, metavar="FILE.png",
+                        help="draw wall-clock against job length, break-even marked")
+    args = parser.parse_args(argv)
+    try:
+        assessments = [assess_workload(p) for p in load_workloads(args.workloads)]
+    except InputError as error:
+        print(f"compiled-training advise: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    print(_json(assessments) if args.json else _table(assessments))
+    if args.plot:
+        plot(assessments, args.plot)
+        if not args.json:
+            print(f"\nplot: {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
