@@ -68,6 +68,8 @@ def render(value: Any, template: dict[str, Any]) -> str:
                 f"arn:aws:kms:{REGION}:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab",
             ("AWS::EC2::SecurityGroup", "GroupId"): "sg-0123456789abcdef0",
             ("AWS::SQS::Queue", "Arn"): f"arn:aws:sqs:{REGION}:{ACCOUNT}:{logical_id}",
+            ("Custom::RuntimeImageBuild", "ImageUri"):
+                f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/{logical_id.lower()}:0123456789abcdef0123",
         }
         assert (kind, attribute) in rendered, value
         return rendered[(kind, attribute)]

@@ -29,7 +29,13 @@ def test_three_team_stacks_with_one_pipeline_each(reference_assembly):
 def test_document_classification_uses_training_compiler_with_pytorchxla(reference_assembly):
     (definition,) = definitions(templates(reference_assembly)["DocumentClassification"])
     args = definition["Steps"][0]["Arguments"]
-    assert args["AlgorithmSpecification"]["TrainingImage"] == (
+    # The team's runtime image, built in the cloud on the Training Compiler DLC.
+    assert args["AlgorithmSpecification"]["TrainingImage"].endswith(":0123456789abcdef0123")
+    template = templates(reference_assembly)["DocumentClassification"]
+    (build,) = [r for r in template["Resources"].values()
+                if r["Type"] == "AWS::CodeBuild::Project"]
+    variables = {v["Name"]: v["Value"] for v in build["Properties"]["Environment"]["EnvironmentVariables"]}
+    assert variables["BASE_IMAGE"] == (
         "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-trcomp-training:1.13.1-gpu-py39"
     )
     assert args["ResourceConfig"]["InstanceCount"] == 8

@@ -20,12 +20,15 @@ _EXPORTS = {
     "TrainingOutputBucket": "output_bucket",
     "TrainingPipeline": "training_pipeline",
     "RetrainingSchedule": "schedule",
+    "RuntimeImage": "runtime_image",
+    "BuildMode": "runtime_image",
     "WorkloadProfile": "advisor",
     "Verdict": "advisor",
     "assess_workload": "advisor",
     "CompiledTrainingChecks": "checks",
 }
 __all__ = [
+    "BuildMode",
     "CompiledTrainingChecks",
     "Compiler",
     "CompilerKind",
@@ -35,6 +38,7 @@ __all__ = [
     "Parameter",
     "ParameterType",
     "RetrainingSchedule",
+    "RuntimeImage",
     "TrainingOutputBucket",
     "TrainingPipeline",
     "Verdict",
@@ -49,6 +53,7 @@ if TYPE_CHECKING:
     from .framework import Framework
     from .job import Distribution, InputChannel, Parameter, ParameterType
     from .output_bucket import TrainingOutputBucket
+    from .runtime_image import BuildMode, RuntimeImage
     from .schedule import RetrainingSchedule
     from .training_pipeline import TrainingPipeline
 

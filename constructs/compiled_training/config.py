@@ -19,6 +19,7 @@ from .compiler import Compiler
 from .framework import Framework
 from .job import Distribution, InputChannel, Parameter
 from .nag import acknowledge
+from .runtime_image import BuildMode, RuntimeImage
 from .schedule import RetrainingSchedule
 from .training_pipeline import TrainingPipeline
 
@@ -45,6 +46,7 @@ _OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "debugger": bool,
     "profiler": bool,
     "schedule": dict,
+    "runtime_image": dict,
 }
 _SCHEDULE_KEYS: dict[str, type | tuple[type, ...]] = {
     "expression": str,
@@ -191,6 +193,13 @@ class TeamStack(Stack):
         super().__init__(scope, construct_id, **kwargs)
         props = pipeline_props(construct_id, team_config, base_dir=base_dir)
         try:
+            self.runtime_image = None
+            if "runtime_image" in team_config:
+                self.runtime_image = RuntimeImage(
+                    self, "RuntimeImage", framework=props["framework"],
+                    compiler=props["compiler"], instance_type=props["instance_type"],
+                    **_runtime_image_props(team_config["runtime_image"]))
+                props["runtime_image"] = self.runtime_image
             self.pipeline = TrainingPipeline(self, "Pipeline", **props)
             if self.pipeline.compiler.is_training_compiler:
                 # cdk-nag 3 fails a synth on any unacknowledged finding, informational too.
@@ -205,6 +214,22 @@ class TeamStack(Stack):
                     **schedule_props(team_config["schedule"]))
         except ValueError as error:
             raise TeamConfigError(f"cdk.json {CONTEXT_KEY}.{construct_id}: {error}") from None
+
+
+def _runtime_image_props(config: Mapping[str, Any]) -> dict[str, Any]:
+    allowed = {"build_mode": [m.value for m in BuildMode], "repository_name": None}
+    for key, value in config.items():
+        if key not in allowed:
+            raise ValueError(f"runtime_image.{key} is not a known key; allowed: "
+                             f"{', '.join(allowed)}")
+        choices = allowed[key]
+        if choices is not None and value not in choices:
+            raise ValueError(f"runtime_image.{key} must be one of {', '.join(choices)}, "
+                             f"got {value!r}")
+    props: dict[str, Any] = {"repository_name": config.get("repository_name")}
+    if "build_mode" in config:
+        props["build_mode"] = BuildMode(config["build_mode"])
+    return props
 
 
 def _parameter(name: str, default: Any) -> Parameter:

@@ -13,7 +13,6 @@ from aws_cdk import (
     Annotations,
     ArnFormat,
     Aws,
-    CfnMapping,
     Duration,
     Names,
     Resource,
@@ -39,6 +38,8 @@ from .framework import Framework
 from .job import Distribution, HyperparameterValue, InputChannel, Parameter, TrainingJob
 from .nag import acknowledge_wildcards
 from .output_bucket import TrainingOutputBucket
+from .registry import dlc_image_uri
+from .runtime_image import RuntimeImage
 from .sourcedir import write_sourcedir
 
 PIPELINE_TAG = "compiled-training:pipeline"
@@ -70,6 +71,7 @@ class TrainingPipeline(Resource):
         source_dir: str | Path | None = None,
         entry_point: str | None = None,
         image_uri: str | None = None,
+        runtime_image: RuntimeImage | None = None,
         hyperparameters: Mapping[str, HyperparameterValue] | None = None,
         channels: Sequence[InputChannel] | None = None,
         distribution: Distribution | None = None,
@@ -101,6 +103,7 @@ class TrainingPipeline(Resource):
         :param image_uri: when omitted, the framework's Deep Learning Container for the
             compiler, from the SageMaker SDK v2's image configuration. May be an image
             extended from a Training Compiler DLC (in ECR).
+        :param runtime_image: a `RuntimeImage` to train in; the execution role may pull it.
         :param hyperparameters: values or ``Parameter``s a schedule can override.
         :param channels: input channels; when omitted, the job reads no input.
         :param distribution: when omitted, ``pytorchxla`` for a Training Compiler job on more
@@ -143,9 +146,21 @@ class TrainingPipeline(Resource):
         spot = bool(spot)
 
         self.dlc: DlcImage | None = None
-        if image_uri is None and framework and _plain_instance(instance_type):
+        self.runtime_image = runtime_image
+        if image_uri is None and runtime_image is None and _plain_instance(instance_type):
             self.dlc = _try_resolve_dlc(self, framework, compiler, instance_type)
-        self.image_uri = image_uri or (self._dlc_uri(self.dlc) if self.dlc else "")
+        self._dlc_account = ""
+        if runtime_image is not None:
+            if image_uri is not None:
+                raise ValueError(f"TrainingPipeline {self.node.path}: give image_uri or "
+                                 "runtime_image, not both")
+            self.image_uri = runtime_image.image_uri
+        elif image_uri is not None:
+            self.image_uri = image_uri
+        elif self.dlc is not None:
+            self.image_uri, self._dlc_account = dlc_image_uri(self, self.dlc)
+        else:
+            self.image_uri = ""  # rules.check reports why no image could be found
 
         code: s3_assets.Asset | None = None
         if source_dir is not None:
@@ -299,7 +314,7 @@ class TrainingPipeline(Resource):
             "compiler": self.compiler.describe(),
             "distribution": self.distribution.value,
             "instances": f"{self.instance_count} x {self.instance_type}",
-            "image": self.dlc.path if self.dlc else "custom image",
+            "image": self._image_description(),
         }
         if self.compiler.profile is not None:
             summary["workload"] = asdict(self.compiler.profile)
@@ -307,21 +322,11 @@ class TrainingPipeline(Resource):
 
     # --- wiring --------------------------------------------------------------------------
 
-    def _dlc_uri(self, dlc: DlcImage) -> str:
-        stack = Stack.of(self)
-        if not Token.is_unresolved(stack.region):
-            region = stack.region
-            account = dlc.account(region)
-            domain = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
-            return f"{account}.dkr.ecr.{region}.{domain}/{dlc.path}"
-        mapping_id = "DlcRegistries" + re.sub(r"[^A-Za-z0-9]", "", dlc.path.title())
-        mapping = stack.node.try_find_child(mapping_id)
-        if not isinstance(mapping, CfnMapping):
-            mapping = CfnMapping(stack, mapping_id, mapping={
-                region: {"account": account} for region, account in dlc.registries
-            })
-        self._dlc_account = mapping.find_in_map(Aws.REGION, "account")
-        return f"{self._dlc_account}.dkr.ecr.{Aws.REGION}.{Aws.URL_SUFFIX}/{dlc.path}"
+    def _image_description(self) -> str:
+        if self.runtime_image is not None:
+            return (f"runtime image ({self.runtime_image.build_mode.value} build) on "
+                    f"{self.runtime_image.dlc.path}")
+        return self.dlc.path if self.dlc else "custom image"
 
     def _code_asset(self, source_dir: Path) -> s3_assets.Asset:
         if not source_dir.is_dir():
@@ -419,11 +424,10 @@ class TrainingPipeline(Resource):
 
     def _image_repository_arn(self) -> str:
         stack = Stack.of(self)
-        if self.dlc is not None and not Token.is_unresolved(stack.region):
-            account, region, repository = (self.dlc.account(stack.region), stack.region,
-                                           self.dlc.repository)
-        elif self.dlc is not None:
-            account, region, repository = (self._dlc_account, Aws.REGION, self.dlc.repository)
+        if self.runtime_image is not None:
+            return self.runtime_image.repository.repository_arn
+        if self.dlc is not None:
+            account, region, repository = (self._dlc_account, stack.region, self.dlc.repository)
         else:
             match = _ECR_URI.match(self.image_uri)
             if not match:

