@@ -1,9 +1,6 @@
 """Entry point SageMaker runs (sagemaker_program): the compiled-training runtime."""
 
-from compiled_training_runtime.contract import CHANNEL_TRAIN
+from compiled_training_runtime.entry import main
 
 if __name__ == "__main__":
-    raise SystemExit(
-        "compiled-training runtime: the training loop ships with the runtime issue; "
-        f"this entry point reads channel {CHANNEL_TRAIN!r}."
-    )
+    raise SystemExit(main())

@@ -1,0 +1,131 @@
+"""Where the graph runs: eager PyTorch, torch.compile, or XLA (Training Compiler)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from . import xla
+
+
+class Backend:
+    """Eager PyTorch: the reference the compiled backends are measured against."""
+
+    name = "eager"
+
+    def __init__(self) -> None:
+        self.device = torch.device("cpu")
+        if torch.cuda.is_available():
+            self.device = torch.device("cuda")
+
+    def prepare(self, model: torch.nn.Module) -> torch.nn.Module:
+        return model.to(self.device)
+
+    def to_device(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return {k: v.to(self.device) for k, v in batch.items()}
+
+    def optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+        optimizer.step()
+
+    def mark_step(self) -> None:
+        """The end of a training step (XLA cuts and runs its graph here)."""
+
+    def after_step(self, closure: Callable[..., None], *args: Any) -> None:
+        """Runs ``closure`` once the step's values exist, without a host sync mid-step."""
+        closure(*args)
+
+    def save(self, state: dict[str, Any], path: str) -> None:
+        torch.save(state, path)
+
+    def rng_state(self) -> Any:
+        return torch.get_rng_state()
+
+    def set_rng_state(self, state: Any) -> None:
+        torch.set_rng_state(state)
+
+    def counters(self) -> dict[str, int]:
+        return {}
+
+    def is_master(self) -> bool:
+        return True
+
+
+class TorchCompileBackend(Backend):
+    name = "torch.compile"
+
+    def __init__(self, mode: str = "default") -> None:
+        super().__init__()
+        self.mode = mode
+
+    def prepare(self, model: torch.nn.Module) -> torch.nn.Module:
+        model = super().prepare(model)
+        # fullgraph: a graph break is an error here, not a silent slowdown.
+        model.forward = torch.compile(model.forward, mode=self.mode, fullgraph=True)  # type: ignore[method-assign]
+        return model
+
+    def counters(self) -> dict[str, int]:
+        from torch._dynamo.utils import counters
+
+        return {
+            "graphs": int(counters["stats"]["unique_graphs"]),
+            "graph_breaks": int(sum(counters["graph_break"].values())),
+            "recompiles": int(sum(counters["recompiles"].values())),
+        }
+
+
+class XlaBackend(Backend):
+    """Training Compiler's path: lazy tensors cut into one graph per ``mark_step``."""
+
+    name = "xla"
+
+    def __init__(self) -> None:
+        self.xm, self.met = xla.modules()
+        self.device = self.xm.xla_device()
+
+    def optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+        self.xm.optimizer_step(optimizer)
+
+    def mark_step(self) -> None:
+        self.xm.mark_step()
+
+    def after_step(self, closure: Callable[..., None], *args: Any) -> None:
+        self.xm.add_step_closure(closure, args)
+
+    def save(self, state: dict[str, Any], path: str) -> None:
+        self.xm.save(state, path)  # moves tensors to the CPU first
+
+    def rng_state(self) -> Any:
+        return {"host": torch.get_rng_state(), "device": self.xm.get_rng_state()}
+
+    def set_rng_state(self, state: Any) -> None:
+        torch.set_rng_state(state["host"])
+        self.xm.set_rng_state(state["device"])
+
+    def counters(self) -> dict[str, int]:
+        return {
+            "compiles": xla.metric_count(self.met, "CompileTime"),
+            "executions": xla.metric_count(self.met, "ExecuteTime"),
+            "device_to_host_transfers": xla.metric_count(self.met, "TransferFromDeviceTime"),
+        }
+
+    def is_master(self) -> bool:
+        return bool(self.xm.is_master_ordinal())
+
+
+def create(name: str, *, torch_compile_mode: str = "default") -> Backend:
+    if name == "xla":
+        return XlaBackend()
+    if name == "torch.compile":
+        return TorchCompileBackend(torch_compile_mode)
+    return Backend()
+
+
+class Stopwatch:
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+
+    def seconds(self) -> float:
+        return time.perf_counter() - self.start

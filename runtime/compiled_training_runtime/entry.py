@@ -1,0 +1,53 @@
+"""The entry point SageMaker runs: read the contract, pick the backend, train.
+
+XLA when ``sagemaker_training_compiler_enabled`` is true, ``torch.compile`` when the
+library's torch.compile hyperparameter says so, eager otherwise. Any bad input ends in a
+clear message in ``/opt/ml/output/failure`` (what SageMaker shows as the failure reason)
+and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+
+from .env import InputError, SageMakerEnv, parse_hyperparameters
+
+
+def main(environ: dict[str, str] | None = None) -> int:
+    env = SageMakerEnv.from_environ(environ)
+    try:
+        # The toolkit moves sagemaker_* hyperparameters (the compiler's switches among them)
+        # out of SM_HPS and into SM_FRAMEWORK_PARAMS.
+        config = parse_hyperparameters({**env.framework_params, **env.hyperparameters})
+        from . import backends, loop  # torch loads only once the input is known to be good
+
+        backend = backends.create(config.backend, torch_compile_mode=config.torch_compile_mode)
+        summary = loop.run(env, config, backend)
+    except InputError as error:
+        env.write_failure(f"InputError: {error}")
+        print(f"compiled-training: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:
+        from .loop import INTERRUPTED_EXIT, Interrupted
+
+        if isinstance(error, Interrupted):
+            print(f"compiled-training: {error}", file=sys.stderr)
+            return INTERRUPTED_EXIT
+        env.write_failure(f"{type(error).__name__}: {error}\n{traceback.format_exc()}")
+        raise
+    steps = summary["steps"]
+    compiles = summary["counters"].get("compiles")
+    if compiles is not None and not config.static_shapes:
+        print(f"compiled-training: warning: {compiles} graphs compiled for {steps} steps; "
+              "varying shapes recompile, pad to max_seq_length (static_shapes=true)",
+              file=sys.stderr)
+    env.output_data_dir.mkdir(parents=True, exist_ok=True)
+    (env.output_data_dir / "metrics.json").write_text(json.dumps(summary, indent=2,
+                                                                  sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

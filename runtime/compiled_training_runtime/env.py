@@ -1,0 +1,173 @@
+"""The SageMaker training contract, read from the environment the toolkit prepares.
+
+Torch-free: bad input is reported before any framework is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import contract
+
+PRECISIONS = ("fp32", "fp16", "bf16")
+LR_SCALING = ("linear", "sqrt", "none")
+BACKENDS = ("xla", "torch.compile", "eager")
+
+
+class InputError(ValueError):
+    """Bad input from the job's configuration: reported in /opt/ml/output/failure."""
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """Hyperparameters of the runtime, typed and checked."""
+
+    model_family: str = "bert"
+    model_factory: str | None = None
+    epochs: int = 1
+    max_steps: int | None = None
+    batch_size: int = 8
+    base_batch_size: int | None = None
+    learning_rate: float = 5e-5
+    lr_scaling: str = "linear"
+    gradient_accumulation_steps: int = 1
+    max_seq_length: int = 128
+    precision: str = "fp32"
+    seed: int = 0
+    log_every: int = 10
+    checkpoint_every: int = 50
+    num_labels: int = 2
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    static_shapes: bool = True
+    torch_compile: bool = False
+    torch_compile_mode: str = "default"
+    training_compiler: bool = False
+    xla_multi_worker: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def backend(self) -> str:
+        if self.training_compiler:
+            return "xla"
+        return "torch.compile" if self.torch_compile else "eager"
+
+    @property
+    def scaled_learning_rate(self) -> float:
+        """The learning rate for ``batch_size``, scaled from ``base_batch_size``."""
+        if not self.base_batch_size or self.lr_scaling == "none":
+            return self.learning_rate
+        ratio = self.batch_size / self.base_batch_size
+        return self.learning_rate * (ratio if self.lr_scaling == "linear" else ratio ** 0.5)
+
+
+_FIELDS = {
+    "model_family": str, "model_factory": str, "epochs": int, "max_steps": int,
+    "batch_size": int, "base_batch_size": int, "learning_rate": float, "lr_scaling": str,
+    "gradient_accumulation_steps": int, "max_seq_length": int, "precision": str, "seed": int,
+    "log_every": int, "checkpoint_every": int, "num_labels": int, "vocab_size": int,
+    "hidden_size": int, "num_hidden_layers": int, "num_attention_heads": int,
+    "intermediate_size": int, "static_shapes": bool,
+}
+_FLAGS = {
+    contract.HP_TRAINING_COMPILER_ENABLED: "training_compiler",
+    contract.HP_PYTORCH_XLA_MULTI_WORKER: "xla_multi_worker",
+    contract.HP_TORCH_COMPILE: "torch_compile",
+}
+
+
+def parse_hyperparameters(hps: dict[str, Any]) -> TrainingConfig:
+    """Hyperparameters (as the toolkit decodes them) to a checked `TrainingConfig`."""
+    values: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for name, raw in hps.items():
+        if name in _FLAGS:
+            values[_FLAGS[name]] = _as(name, raw, bool)
+        elif name == contract.HP_TORCH_COMPILE_MODE:
+            values["torch_compile_mode"] = str(raw)
+        elif name in _FIELDS:
+            values[name] = _as(name, raw, _FIELDS[name])
+        elif not name.startswith("sagemaker_"):
+            extra[name] = raw
+    config = TrainingConfig(**values, extra=extra)
+    for name, allowed in (("precision", PRECISIONS), ("lr_scaling", LR_SCALING)):
+        if getattr(config, name) not in allowed:
+            raise InputError(f"hyperparameter {name!r} must be one of {', '.join(allowed)}, "
+                             f"got {getattr(config, name)!r}")
+    for name in ("epochs", "batch_size", "gradient_accumulation_steps", "max_seq_length",
+                 "log_every", "checkpoint_every"):
+        if getattr(config, name) < 1:
+            raise InputError(f"hyperparameter {name!r} must be at least 1, got "
+                             f"{getattr(config, name)}")
+    return config
+
+
+def _as(name: str, raw: Any, kind: type) -> Any:
+    if kind is bool:
+        if isinstance(raw, bool):
+            return raw
+        if str(raw).lower() in ("true", "false"):
+            return str(raw).lower() == "true"
+        raise InputError(f"hyperparameter {name!r} must be true or false, got {raw!r}")
+    try:
+        if kind is int and isinstance(raw, float) and not raw.is_integer():
+            raise ValueError
+        return kind(raw)
+    except (TypeError, ValueError):
+        raise InputError(f"hyperparameter {name!r} must be {kind.__name__}, got {raw!r}") from None
+
+
+@dataclass(frozen=True)
+class SageMakerEnv:
+    """Where SageMaker put the inputs and where it collects the outputs."""
+
+    hyperparameters: dict[str, Any]
+    channels: dict[str, Path]
+    model_dir: Path
+    output_dir: Path
+    output_data_dir: Path
+    checkpoint_dir: Path
+    framework_params: dict[str, Any]
+    current_host: str
+    hosts: list[str]
+
+    @staticmethod
+    def from_environ(environ: dict[str, str] | None = None) -> SageMakerEnv:
+        env = dict(os.environ if environ is None else environ)
+        base = Path(env.get("SAGEMAKER_BASE_DIR", "/opt/ml"))
+        channels = {name: Path(env.get(f"SM_CHANNEL_{name.upper()}",
+                                       base / "input" / "data" / name))
+                    for name in json.loads(env.get("SM_CHANNELS", "[]"))}
+        checkpoint = Path(contract.CHECKPOINT_LOCAL_PATH)
+        if "SAGEMAKER_BASE_DIR" in env:
+            # Local runs map /opt/ml to the base folder, checkpoints included.
+            checkpoint = base / checkpoint.relative_to("/opt/ml")
+        return SageMakerEnv(
+            hyperparameters=json.loads(env.get("SM_HPS", "{}")),
+            channels=channels,
+            model_dir=Path(env.get("SM_MODEL_DIR", base / "model")),
+            output_dir=Path(env.get("SM_OUTPUT_DIR", base / "output")),
+            output_data_dir=Path(env.get("SM_OUTPUT_DATA_DIR", base / "output" / "data")),
+            checkpoint_dir=Path(env.get("COMPILED_TRAINING_CHECKPOINT_DIR", checkpoint)),
+            framework_params=json.loads(env.get("SM_FRAMEWORK_PARAMS", "{}")),
+            current_host=env.get("SM_CURRENT_HOST", "algo-1"),
+            hosts=json.loads(env.get("SM_HOSTS", '["algo-1"]')),
+        )
+
+    def channel(self, name: str) -> Path:
+        if name not in self.channels or not self.channels[name].is_dir():
+            available = ", ".join(sorted(self.channels)) or "none"
+            raise InputError(f"input channel {name!r} is missing (channels given: {available})")
+        return self.channels[name]
+
+    def write_failure(self, message: str) -> None:
+        """What SageMaker shows as the job's FailureReason."""
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        (self.output_dir / "failure").write_text(message)

@@ -1,0 +1,108 @@
+"""The training runtime, run as SageMaker runs it, on a tiny BERT with random weights.
+
+Counted, not timed: graphs compiled, graphs executed, host transfers, graph breaks.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from compiled_training_runtime import contract
+from tests.runtime.harness import (
+    TINY_BERT,
+    metrics,
+    opt_ml,
+    run_direct,
+    run_until_step_then_sigterm,
+)
+
+XLA = {"sagemaker_training_compiler_enabled": True}
+
+
+def _train(tmp_path, name, hyperparameters, **data):
+    base = opt_ml(tmp_path / name, hyperparameters, **data)
+    result = run_direct(base, hyperparameters)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    return base, result
+
+
+def test_eager_run_writes_model_metrics_and_checkpoint_where_sagemaker_expects(tmp_path):
+    base, result = _train(tmp_path, "eager", {**TINY_BERT, "log_every": 2}, validation=8)
+    assert (base / "model" / "model.pt").exists()
+    assert (base / "checkpoints" / "checkpoint.pt").exists()
+    summary = metrics(base)
+    assert summary["backend"] == "eager" and summary["steps"] == 8
+    assert 0 <= summary["validation_accuracy"] <= 1
+    # Every metric the runtime prints is read by the regexes the construct declares.
+    declared = {d["Name"]: d["Regex"] for d in contract.metric_definitions()}
+    found = {name for name, regex in declared.items() if re.search(regex, result.stdout)}
+    assert found == set(contract.METRIC_NAMES)
+
+
+def test_xla_compiles_a_fixed_number_of_graphs_and_runs_one_per_step(tmp_path):
+    runs = {}
+    for steps in (4, 8):
+        base, _ = _train(tmp_path, f"xla{steps}", {**TINY_BERT, **XLA, "max_steps": steps})
+        runs[steps] = metrics(base)["counters"]
+    # Two graphs: the training step, and the first step's optimizer-state creation (AdamW's
+    # moments do not exist before it). The count must not grow with the number of steps.
+    assert runs[4]["compiles"] == runs[8]["compiles"] == 2
+    assert runs[8]["executions"] - runs[4]["executions"] == 4  # one graph per step
+    # No host sync per step: with logging every 1000 steps, more steps transfer nothing more.
+    assert runs[8]["device_to_host_transfers"] == runs[4]["device_to_host_transfers"]
+
+
+def test_varying_shapes_recompile_and_warn_with_the_count(tmp_path):
+    base, result = _train(tmp_path, "dynamic", {**TINY_BERT, **XLA, "static_shapes": False})
+    compiles = metrics(base)["counters"]["compiles"]
+    assert compiles > 2  # one graph per distinct batch length: what static shapes avoid
+    assert f"{compiles} graphs compiled for 8 steps" in result.stderr
+
+
+def test_torch_compile_has_no_graph_breaks_and_no_recompiles(tmp_path):
+    base, _ = _train(tmp_path, "compile", {**TINY_BERT, "compiled_training_torch_compile": True,
+                                          "max_steps": 4})
+    counters = metrics(base)["counters"]
+    assert counters == {"graph_breaks": 0, "graphs": 1, "recompiles": 0}
+
+
+@pytest.mark.parametrize(("backend", "tolerance"), [
+    ({}, 0.0),     # eager: bit-exact
+    (XLA, 1e-5),   # XLA on CPU: the resumed run compiles anew; fused kernels may round apart
+])
+def test_sigterm_then_restart_resumes_and_matches_an_uninterrupted_run(tmp_path, backend,
+                                                                      tolerance):
+    hps = {**TINY_BERT, **backend, "log_every": 1, "checkpoint_every": 1}
+    whole, _ = _train(tmp_path, "whole", hps)
+    interrupted = opt_ml(tmp_path / "interrupted", hps)
+    assert run_until_step_then_sigterm(interrupted, hps, step=3) == 143
+    assert (interrupted / "checkpoints" / "checkpoint.pt").exists()
+    assert not (interrupted / "model" / "model.pt").exists()
+    resumed = run_direct(interrupted, hps)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resumed from" in resumed.stdout
+    expected = torch.load(whole / "model" / "model.pt")
+    actual = torch.load(interrupted / "model" / "model.pt")
+    for name, tensor in expected.items():
+        assert torch.allclose(actual[name], tensor, rtol=0, atol=tolerance), name
+
+
+@pytest.mark.parametrize(("hyperparameters", "data", "message"), [
+    ({}, {"train": None}, "input channel 'train' is missing"),
+    ({}, {"train": 0}, "holds no examples"),
+    ({"epochs": "three"}, {}, "hyperparameter 'epochs' must be int, got 'three'"),
+    ({"precision": "fp8"}, {}, "hyperparameter 'precision' must be one of fp32, fp16, bf16"),
+    ({"batch_size": 64}, {}, "fewer than one step"),
+])
+def test_bad_input_ends_in_a_clear_failure_file_and_a_non_zero_exit(tmp_path, hyperparameters,
+                                                                    data, message):
+    hps = {**TINY_BERT, **hyperparameters}
+    base = opt_ml(tmp_path / "bad", hps, **data)
+    result = run_direct(base, hps)
+    assert result.returncode == 2
+    failure = (base / "output" / "failure").read_text()
+    assert failure.startswith("InputError: ") and message in failure
+    assert "Traceback" not in result.stderr
