@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -12,17 +13,31 @@ from . import xla
 
 
 class Backend:
-    """Eager PyTorch: the reference the compiled backends are measured against."""
+    """Eager PyTorch: the reference the compiled backends are measured against.
+
+    Under ``torchrun`` (WORLD_SIZE > 1) it joins the process group and wraps the model in
+    DistributedDataParallel; each rank trains on its own slice of every step's batch.
+    """
 
     name = "eager"
 
     def __init__(self) -> None:
         self.device = torch.device("cpu")
         if torch.cuda.is_available():
-            self.device = torch.device("cuda")
+            local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+            self.device = torch.device("cuda", local_rank)
+        self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        if self.world_size > 1 and not torch.distributed.is_initialized():
+            backend = "nccl" if self.device.type == "cuda" else "gloo"
+            torch.distributed.init_process_group(backend)
 
     def prepare(self, model: torch.nn.Module) -> torch.nn.Module:
-        return model.to(self.device)
+        model = model.to(self.device)
+        if self.world_size > 1:
+            device_ids = [self.device.index] if self.device.type == "cuda" else None
+            return torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
+        return model
 
     def to_device(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         return {k: v.to(self.device) for k, v in batch.items()}
@@ -50,7 +65,7 @@ class Backend:
         return {}
 
     def is_master(self) -> bool:
-        return True
+        return self.rank == 0
 
 
 class TorchCompileBackend(Backend):
@@ -82,8 +97,12 @@ class XlaBackend(Backend):
     name = "xla"
 
     def __init__(self) -> None:
+        # Under the pytorchxla launcher each process is one replica; optimizer_step
+        # all-reduces the gradients across them.
         self.xm, self.met = xla.modules()
         self.device = self.xm.xla_device()
+        self.world_size = xla.world_size(self.xm)
+        self.rank = xla.ordinal(self.xm)
 
     def optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
         self.xm.optimizer_step(optimizer)
@@ -112,7 +131,7 @@ class XlaBackend(Backend):
         }
 
     def is_master(self) -> bool:
-        return bool(self.xm.is_master_ordinal())
+        return self.rank == 0
 
 
 def create(name: str, *, torch_compile_mode: str = "default") -> Backend:

@@ -54,11 +54,12 @@ def run(env: SageMakerEnv, config: TrainingConfig, backend: Backend) -> dict[str
     train = data.load(env.channel(contract.CHANNEL_TRAIN), config)
     examples = len(train["labels"])
     micro = config.batch_size
-    per_step = micro * config.gradient_accumulation_steps
+    per_step = micro * config.gradient_accumulation_steps * backend.world_size
     steps_per_epoch = examples // per_step
     if steps_per_epoch == 0:
         raise InputError(f"the train channel has {examples} examples, fewer than one step "
-                         f"({config.gradient_accumulation_steps} x batch_size {micro})")
+                         f"({config.gradient_accumulation_steps} x batch_size {micro} x "
+                         f"{backend.world_size} workers)")
     total = config.epochs * steps_per_epoch
     if config.max_steps:
         total = min(total, config.max_steps)
@@ -87,7 +88,8 @@ def run(env: SageMakerEnv, config: TrainingConfig, backend: Backend) -> dict[str
             order = torch.randperm(examples,
                                    generator=torch.Generator().manual_seed(config.seed + epoch))
             for part in range(config.gradient_accumulation_steps):
-                start = index * per_step + part * micro
+                # Every rank draws the same order and trains on its own slice of it.
+                start = index * per_step + (part * backend.world_size + backend.rank) * micro
                 rows = data.batch(train, order[start:start + micro], config)
                 inputs = backend.to_device(rows)
                 if "attention_mask" in inputs:
@@ -103,7 +105,7 @@ def run(env: SageMakerEnv, config: TrainingConfig, backend: Backend) -> dict[str
             progress.samples += per_step
             if progress.step % config.log_every == 0 or progress.step == total:
                 backend.after_step(_log, progress, progress.step, loss.detach(),
-                                   progress.samples, clock)
+                                   progress.samples, clock, backend.is_master())
             if stop["requested"] or progress.step % config.checkpoint_every == 0:
                 _save(backend, checkpoint, model, optimizer, progress)
                 if stop["requested"]:
@@ -119,8 +121,11 @@ def run(env: SageMakerEnv, config: TrainingConfig, backend: Backend) -> dict[str
         summary.update(progress.metrics[-1])
     if contract.CHANNEL_VALIDATION in env.channels:
         summary.update(_validate(env, config, backend, model))
+    if not backend.is_master():
+        return summary
     env.model_dir.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    module = getattr(model, "module", model)  # unwrap DistributedDataParallel
+    state = {k: v.detach().cpu() for k, v in module.state_dict().items()}
     torch.save(state, env.model_dir / "model.pt")
     (env.model_dir / "config.json").write_text(json.dumps(
         {k: v for k, v in config.__dict__.items() if k != "extra"}, sort_keys=True))
@@ -128,17 +133,20 @@ def run(env: SageMakerEnv, config: TrainingConfig, backend: Backend) -> dict[str
 
 
 def _log(progress: Progress, step: int, loss: torch.Tensor, samples: int,
-         clock: Stopwatch) -> None:
+         clock: Stopwatch, report: bool) -> None:
     # Runs in a step closure: the loss is materialized, reading it costs no extra execution.
     metrics = {"train_loss": float(loss.item()),
                "samples_per_second": samples / max(clock.seconds(), 1e-9)}
     progress.metrics.append(metrics)
-    print(contract.format_metric_line(step, metrics), flush=True)
+    if report:  # one line per step for the job, from the first worker
+        print(contract.format_metric_line(step, metrics), flush=True)
 
 
 def _save(backend: Backend, path: Path, model: torch.nn.Module,
           optimizer: torch.optim.Optimizer, progress: Progress) -> None:
     backend.mark_step()
+    if not backend.is_master():
+        return
     state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
              "rng": backend.rng_state(), "step": progress.step, "samples": progress.samples}
     partial = path.with_suffix(".partial")

@@ -1,8 +1,9 @@
 """The one place torch_xla is imported.
 
 Only APIs present in torch-xla 1.12/1.13 (the Training Compiler DLCs) and 2.x alike:
-``xm.xla_device``, ``xm.mark_step``, ``xm.optimizer_step``, ``xm.save``, ``xm.master_print``,
-``xm.add_step_closure``, and the debug metrics.
+``xm.xla_device``, ``xm.mark_step``, ``xm.optimizer_step``, ``xm.save``,
+``xm.add_step_closure``, the RNG state and the debug metrics; world size and ordinal moved
+to ``torch_xla.runtime`` in 2.x and are bridged below.
 """
 
 from __future__ import annotations
@@ -26,3 +27,21 @@ def modules() -> tuple[ModuleType, ModuleType]:
 def metric_count(met: ModuleType, name: str) -> int:
     data = met.metric_data(name)
     return int(data[0]) if data else 0
+
+
+def world_size(xm: ModuleType) -> int:
+    """Replicas in the job: ``torch_xla.runtime`` on 2.x, ``xm.xrt_world_size`` on 1.x."""
+    try:
+        import torch_xla.runtime as xr
+    except ImportError:
+        return int(xm.xrt_world_size())
+    return int(xr.world_size())
+
+
+def ordinal(xm: ModuleType) -> int:
+    """This replica's index: ``torch_xla.runtime`` on 2.x, ``xm.get_ordinal`` on 1.x."""
+    try:
+        import torch_xla.runtime as xr
+    except ImportError:
+        return int(xm.get_ordinal())
+    return int(xr.global_ordinal())

@@ -10,6 +10,7 @@ import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -121,3 +122,15 @@ def run_with_toolkit(base: Path, timeout: int = 900) -> subprocess.CompletedProc
     code = "from sagemaker_training import trainer; trainer.train()"
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, timeout=timeout, check=False)
+
+
+def run_torchrun(base: Path, hyperparameters: dict[str, Any], workers: int,
+                 timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    """The torch.compile path's launcher, with ``workers`` processes on this machine."""
+    with socket.socket() as probe:  # a free loopback port for the rendezvous
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={workers}",
+               "--master_addr=127.0.0.1", f"--master_port={port}", str(RUNTIME / "train.py")]
+    return subprocess.run(command, env=direct_env(base, hyperparameters, _channels(base)),
+                          capture_output=True, text=True, timeout=timeout, check=False)

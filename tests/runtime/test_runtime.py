@@ -16,6 +16,7 @@ from tests.runtime.harness import (
     metrics,
     opt_ml,
     run_direct,
+    run_torchrun,
     run_until_step_then_sigterm,
 )
 
@@ -106,3 +107,15 @@ def test_bad_input_ends_in_a_clear_failure_file_and_a_non_zero_exit(tmp_path, hy
     failure = (base / "output" / "failure").read_text()
     assert failure.startswith("InputError: ") and message in failure
     assert "Traceback" not in result.stderr
+
+
+def test_torchrun_with_two_workers_shares_each_step_and_writes_once(tmp_path):
+    hps = {**TINY_BERT, "log_every": 1}
+    base = opt_ml(tmp_path / "ddp", hps, train=32)
+    result = run_torchrun(base, hps, workers=2)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    summary = metrics(base)
+    # 32 examples, batch 4 per worker, 2 workers: 4 steps of 8 examples.
+    assert summary["steps"] == 4 and summary["samples"] == 32
+    assert (base / "model" / "model.pt").exists()
+    assert result.stdout.count("[metrics] step=1 ") == 1  # only rank 0 reports
