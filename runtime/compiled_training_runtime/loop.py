@@ -80,7 +80,6 @@ def run(env: SageMakerEnv, config: TrainingConfig, backend: Backend) -> dict[str
     stop = {"requested": False}
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.update(requested=True))
     clock = Stopwatch()
-    mask_dtype = torch.float32
     try:
         model.train()
         while progress.step < total:
@@ -90,11 +89,7 @@ def run(env: SageMakerEnv, config: TrainingConfig, backend: Backend) -> dict[str
             for part in range(config.gradient_accumulation_steps):
                 # Every rank draws the same order and trains on its own slice of it.
                 start = index * per_step + (part * backend.world_size + backend.rank) * micro
-                rows = data.batch(train, order[start:start + micro], config)
-                inputs = backend.to_device(rows)
-                if "attention_mask" in inputs:
-                    inputs["attention_mask"] = data.additive_mask(inputs["attention_mask"],
-                                                                  mask_dtype)
+                inputs = _inputs(backend, data.batch(train, order[start:start + micro], config))
                 with _autocast(config, backend):
                     loss, _ = model(**inputs)
                 (loss / config.gradient_accumulation_steps).backward()
@@ -132,6 +127,14 @@ def run(env: SageMakerEnv, config: TrainingConfig, backend: Backend) -> dict[str
     return summary
 
 
+def _inputs(backend: Backend, rows: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A batch on the device, its attention mask prebuilt as a 4D additive mask."""
+    inputs = backend.to_device(rows)
+    if "attention_mask" in inputs:
+        inputs["attention_mask"] = data.additive_mask(inputs["attention_mask"], torch.float32)
+    return inputs
+
+
 def _log(progress: Progress, step: int, loss: torch.Tensor, samples: int,
          clock: Stopwatch, report: bool) -> None:
     # Runs in a step closure: the loss is materialized, reading it costs no extra execution.
@@ -162,10 +165,7 @@ def _validate(env: SageMakerEnv, config: TrainingConfig, backend: Backend,
     with torch.no_grad():
         for start in range(0, len(rows["labels"]) - config.batch_size + 1, config.batch_size):
             indices = torch.arange(start, start + config.batch_size)
-            inputs = backend.to_device(data.batch(rows, indices, config))
-            if "attention_mask" in inputs:
-                inputs["attention_mask"] = data.additive_mask(inputs["attention_mask"],
-                                                              torch.float32)
+            inputs = _inputs(backend, data.batch(rows, indices, config))
             loss, logits = model(**inputs)
             losses.append(loss.detach())
             correct = correct.to(logits.device) + (logits.argmax(-1) == inputs["labels"]).sum()
