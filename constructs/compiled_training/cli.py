@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -190,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     advise.add_argument("--plot", type=Path, metavar="FILE.png",
                         help="draw wall-clock against job length, break-even marked")
     args = parser.parse_args(argv)
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `advise ... | head` ends quietly
     try:
         assessments = [assess_workload(p) for p in load_workloads(args.workloads)]
     except InputError as error:
