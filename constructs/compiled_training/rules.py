@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,7 +106,8 @@ def check(job: TrainingJob) -> Findings:
     _check_hyperparameters(job, error)
     _check_channels(job, error)
     _check_framework(job, error)
-    if not job.image_uri and not job.compiler.is_training_compiler and _plain(job.instance_type):
+    needs_dlc = not job.image_uri and not job.compiler.is_training_compiler
+    if needs_dlc and known_instance_type(job.instance_type):
         try:
             resolve_dlc(job.framework, job.compiler.is_training_compiler, job.instance_type)
         except ValueError as no_image:
@@ -300,10 +300,6 @@ def _major(version: str) -> int:
     return _minor(version)[0]
 
 
-def messages(findings: Iterable[Finding]) -> list[str]:
-    return [f.message for f in findings]
-
-
-def _plain(instance_type: str) -> bool:
+def known_instance_type(instance_type: str) -> bool:
     """A literal instance type the API knows (the instance rule reports the others)."""
     return not Token.is_unresolved(instance_type) and instance_type in training_instance_types()

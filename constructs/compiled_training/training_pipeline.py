@@ -17,7 +17,6 @@ from aws_cdk import (
     Names,
     Resource,
     Stack,
-    Token,
 )
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
@@ -147,8 +146,10 @@ class TrainingPipeline(Resource):
 
         self.dlc: DlcImage | None = None
         self.runtime_image = runtime_image
-        if image_uri is None and runtime_image is None and _plain_instance(instance_type):
-            self.dlc = _try_resolve_dlc(self, framework, compiler, instance_type)
+        if image_uri is None and runtime_image is None and rules.known_instance_type(
+            instance_type
+        ):
+            self.dlc = _try_resolve_dlc(framework, compiler, instance_type)
         self._dlc_account = ""
         if runtime_image is not None:
             if image_uri is not None:
@@ -506,19 +507,13 @@ class _Policy:
 
 
 def _try_resolve_dlc(
-    scope: Construct, framework: Framework, compiler: Compiler, instance_type: str
+    framework: Framework, compiler: Compiler, instance_type: str
 ) -> DlcImage | None:
     try:
         return resolve_dlc(framework, compiler.is_training_compiler, instance_type)
     except ValueError:
         # rules.check reports the reason with every other problem, in one message.
         return None
-
-
-def _plain_instance(instance_type: str) -> bool:
-    return isinstance(instance_type, str) and not Token.is_unresolved(instance_type) and (
-        instance_type in rules.training_instance_types()
-    )
 
 
 def _execution_scoped(uri: str) -> Any:
