@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from .advisor import Assessment, Verdict, WorkloadProfile, assess_workload
+from .bench import BACKENDS, WARMUP_STEPS
 
 USAGE_ERROR = 2
 _FIELDS = {f.name: f for f in dataclasses.fields(WorkloadProfile)}
@@ -181,6 +182,22 @@ def plot(assessments: list[Assessment], target: Path) -> None:
     plt.close(figure)
 
 
+def _bench(args: argparse.Namespace) -> int:
+    from . import bench
+
+    chosen = [b for b in args.backends.split(",") if b]
+    unknown = sorted(set(chosen) - set(BACKENDS))
+    if unknown or args.steps < WARMUP_STEPS + 1:
+        print(f"compiled-training bench: --backends must come from {', '.join(BACKENDS)} and "
+              f"--steps be at least {WARMUP_STEPS + 1}, got {args.backends!r}, {args.steps}",
+              file=sys.stderr)
+        return USAGE_ERROR
+    rows = bench.bench(args.steps, chosen, args.out)
+    print(bench.table(rows))
+    print(f"\nresults: {args.out / 'bench.json'}; plot: {args.out / 'bench.png'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="compiled-training", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -190,9 +207,16 @@ def main(argv: list[str] | None = None) -> int:
     advise.add_argument("--json", action="store_true", help="print JSON for machines")
     advise.add_argument("--plot", type=Path, metavar="FILE.png",
                         help="draw wall-clock against job length, break-even marked")
+    bench = commands.add_parser("bench", help="eager, torch.compile and XLA on a tiny model")
+    bench.add_argument("--steps", type=int, default=20)
+    bench.add_argument("--backends", default=",".join(BACKENDS),
+                       help=f"comma-separated, from {', '.join(BACKENDS)}")
+    bench.add_argument("--out", type=Path, default=Path("bench-results"))
     args = parser.parse_args(argv)
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `advise ... | head` ends quietly
+    if args.command == "bench":
+        return _bench(args)
     try:
         assessments = [assess_workload(p) for p in load_workloads(args.workloads)]
     except InputError as error:

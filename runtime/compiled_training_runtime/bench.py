@@ -1,0 +1,89 @@
+"""One backend's side of ``compiled-training bench``: train a tiny BERT for N steps, report.
+
+Run as its own process per backend (importing torch_xla changes torch._dynamo defaults).
+Step times need the step to have finished: on XLA that means waiting for the device after
+each step, a host sync the training loop never makes; the bench makes it to time, and counts
+the training loop's own syncs separately.
+
+    python -m compiled_training_runtime.bench --backend xla --steps 20 > result.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+
+import torch
+
+from . import backends, data, models
+from .env import TrainingConfig
+
+
+def run(backend_name: str, steps: int, config: TrainingConfig) -> dict[str, object]:
+    torch.manual_seed(config.seed)
+    backend = backends.create(backend_name)
+    model = backend.prepare(models.build(config))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
+    generator = torch.Generator().manual_seed(config.seed)
+    shape = (config.batch_size, config.max_seq_length)
+    batch = {
+        "input_ids": torch.randint(1, config.vocab_size, shape, generator=generator),
+        "attention_mask": torch.ones(shape, dtype=torch.long),
+        "labels": torch.randint(0, config.num_labels, (config.batch_size,), generator=generator),
+    }
+    wait = _waiter(backend)
+    step_seconds = []
+    model.train()
+    for step in range(steps):
+        start = time.perf_counter()
+        inputs = backend.to_device(batch)
+        inputs["attention_mask"] = data.additive_mask(inputs["attention_mask"], torch.float32)
+        loss, _ = model(**inputs)
+        loss.backward()
+        backend.optimizer_step(optimizer)
+        optimizer.zero_grad(set_to_none=True)
+        backend.mark_step()
+        if step == 0:
+            syncs_before = backend.counters().get("device_to_host_transfers", 0)
+        wait()
+        step_seconds.append(time.perf_counter() - start)
+        print(f"step {step + 1}/{steps}", file=sys.stderr, flush=True)
+    counters = backend.counters()
+    syncs = counters.get("device_to_host_transfers", 0) - syncs_before
+    return {
+        "backend": backend.name,
+        "steps": steps,
+        "batch_size": config.batch_size,
+        "step_seconds": step_seconds,
+        "counters": counters,
+        # The loop's own device-to-host transfers after the first step, per step.
+        "host_syncs_per_step": syncs / max(steps - 1, 1),
+        "peak_memory_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def _waiter(backend: backends.Backend):  # type: ignore[no-untyped-def]
+    if backend.name == "xla":
+        # Timing only: waits for the step's graph without moving data to the host.
+        return backend.xm.wait_device_ops  # type: ignore[attr-defined]
+    if backend.device.type == "cuda":
+        return torch.cuda.synchronize
+    return lambda: None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--backend", choices=["eager", "torch.compile", "xla"], required=True)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--config", default="{}", help="TrainingConfig fields as JSON")
+    args = parser.parse_args(argv)
+    config = TrainingConfig(**json.loads(args.config))
+    print(json.dumps(run(args.backend, args.steps, config)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
