@@ -15,6 +15,7 @@ import json
 import resource
 import sys
 import time
+from collections.abc import Callable
 
 import torch
 
@@ -35,7 +36,8 @@ def run(backend_name: str, steps: int, config: TrainingConfig) -> dict[str, obje
         "labels": torch.randint(0, config.num_labels, (config.batch_size,), generator=generator),
     }
     wait = _waiter(backend)
-    step_seconds = []
+    step_seconds: list[float] = []
+    syncs_before = 0
     model.train()
     for step in range(steps):
         start = time.perf_counter()
@@ -65,10 +67,10 @@ def run(backend_name: str, steps: int, config: TrainingConfig) -> dict[str, obje
     }
 
 
-def _waiter(backend: backends.Backend):  # type: ignore[no-untyped-def]
-    if backend.name == "xla":
+def _waiter(backend: backends.Backend) -> Callable[[], None]:
+    if isinstance(backend, backends.XlaBackend):
         # Timing only: waits for the step's graph without moving data to the host.
-        return backend.xm.wait_device_ops  # type: ignore[attr-defined]
+        return backend.xm.wait_device_ops  # type: ignore[no-any-return]
     if backend.device.type == "cuda":
         return torch.cuda.synchronize
     return lambda: None
