@@ -13,7 +13,7 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
 import yaml
 
@@ -24,11 +24,11 @@ USAGE_ERROR = 2
 _FIELDS = {f.name: f for f in dataclasses.fields(WorkloadProfile)}
 _REQUIRED = [name for name, f in _FIELDS.items()
              if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+# Field types read off WorkloadProfile itself; YAML integers are fine where floats go.
 _TYPES: dict[str, tuple[type, ...]] = {
-    "name": (str,), "framework": (str,), "model_family": (str,), "instance_type": (str,),
-    "instance_count": (int,), "hours_per_run": (int, float), "runs_per_week": (int, float),
-    "static_shapes": (bool,), "precision": (str,), "batch_size": (int,),
-    "learning_rate": (int, float), "bottleneck": (str,), "region": (str,),
+    name: tuple(t for t in get_args(hint) or (hint,) if t is not type(None))
+    + ((int,) if hint in (float, float | None) else ())
+    for name, hint in get_type_hints(WorkloadProfile).items()
 }
 
 

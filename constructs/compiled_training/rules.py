@@ -130,7 +130,7 @@ def check(job: TrainingJob) -> Findings:
 
 def _check_resources(job: TrainingJob, error: Any) -> None:
     instance_type = job.instance_type
-    if not Token.is_unresolved(instance_type) and instance_type not in training_instance_types():
+    if not Token.is_unresolved(instance_type) and not known_instance_type(instance_type):
         hint = " (local mode does not exist in a pipeline)" if "local" in instance_type else ""
         error("InstanceType", f"instance_type must be a SageMaker training instance type such as "
                               f"'ml.g5.48xlarge', got {instance_type!r}{hint}")

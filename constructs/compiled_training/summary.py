@@ -17,7 +17,7 @@ PIPELINE_TYPE = "AWS::SageMaker::Pipeline"
 SCHEDULE_TYPE = "AWS::Scheduler::Schedule"
 
 
-def _templates(outdir: Path) -> list[tuple[str, Path, dict[str, Any]]]:
+def _templates(outdir: Path) -> Templates:
     manifest = json.loads((outdir / "manifest.json").read_text())
     found = []
     for name, artifact in sorted(manifest.get("artifacts", {}).items()):
@@ -27,10 +27,13 @@ def _templates(outdir: Path) -> list[tuple[str, Path, dict[str, Any]]]:
     return found
 
 
-def pipelines(outdir: Path) -> list[dict[str, Any]]:
+Templates = list[tuple[str, Path, dict[str, Any]]]
+
+
+def pipelines(templates: Templates) -> list[dict[str, Any]]:
     """One row per pipeline in the cloud assembly, read from the templates' metadata."""
     rows = []
-    for name, template_file, template in _templates(outdir):
+    for name, template_file, template in templates:
         for resource in template.get("Resources", {}).values():
             if resource.get("Type") == PIPELINE_TYPE:
                 meta = resource.get("Metadata", {}).get("compiled-training", {})
@@ -38,10 +41,10 @@ def pipelines(outdir: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def schedules(outdir: Path, now: datetime) -> list[str]:
+def schedules(templates: Templates, now: datetime) -> list[str]:
     """One line per schedule: its expression and next five start times in its time zone."""
     lines = []
-    for name, _, template in _templates(outdir):
+    for name, _, template in templates:
         for resource in template.get("Resources", {}).values():
             if resource.get("Type") != SCHEDULE_TYPE:
                 continue
@@ -55,7 +58,8 @@ def schedules(outdir: Path, now: datetime) -> list[str]:
 
 
 def render(outdir: Path, now: datetime | None = None) -> str:
-    rows = pipelines(outdir)
+    templates = _templates(outdir)  # read once, for pipelines and schedules alike
+    rows = pipelines(templates)
     columns = [("stack", "Stack"), ("pipelineName", "Pipeline"), ("framework", "Framework"),
                ("compiler", "Compiler"), ("distribution", "Distribution"),
                ("instances", "Instances")]
@@ -68,7 +72,7 @@ def render(outdir: Path, now: datetime | None = None) -> str:
     lines.append("")
     for row in rows:
         lines.append(f"{row['stack']}: image {row.get('image', '?')}; template {row['template']}")
-    lines.extend(schedules(outdir, now or datetime.now(timezone.utc)))
+    lines.extend(schedules(templates, now or datetime.now(timezone.utc)))
     report = outdir / "validation-report.json"
     if report.exists():
         plugins = json.loads(report.read_text()).get("pluginReports", [])
