@@ -19,6 +19,7 @@ _EXPORTS = {
     "ParameterType": "job",
     "TrainingOutputBucket": "output_bucket",
     "TrainingPipeline": "training_pipeline",
+    "CompilerBenchmark": "compiler_benchmark",
     "RetrainingSchedule": "schedule",
     "RuntimeImage": "runtime_image",
     "BuildMode": "runtime_image",
@@ -31,6 +32,7 @@ __all__ = [
     "BuildMode",
     "CompiledTrainingChecks",
     "Compiler",
+    "CompilerBenchmark",
     "CompilerKind",
     "Distribution",
     "Framework",
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
     from .advisor import Verdict, WorkloadProfile, assess_workload
     from .checks import CompiledTrainingChecks
     from .compiler import Compiler, CompilerKind
+    from .compiler_benchmark import CompilerBenchmark
     from .framework import Framework
     from .job import Distribution, InputChannel, Parameter, ParameterType
     from .output_bucket import TrainingOutputBucket

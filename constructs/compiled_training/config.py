@@ -16,6 +16,7 @@ from constructs import Construct
 
 from .checks import PACK
 from .compiler import Compiler
+from .compiler_benchmark import CompilerBenchmark
 from .framework import Framework
 from .job import Distribution, InputChannel, Parameter
 from .nag import acknowledge
@@ -47,6 +48,18 @@ _OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "profiler": bool,
     "schedule": dict,
     "runtime_image": dict,
+    "benchmark": dict,
+}
+# `CompilerBenchmark` props a team's ``benchmark`` entry may set; the rest comes from the team's
+# pipeline (same framework, instances, code, data and hyperparameters).
+_BENCHMARK_KEYS: dict[str, type | tuple[type, ...]] = {
+    "compiler": str,
+    "large_batch_size": int,
+    "quality_metric": str,
+    "speedup_threshold": (int, float),
+    "quality_tolerance": (int, float),
+    "spot": bool,
+    "decision_parameter_name": str,
 }
 _SCHEDULE_KEYS: dict[str, type | tuple[type, ...]] = {
     "expression": str,
@@ -96,6 +109,15 @@ def pipeline_props(team: str, config: Mapping[str, Any], *, base_dir: Path) -> d
             if not isinstance(value, expected_type):
                 raise fail(f"schedule.{key}", f"must be a {expected_type.__name__}, "  # type: ignore[union-attr]
                            f"got {value!r}")
+    for key, value in config.get("benchmark", {}).items():
+        expected_type = _BENCHMARK_KEYS.get(key)
+        if expected_type is None:
+            raise fail(f"benchmark.{key}", "is not a known key; allowed: "
+                       + ", ".join(_BENCHMARK_KEYS))
+        if not isinstance(value, expected_type) or isinstance(value, bool) != (
+                expected_type is bool):
+            names = expected_type.__name__ if isinstance(expected_type, type) else "number"
+            raise fail(f"benchmark.{key}", f"must be a {names}, got {value!r}")
     try:
         return _props(config, base_dir)
     except KeyError as missing:
@@ -119,15 +141,8 @@ def _props(config: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
     else:
         framework = Framework.xgboost(version)
 
-    compiler_name = config.get("compiler", "none")
-    if compiler_name not in COMPILERS:
-        raise ValueError(f"compiler must be one of {', '.join(COMPILERS)}, got {compiler_name!r}")
-    compiler = {
-        "training-compiler": lambda: Compiler.training_compiler(),
-        "torch-compile": lambda: Compiler.torch_compile(
-            mode=config.get("torch_compile_mode", "default")),
-        "none": Compiler.none,
-    }[compiler_name]()
+    compiler = _compiler("compiler", config.get("compiler", "none"),
+                         config.get("torch_compile_mode", "default"))
 
     distribution = None
     if "distribution" in config:
@@ -168,6 +183,36 @@ def _props(config: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
     return props
 
 
+def benchmark_props(benchmark: Mapping[str, Any], pipeline: Mapping[str, Any],
+                    torch_compile_mode: str = "default") -> dict[str, Any]:
+    """`CompilerBenchmark` keyword arguments: the team's pipeline, on trial with a compiler.
+
+    Arms run on demand unless ``benchmark.spot`` says otherwise: spot interruptions add to
+    wall-clock time and would distort the comparison.
+    """
+    shared = ("framework", "instance_type", "instance_count", "entry_point", "source_dir",
+              "hyperparameters", "channels", "volume_size_gib", "max_runtime", "max_attempts")
+    props = {key: pipeline[key] for key in shared if pipeline.get(key) is not None}
+    props["compiler"] = _compiler("benchmark.compiler",
+                                  benchmark.get("compiler", "training-compiler"),
+                                  torch_compile_mode)
+    for key in ("large_batch_size", "quality_metric", "speedup_threshold", "quality_tolerance",
+                "spot", "decision_parameter_name"):
+        if key in benchmark:
+            props[key] = benchmark[key]
+    return props
+
+
+def _compiler(key: str, name: str, torch_compile_mode: str) -> Compiler:
+    if name not in COMPILERS:
+        raise ValueError(f"{key} must be one of {', '.join(COMPILERS)}, got {name!r}")
+    if name == "training-compiler":
+        return Compiler.training_compiler()
+    if name == "torch-compile":
+        return Compiler.torch_compile(mode=torch_compile_mode)
+    return Compiler.none()
+
+
 def schedule_props(schedule: Mapping[str, Any]) -> dict[str, Any]:
     """`RetrainingSchedule` keyword arguments from a team's ``schedule`` entry."""
     time_zone = schedule.get("time_zone")
@@ -186,7 +231,8 @@ def schedule_props(schedule: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class TeamStack(Stack):
-    """One team's stack: its training pipeline, from its ``cdk.json`` entry."""
+    """One team's stack: its training pipeline (and, with a ``benchmark`` entry, a
+    `CompilerBenchmark` of it), from its ``cdk.json`` entry."""
 
     def __init__(self, scope: Construct, construct_id: str, *, team_config: Mapping[str, Any],
                  base_dir: Path, **kwargs: Any) -> None:
@@ -201,12 +247,19 @@ class TeamStack(Stack):
                     **_runtime_image_props(team_config["runtime_image"]))
                 props["runtime_image"] = self.runtime_image
             self.pipeline = TrainingPipeline(self, "Pipeline", **props)
-            if self.pipeline.compiler.is_training_compiler:
-                # cdk-nag 3 fails a synth on any unacknowledged finding, informational too.
-                acknowledge(self.pipeline.resource, "CompiledTraining-CT9",
-                            f"Team {construct_id} runs Training Compiler's last release on "
-                            "purpose; the move to torch.compile is decided by a "
-                            "CompilerBenchmark, not by this stack.", pack=PACK)
+            self.benchmark = None
+            if "benchmark" in team_config:
+                self.benchmark = CompilerBenchmark(
+                    self, "Benchmark", **benchmark_props(
+                        team_config["benchmark"], props,
+                        team_config.get("torch_compile_mode", "default")))
+            for pipeline in (self.pipeline, self.benchmark):
+                if pipeline is not None and pipeline.compiler.is_training_compiler:
+                    # cdk-nag 3 fails a synth on any unacknowledged finding, informational too.
+                    acknowledge(pipeline.resource, "CompiledTraining-CT9",
+                                f"Team {construct_id} runs Training Compiler's last release on "
+                                "purpose; the move to torch.compile is decided by a "
+                                "CompilerBenchmark, not by this stack.", pack=PACK)
             self.schedule = None
             if "schedule" in team_config:
                 self.schedule = RetrainingSchedule(

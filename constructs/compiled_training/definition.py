@@ -8,6 +8,7 @@ the image, so an image extended from a Training Compiler DLC is allowed.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from compiled_training_runtime import contract
@@ -32,18 +33,21 @@ def build_definition(job: TrainingJob) -> dict[str, Any]:
     return {
         "Version": DEFINITION_VERSION,
         "Metadata": {},
-        "Parameters": [
-            {"Name": p.name, "Type": p.type.value, "DefaultValue": p.default}
-            for p in job.parameters
-        ],
-        "Steps": [
-            {
-                "Name": job.step_name,
-                "Type": "Training",
-                "Arguments": training_job_arguments(job),
-                "RetryPolicies": retry_policies(job.max_attempts),
-            }
-        ],
+        "Parameters": parameter_declarations(job.parameters),
+        "Steps": [training_step(job)],
+    }
+
+
+def parameter_declarations(parameters: Iterable[Parameter]) -> list[dict[str, Any]]:
+    return [{"Name": p.name, "Type": p.type.value, "DefaultValue": p.default} for p in parameters]
+
+
+def training_step(job: TrainingJob) -> dict[str, Any]:
+    return {
+        "Name": job.step_name,
+        "Type": "Training",
+        "Arguments": training_job_arguments(job),
+        "RetryPolicies": retry_policies(job.max_attempts),
     }
 
 

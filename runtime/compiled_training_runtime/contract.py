@@ -62,3 +62,26 @@ def format_metric_line(step: int, metrics: Mapping[str, float]) -> str:
         raise ValueError(f"unknown metric names {unknown}; allowed: {', '.join(METRIC_NAMES)}")
     fields = " ".join(f"{name}={metrics[name]:.6g}" for name in METRIC_NAMES if name in metrics)
     return f"{METRIC_LINE_PREFIX} step={step} {fields}"
+
+
+# --- CompilerBenchmark: the A/B arms and what the comparison step reads and writes --------
+
+ARM_BASELINE = "baseline"
+ARM_COMPILER = "compiler"
+ARM_COMPILER_LARGE_BATCH = "compiler-large-batch"
+BENCHMARK_ARMS = (ARM_BASELINE, ARM_COMPILER, ARM_COMPILER_LARGE_BATCH)
+
+# The runtime's run summary: written to SM_OUTPUT_DATA_DIR, which SageMaker uploads as
+# <output path>/<job name>/output/output.tar.gz.
+RUN_SUMMARY_FILE = "metrics.json"
+COMPARISON_JSON = "comparison.json"
+COMPARISON_MARKDOWN = "comparison.md"
+
+# Quality metrics a benchmark can hold an arm to: (higher is better, scale to report units,
+# unit). Accuracy is a fraction in the summary; tolerances are in percentage points.
+QUALITY_METRICS = {
+    "validation_accuracy": (True, 100.0, "points"),
+    "validation_loss": (False, 1.0, ""),
+}
+DEFAULT_SPEEDUP_THRESHOLD = 0.2
+DEFAULT_QUALITY_TOLERANCE = 0.1

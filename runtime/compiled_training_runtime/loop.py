@@ -111,7 +111,9 @@ def run(env: SageMakerEnv, config: TrainingConfig, backend: Backend) -> dict[str
     # The final save waits for the last step's graph and runs the pending closures.
     _save(backend, checkpoint, model, optimizer, progress)
     summary: dict[str, Any] = {"backend": backend.name, "steps": progress.step,
-                               "samples": progress.samples, "counters": backend.counters()}
+                               "samples": progress.samples, "counters": backend.counters(),
+                               "global_batch_size": per_step,
+                               "learning_rate": config.scaled_learning_rate}
     if progress.metrics:
         summary.update(progress.metrics[-1])
     if contract.CHANNEL_VALIDATION in env.channels:

@@ -1,0 +1,1 @@
+"""The Lambda function that records a benchmark's verdict in SSM."""
