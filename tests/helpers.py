@@ -68,6 +68,8 @@ def render(value: Any, template: dict[str, Any]) -> str:
                 f"arn:aws:kms:{REGION}:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab",
             ("AWS::EC2::SecurityGroup", "GroupId"): "sg-0123456789abcdef0",
             ("AWS::SQS::Queue", "Arn"): f"arn:aws:sqs:{REGION}:{ACCOUNT}:{logical_id}",
+            ("AWS::Lambda::Function", "Arn"):
+                f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{logical_id}",
             ("Custom::RuntimeImageBuild", "ImageUri"):
                 f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/{logical_id.lower()}:0123456789abcdef0123",
         }
@@ -112,29 +114,77 @@ def _schema() -> dict[str, Any]:
 
 
 def validate_envelope(definition: dict[str, Any]) -> None:
-    """Version, parameters, step types, dependencies, retry policies against the schema.
+    """Version, parameters, step types, dependencies, retry policies against the schema,
+    the steps inside a condition's branches included.
 
     Relaxation, named: the published schema is stale on step arguments (it rejects
-    ``S3DataDistributionType`` in a training input and ``Std:Join`` values in
-    hyperparameters, both accepted by the API), so each step's ``Arguments`` is replaced by
-    an empty object here and checked against botocore's CreateTrainingJob shape instead.
+    ``S3DataDistributionType`` in a training input, ``Std:Join`` values in hyperparameters
+    and error messages, and ``Std:JsonGet`` in conditions, all accepted by the API and
+    written by the SageMaker SDK), so each step's ``Arguments`` is replaced by an empty
+    object here; jobs' arguments are checked against botocore's shapes instead
+    (`validate_job_arguments`) and conditions by `condition_outcome`.
+
+    Relaxation, named: the schema has no ``PropertyFiles`` on a processing step, which the
+    SageMaker SDK writes and ``Std:JsonGet`` reads; each is checked here instead (a name, a
+    file path, and the name of one of the step's own outputs) and then set aside.
 
     Relaxation, named: the schema types a retry policy's ``ExceptionType`` as one string,
     while the API and the SageMaker SDK use a list; each list is split into one policy per
     exception type, so every type is still checked against the schema's enum.
     """
     envelope = json.loads(json.dumps(definition))
+    branches = []
     for step in envelope["Steps"]:
-        step["Arguments"] = {}
+        if step["Type"] == "Condition":
+            branches += step["Arguments"].get("IfSteps", []) + step["Arguments"].get("ElseSteps", [])
+        _blank(step)
+    jsonschema.validate(envelope, _schema())
+    for step in branches:
+        _blank(step)
+    jsonschema.validate({"Version": envelope["Version"], "Steps": branches}, _schema())
+
+
+def _blank(step: dict[str, Any]) -> None:
+    outputs = {o["OutputName"] for o in step["Arguments"].get(
+        "ProcessingOutputConfig", {}).get("Outputs", [])}
+    for property_file in step.pop("PropertyFiles", []):
+        assert set(property_file) == {"PropertyFileName", "OutputName", "FilePath"}, property_file
+        assert re.fullmatch(r"[A-Za-z0-9\-_]{1,64}", property_file["PropertyFileName"])
+        assert property_file["OutputName"] in outputs, (property_file, outputs)
+        assert property_file["FilePath"] and not property_file["FilePath"].startswith("/")
+    step["Arguments"] = {"Conditions": []} if step["Type"] == "Condition" else {}
+    if "RetryPolicies" in step:
         step["RetryPolicies"] = [
             {**policy, "ExceptionType": exception}
-            for policy in step.get("RetryPolicies", [])
+            for policy in step["RetryPolicies"]
             for exception in policy["ExceptionType"]
         ]
-    jsonschema.validate(envelope, _schema())
 
 
-# --- botocore's CreateTrainingJob input shape ----------------------------------------------
+def condition_outcome(condition_step: dict[str, Any], parameters: dict[str, Any],
+                      property_files: dict[str, Any]) -> bool:
+    """What Pipelines would decide for a condition step, given the parameter values and the
+    JSON documents of the property files (by name)."""
+    operators = {
+        "GreaterThanOrEqualTo": lambda a, b: a >= b, "GreaterThan": lambda a, b: a > b,
+        "LessThanOrEqualTo": lambda a, b: a <= b, "LessThan": lambda a, b: a < b,
+        "Equals": lambda a, b: a == b, "NotEquals": lambda a, b: a != b,
+    }
+
+    def value(expression: Any) -> Any:
+        if isinstance(expression, dict) and "Std:JsonGet" in expression:
+            get = expression["Std:JsonGet"]
+            document = property_files[get["PropertyFile"]["Get"].rsplit(".", 1)[1]]
+            for key in get["Path"].split("."):
+                document = document[key]
+            return document
+        return substitute_expressions(expression, parameters)
+
+    return all(operators[c["Type"]](value(c["LeftValue"]), value(c["RightValue"]))
+               for c in condition_step["Arguments"]["Conditions"])
+
+
+# --- botocore's job input shapes ----------------------------------------------
 
 def substitute_expressions(value: Any, parameters: dict[str, Any]) -> Any:
     """Pipeline expressions replaced by what they evaluate to at run time."""
@@ -154,24 +204,27 @@ def substitute_expressions(value: Any, parameters: dict[str, Any]) -> Any:
     return value
 
 
-def validate_training_arguments(definition: dict[str, Any]) -> None:
-    """Each training step's arguments against CreateTrainingJob: types, required fields,
-    ranges (botocore's ParamValidator) plus enums, lengths and patterns (walked here, since
-    the validator does not check them)."""
+def validate_job_arguments(definition: dict[str, Any]) -> None:
+    """Each training and processing step's arguments against CreateTrainingJob and
+    CreateProcessingJob: types, required fields, ranges (botocore's ParamValidator) plus
+    enums, lengths and patterns (walked here, since the validator does not check them)."""
     import botocore.session
     from botocore.validate import ParamValidator
 
     model = botocore.session.get_session().get_service_model("sagemaker")
-    shape = model.operation_model("CreateTrainingJob").input_shape
+    operations = {"Training": ("CreateTrainingJob", "TrainingJobName"),
+                  "Processing": ("CreateProcessingJob", "ProcessingJobName")}
     parameters = {p["Name"]: p["DefaultValue"] for p in definition.get("Parameters", [])}
     for step in definition["Steps"]:
-        if step["Type"] != "Training":
+        if step["Type"] not in operations:
             continue
+        operation, name_field = operations[step["Type"]]
+        shape = model.operation_model(operation).input_shape
         request = substitute_expressions(step["Arguments"], parameters)
-        request["TrainingJobName"] = "pipelines-execution-Train-0123456789"
+        request[name_field] = "pipelines-execution-Step-0123456789"
         report = ParamValidator().validate(request, shape)
         assert not report.has_errors(), report.generate_report()
-        problems = list(_constraint_problems(request, shape, "CreateTrainingJob"))
+        problems = list(_constraint_problems(request, shape, operation))
         assert not problems, "\n".join(problems)
 
 

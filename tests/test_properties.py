@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from compiled_training import Compiler, Distribution, Framework, InputChannel, TrainingPipeline
-from tests.helpers import definitions, validate_envelope, validate_training_arguments
+from tests.helpers import definitions, validate_envelope, validate_job_arguments
 
 frameworks = st.sampled_from([
     Framework.pytorch("1.12.0"), Framework.pytorch("1.13.1"), Framework.pytorch("2.1.0"),
@@ -64,4 +64,4 @@ def test_props_give_a_valid_template_or_one_clear_value_error(
     event("accepted")
     (definition,) = definitions(Template.from_stack(stack).to_json())
     validate_envelope(definition)
-    validate_training_arguments(definition)
+    validate_job_arguments(definition)

@@ -15,15 +15,23 @@ from tests.helpers import (
     synth_reference_app,
     templates,
     validate_envelope,
-    validate_training_arguments,
+    validate_job_arguments,
 )
 
 
-def test_three_team_stacks_with_one_pipeline_each(reference_assembly):
+def test_three_team_stacks_and_the_creative_team_benchmarks_before_it_ships(reference_assembly):
     found = templates(reference_assembly)
     assert sorted(found) == ["Creative", "DocumentClassification", "Tabular"]
-    for template in found.values():
-        assert len(pipeline_resources(template)) == 1
+    counts = {name: len(pipeline_resources(template)) for name, template in found.items()}
+    assert counts == {"Creative": 2, "DocumentClassification": 1, "Tabular": 1}
+    production, benchmark = definitions(found["Creative"])
+    # Production runs without the compiler, on every GPU; the benchmark puts it on trial.
+    (train,) = production["Steps"]
+    assert "sagemaker_training_compiler_enabled" not in train["Arguments"]["HyperParameters"]
+    assert train["Arguments"]["HyperParameters"]["sagemaker_torch_distributed_enabled"] == "true"
+    assert [s["Name"] for s in benchmark["Steps"]] == [
+        "TrainBaseline", "TrainCompiler", "TrainCompilerLargeBatch", "Compare",
+        "RecordDecision", "ShipDecision"]
 
 
 def test_document_classification_uses_training_compiler_with_pytorchxla(reference_assembly):
@@ -81,7 +89,7 @@ def test_every_definition_envelope_matches_the_published_schema(reference_assemb
 def test_every_training_step_matches_botocore_create_training_job(reference_assembly):
     for template in templates(reference_assembly).values():
         for definition in definitions(template):
-            validate_training_arguments(definition)
+            validate_job_arguments(definition)
 
 
 def test_cfn_lint_is_clean_on_every_template(reference_assembly):
@@ -111,7 +119,15 @@ def test_two_synths_are_byte_identical(tmp_path):
     [
         ("Tabular", "instance_count", 0, r"Tabular: .*instance_count must be an integer of at least 1, got 0"),
         ("Creative", "instance_type", "ml.m6i.12xlarge",
-         r"Creative: .*instance_type must be a GPU instance of p3, p3dn, g4dn, p4d, g5 for Training Compiler, got 'ml.m6i.12xlarge'"),
+         r"Creative: TrainingPipeline Creative/Pipeline: distribution 'torch_distributed' needs a GPU instance, got 'ml.m6i.12xlarge'"),
+        ("Creative", "benchmark", {"compiler": "none"},
+         r"Creative: CompilerBenchmark Creative/Benchmark: compiler must be Compiler.training_compiler\(\) or Compiler.torch_compile\(\): the benchmark compares it with no compiler, got Compiler.none\(\)"),
+        ("Creative", "benchmark", {"large_batch_size": 2},
+         r"Creative: CompilerBenchmark Creative/Benchmark: large_batch_size must be an integer above batch_size 4, got 2"),
+        ("Creative", "benchmark", {"speedup_threshold": "20%"},
+         r"Creative.benchmark.speedup_threshold: must be a number, got '20%'"),
+        ("Creative", "benchmark", {"threshold": 0.2},
+         r"Creative.benchmark.threshold: is not a known key; allowed: compiler, large_batch_size, quality_metric, speedup_threshold, quality_tolerance, spot, decision_parameter_name"),
         ("DocumentClassification", "framework_version", "2.1.0",
          r"DocumentClassification: .*Training Compiler does not support PyTorch 2.1.0.*PyTorch 1.13.1.*Compiler.torch_compile"),
         ("Tabular", "instance_count", "two", r"Tabular.instance_count: must be a int, got 'two'"),

@@ -26,7 +26,7 @@ from compiled_training.dlc import resolve_dlc
 from tests.helpers import (
     definitions,
     validate_envelope,
-    validate_training_arguments,
+    validate_job_arguments,
 )
 
 BERT = Framework.pytorch("1.13.1")
@@ -246,7 +246,7 @@ def test_every_definition_variant_passes_the_validators(source_dir):
         _pipeline(stack, source_dir, **overrides)
         definition = _definition(stack)
         validate_envelope(definition)
-        validate_training_arguments(definition)
+        validate_job_arguments(definition)
 
 
 # --- failures ------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from constructs import Construct
 from .compiler import Compiler, CompilerKind
 from .dlc import DlcImage, resolve_dlc
 from .framework import Framework
-from .nag import acknowledge, acknowledge_wildcards
+from .nag import acknowledge, acknowledge_wildcards, allow_redundant_role_dependency
 from .registry import dlc_image_uri
 from .sourcedir import source_files
 
@@ -258,7 +258,7 @@ class RuntimeImage(Construct):
             handlers[name] = function
             cfn_function = function.node.default_child
             assert isinstance(cfn_function, lambda_.CfnFunction)
-            _allow_redundant_role_dependency(cfn_function)
+            allow_redundant_role_dependency(cfn_function)
         provider_logs = logs.LogGroup(self, "ProviderLogs",
                                       retention=logs.RetentionDays.THREE_MONTHS,
                                       removal_policy=RemovalPolicy.DESTROY)
@@ -339,7 +339,7 @@ def _acknowledge_provider(provider: custom_resources.Provider,
                 for function in functions}
     for child in provider.node.find_all():
         if isinstance(child, (lambda_.CfnFunction, stepfunctions.CfnStateMachine)):
-            _allow_redundant_role_dependency(child)
+            allow_redundant_role_dependency(child)
         if isinstance(child, lambda_.Function):
             acknowledge(child, "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
                                "service-role/AWSLambdaBasicExecutionRole]",
@@ -355,11 +355,3 @@ def _acknowledge_provider(provider: custom_resources.Provider,
                                                    "no resource-level permission."})
     acknowledge(provider, "AwsSolutions-SF2",
                 "The Provider framework's waiter only polls the build; X-Ray adds nothing.")
-
-
-def _allow_redundant_role_dependency(resource: lambda_.CfnFunction | stepfunctions.CfnStateMachine
-                                     ) -> None:
-    """cfn-lint's W3005, on this resource only: CDK makes a function (or state machine)
-    depend on its role and the role's policy; the role is also referenced, so cfn-lint calls
-    that dependency redundant. It is harmless, and the policy dependency is needed."""
-    resource.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
