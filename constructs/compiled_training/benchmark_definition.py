@@ -12,7 +12,7 @@ comparison was given, so the pipeline's outcome and the recorded verdict cannot 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,17 +37,18 @@ PROCESSING_ROOT = "/opt/ml/processing"
 DECISION_FIELDS = ("verdict", "arm", "speedup", "quality_drop", "global_batch_size",
                    "learning_rate", "reason")
 # The comparison code travels as an archive of the runtime package; the image's own Python
-# runs it (standard library only).
-_ENTRYPOINT = (
-    "set -e; mkdir -p /tmp/code/compiled_training_runtime; "
-    f"tar -xzf {PROCESSING_ROOT}/input/code/sourcedir.tar.gz "
-    "-C /tmp/code/compiled_training_runtime; cd /tmp/code; "
-    'exec python3 -m compiled_training_runtime.compare "$@"'
+# runs it (standard library only). PROCESSING_ROOT may be overridden so that tests run this
+# very script against a local folder.
+COMPARE_ENTRYPOINT = (  # the API allows 256 characters
+    f"set -e; r=${{PROCESSING_ROOT:-{PROCESSING_ROOT}}}; c=$(mktemp -d); "
+    "mkdir $c/compiled_training_runtime; "
+    "tar -xzf $r/input/code/sourcedir.tar.gz -C $c/compiled_training_runtime; "
+    'cd $c; exec python3 -m compiled_training_runtime.compare "$@"'
 )
 
 
 def arm_step_name(arm: str) -> str:
-    """``baseline`` -> ``TrainBaseline``, ``compiler-large-batch`` -> ``TrainCompilerLargeBatch``."""
+    """The arm's step: ``compiler-large-batch`` -> ``TrainCompilerLargeBatch``."""
     return "Train" + "".join(part.capitalize() for part in arm.split("-"))
 
 
@@ -130,7 +131,7 @@ def _compare_step(arms: Mapping[str, TrainingJob], job: ComparisonJob) -> dict[s
         "ProcessingResources": {"ClusterConfig": cluster},
         "AppSpecification": {
             "ImageUri": job.image_uri,
-            "ContainerEntrypoint": ["/bin/bash", "-c", _ENTRYPOINT, "compare"],
+            "ContainerEntrypoint": ["/bin/bash", "-c", COMPARE_ENTRYPOINT, "compare"],
             "ContainerArguments": arguments,
         },
         "RoleArn": job.role_arn,
@@ -217,7 +218,3 @@ def _text(value: Any) -> dict[str, Any]:
     """A pipeline value as the string a container argument must be."""
     return {"Std:Join": {"On": "", "Values": [value]}}
 
-
-def step_names(arms: Sequence[str]) -> list[str]:
-    """Every top-level step name of a benchmark with these arms, in definition order."""
-    return [*(arm_step_name(a) for a in arms), COMPARE_STEP, RECORD_STEP, DECISION_STEP]

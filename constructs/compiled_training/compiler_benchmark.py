@@ -29,8 +29,8 @@ from .dlc import DlcImage, resolve_dlc
 from .framework import Framework
 from .instances import gpus_per_instance
 from .job import Distribution, HyperparameterValue, InputChannel, Parameter, TrainingJob
-from .pipeline_base import PipelineBase, execution_scoped, shared_archive_asset, try_resolve_dlc
 from .nag import allow_redundant_role_dependency
+from .pipeline_base import PipelineBase, execution_scoped, shared_archive_asset, try_resolve_dlc
 from .policy import InlinePolicy
 from .registry import dlc_image_uri
 
@@ -164,9 +164,10 @@ class CompilerBenchmark(PipelineBase):
         self.images: dict[str, DlcImage] = {}
         repositories: list[str] = []
         self.arms: dict[str, TrainingJob] = {}
-        arm_settings = [(contract.ARM_BASELINE, Compiler.none(), baseline_distribution or spread,
-                         {}),
-                        (contract.ARM_COMPILER, compiler, compiled_distribution, {})]
+        # (arm, compiler, distribution, hyperparameter overrides)
+        arm_settings: list[tuple[str, Compiler, Distribution, dict[str, HyperparameterValue]]] = [
+            (contract.ARM_BASELINE, Compiler.none(), baseline_distribution or spread, {}),
+            (contract.ARM_COMPILER, compiler, compiled_distribution, {})]
         if large_batch_size is not None:
             arm_settings.append((contract.ARM_COMPILER_LARGE_BATCH, compiler,
                                  compiled_distribution,
@@ -202,10 +203,14 @@ class CompilerBenchmark(PipelineBase):
         self.arms = {name: replace(job, role_arn=self.role.role_arn)
                      for name, job in self.arms.items()}
 
+        self.decision_parameter_name = (decision_parameter_name
+                                        or f"/compiled-training/{self.pipeline_name}/decision")
+        """Where the verdict goes: a JSON object with ``verdict`` ("ship", "hold" or
+        "undecided"), ``arm``, ``speedup``, ``quality_drop``, ``global_batch_size``,
+        ``learning_rate``, ``reason``, ``comparison`` (S3) and ``execution``."""
         self.decision_parameter = ssm.StringParameter(
             self, "DecisionParameter",
-            parameter_name=decision_parameter_name
-            or f"/compiled-training/{self.pipeline_name}/decision",
+            parameter_name=self.decision_parameter_name,
             description=f"Verdict of compiler benchmark {self.pipeline_name}: ship or hold, "
                         "written by its RecordDecision step",
             string_value=Stack.of(self).to_json_string(UNDECIDED),

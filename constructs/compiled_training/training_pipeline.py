@@ -26,6 +26,7 @@ from .pipeline_base import PipelineBase, try_resolve_dlc
 from .registry import dlc_image_uri
 from .runtime_image import RuntimeImage
 
+
 @jsii.implements(sagemaker.IPipeline)
 class TrainingPipeline(PipelineBase):
     """A SageMaker Pipeline whose training step is correct for its compiler.

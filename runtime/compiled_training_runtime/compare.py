@@ -23,9 +23,10 @@ import json
 import re
 import sys
 import tarfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from . import contract
 
@@ -74,12 +75,16 @@ def read_summary(folder: Path) -> dict[str, Any]:
         return dict(json.loads(loose.read_text()))
     archives = sorted(folder.glob("*.tar.gz"))
     for archive in archives:
-        with tarfile.open(archive) as tar:
-            for member in tar.getmembers():
-                if member.isfile() and Path(member.name).name == contract.RUN_SUMMARY_FILE:
-                    extracted = tar.extractfile(member)
-                    assert extracted is not None
-                    return dict(json.loads(extracted.read()))
+        try:
+            with tarfile.open(archive) as tar:
+                for member in tar.getmembers():
+                    if member.isfile() and Path(member.name).name == contract.RUN_SUMMARY_FILE:
+                        extracted = tar.extractfile(member)
+                        assert extracted is not None
+                        return dict(json.loads(extracted.read()))
+        except (tarfile.TarError, OSError) as error:
+            raise ComparisonError(f"{archive} is not a readable tar.gz archive ({error})"
+                                  ) from None
     found = ", ".join(p.name for p in sorted(folder.iterdir())) if folder.is_dir() else "nothing"
     raise ComparisonError(f"no {contract.RUN_SUMMARY_FILE} in {folder} (found: {found}); "
                           "did the arm's training job run the compiled-training runtime?")
