@@ -21,3 +21,23 @@ def test_readme_example_synthesizes_with_cdk_nag(tmp_path, monkeypatch):
     template = scope["app"].synth().get_stack_by_name("NlpTraining").template
     kinds = {r["Type"] for r in template["Resources"].values()}
     assert "AWS::SageMaker::Pipeline" in kinds
+
+
+def test_readme_benchmark_example_adds_to_the_import_example(tmp_path, monkeypatch):
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    (example,) = [b for b in blocks if "app.synth()" in b]
+    (benchmark,) = [b for b in blocks if "CompilerBenchmark(" in b]
+    (tmp_path / "training").mkdir()
+    (tmp_path / "training" / "train.py").write_text("print('train')\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CDK_OUTDIR", str(tmp_path / "cdk.out"))
+    # The benchmark joins the import example's stack, before its app.synth().
+    program = example.replace("app.synth()", benchmark + "\napp.synth()")
+    scope: dict = {}
+    exec(compile(program, "README.md", "exec"), scope)  # raises on any nag finding
+    template = scope["app"].synth().get_stack_by_name("NlpTraining").template
+    pipelines = [r for r in template["Resources"].values()
+                 if r["Type"] == "AWS::SageMaker::Pipeline"]
+    assert len(pipelines) == 2
+    assert scope["benchmark"].decision_parameter_name.startswith("/compiled-training/")

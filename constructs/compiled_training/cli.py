@@ -1,6 +1,10 @@
 """``compiled-training``: the command line.
 
     compiled-training advise WORKLOADS.yaml [--json] [--plot FILE.png]
+    compiled-training bench [--steps N] [--backends eager,torch.compile,xla] [--out DIR]
+    compiled-training bench --ab [--compiler xla|torch.compile] [--out DIR]
+
+``bench --ab`` exits 0 when the compiler would ship and 1 when it would be held.
 
 Bad input is one line on stderr naming the workload and the field, and exit code 2.
 """
@@ -185,6 +189,8 @@ def plot(assessments: list[Assessment], target: Path) -> None:
 def _bench(args: argparse.Namespace) -> int:
     from . import bench
 
+    if args.ab:
+        return _ab(args)
     chosen = [b for b in args.backends.split(",") if b]
     unknown = sorted(set(chosen) - set(BACKENDS))
     if unknown or args.steps < WARMUP_STEPS + 1:
@@ -196,6 +202,30 @@ def _bench(args: argparse.Namespace) -> int:
     print(bench.table(rows))
     print(f"\nresults: {args.out / 'bench.json'}; plot: {args.out / 'bench.png'}")
     return 0
+
+
+def _ab(args: argparse.Namespace) -> int:
+    """The CompilerBenchmark's arms and comparison, on this machine."""
+    from tqdm import tqdm
+
+    from compiled_training_runtime.compare import Thresholds
+
+    from .local_ab import COMPILERS, run_ab
+
+    try:
+        if args.compiler not in COMPILERS:
+            raise ValueError(f"--compiler must be one of {', '.join(COMPILERS)}, "
+                             f"got {args.compiler!r}")
+        thresholds = Thresholds(args.speedup_threshold, args.quality_tolerance)
+    except ValueError as error:
+        print(f"compiled-training bench: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    with tqdm(total=3, desc="arms", unit="arm", file=sys.stderr) as bar:
+        comparison = run_ab(args.out, compiler=args.compiler, thresholds=thresholds,
+                            progress=bar)
+    print((args.out / "comparison.md").read_text())
+    print(f"results: {args.out / 'comparison.json'}")
+    return 0 if comparison["decision"]["verdict"] == "ship" else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -212,6 +242,13 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--backends", default=",".join(BACKENDS),
                        help=f"comma-separated, from {', '.join(BACKENDS)}")
     bench.add_argument("--out", type=Path, default=Path("bench-results"))
+    bench.add_argument("--ab", action="store_true",
+                       help="run a CompilerBenchmark's arms and comparison here instead")
+    bench.add_argument("--compiler", default="xla", help="with --ab: xla or torch.compile")
+    bench.add_argument("--speedup-threshold", type=float, default=0.2,
+                       help="with --ab: least speedup to ship, as a fraction")
+    bench.add_argument("--quality-tolerance", type=float, default=0.1,
+                       help="with --ab: most validation accuracy lost to ship, in points")
     args = parser.parse_args(argv)
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `advise ... | head` ends quietly

@@ -231,7 +231,7 @@ class CompilerBenchmark(PipelineBase):
             max_attempts=common.max_attempts,
             tags=common.tags,
         )
-        self.parameters: dict[str, Parameter] = {
+        self.parameters = {
             p.name: p for job in self.arms.values() for p in job.parameters}
         self.parameters.update({p.name: p for p in (self.speedup_threshold,
                                                     self.quality_tolerance)})

@@ -28,7 +28,7 @@ from . import rules
 from .compiler import Compiler
 from .dlc import DlcImage, resolve_dlc
 from .framework import Framework
-from .job import Distribution, HyperparameterValue, InputChannel, TrainingJob
+from .job import Distribution, HyperparameterValue, InputChannel, Parameter, TrainingJob
 from .output_bucket import TrainingOutputBucket
 from .policy import InlinePolicy
 from .sourcedir import write_sourcedir
@@ -51,6 +51,8 @@ class PipelineBase(Resource):
             self, max_length=80, separator="-")
         self._pipeline_arn = Stack.of(self).format_arn(
             service="sagemaker", resource="pipeline", resource_name=self._pipeline_name.lower())
+        self.parameters: dict[str, Parameter] = {}
+        """The pipeline parameters an execution (or a schedule) may override, by name."""
 
     # --- IPipeline (properties, so that jsii can read them) ---------------------------------
 

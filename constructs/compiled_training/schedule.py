@@ -28,7 +28,7 @@ from constructs import Construct
 from .cron import validate_expression
 from .job import ParameterType
 from .nag import acknowledge
-from .training_pipeline import TrainingPipeline
+from .pipeline_base import PipelineBase
 
 # EventBridge Scheduler's SageMakerPipelineParameters: at most 200 entries.
 MAX_PIPELINE_PARAMETERS = 200
@@ -43,14 +43,15 @@ _PYTHON_TYPES: dict[ParameterType, tuple[type, ...]] = {
 
 
 class RetrainingSchedule(Construct):
-    """Starts a `TrainingPipeline` on a schedule and tells the team when a run fails."""
+    """Starts a `TrainingPipeline` (or a `CompilerBenchmark`) on a schedule and tells the team
+    when a run fails."""
 
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
-        pipeline: TrainingPipeline,
+        pipeline: PipelineBase,
         team: str,
         expression: str,
         time_zone: TimeZone | None = None,
@@ -198,7 +199,7 @@ class RetrainingSchedule(Construct):
 
 
 def _checked_parameters(
-    where: str, pipeline: TrainingPipeline, overrides: Mapping[str, str | int | float | bool]
+    where: str, pipeline: PipelineBase, overrides: Mapping[str, str | int | float | bool]
 ) -> dict[str, str]:
     declared = pipeline.parameters
     if len(overrides) > MAX_PIPELINE_PARAMETERS:
@@ -233,7 +234,7 @@ def _team_group(scope: Construct, team: str) -> scheduler.ScheduleGroup:
                                    schedule_group_name=f"{team}-retraining")
 
 
-def _message(team: str, pipeline: TrainingPipeline) -> events.RuleTargetInput:
+def _message(team: str, pipeline: PipelineBase) -> events.RuleTargetInput:
     execution = events.EventField.from_path("$.detail.pipelineExecutionArn")
     status = events.EventField.from_path("$.detail.currentPipelineExecutionStatus")
     region = events.EventField.from_path("$.region")

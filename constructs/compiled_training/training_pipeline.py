@@ -21,7 +21,7 @@ from .compiler import Compiler
 from .definition import build_definition
 from .dlc import DlcImage
 from .framework import Framework
-from .job import Distribution, HyperparameterValue, InputChannel, Parameter
+from .job import Distribution, HyperparameterValue, InputChannel
 from .pipeline_base import PipelineBase, try_resolve_dlc
 from .registry import dlc_image_uri
 from .runtime_image import RuntimeImage
@@ -147,7 +147,7 @@ class TrainingPipeline(PipelineBase):
         if compiler.advice:
             Annotations.of(self).add_warning_v2(
                 "compiled-training:TrainingPipeline:Advisor", compiler.advice)
-        self.parameters: dict[str, Parameter] = {p.name: p for p in job.parameters}
+        self.parameters = {p.name: p for p in job.parameters}
 
         policy = self._execution_policy([job], [self.code] if self.code else [],
                                         [repository or self._ecr_repository_arn(self.image_uri)])

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -16,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from compiled_training_runtime.local import job_env, job_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = ROOT / "runtime"
@@ -27,66 +28,20 @@ TINY_BERT = {
 }
 
 
-def write_examples(folder: Path, count: int, *, seed: int = 0, max_length: int = 16) -> None:
-    rng = random.Random(seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = []
-    for _ in range(count):
-        length = rng.randint(4, max_length)
-        lines.append(json.dumps({"input_ids": [rng.randint(1, 63) for _ in range(length)],
-                                 "label": rng.randint(0, 1)}))
-    (folder / "part-0.jsonl").write_text("\n".join(lines) + ("\n" if lines else ""))
-
-
 def opt_ml(base: Path, hyperparameters: dict[str, Any], *, train: int = 32,
            validation: int = 0) -> Path:
-    """A folder shaped like /opt/ml, with data and the job's configuration."""
-    config = base / "input" / "config"
-    config.mkdir(parents=True, exist_ok=True)
-    channels = {}
-    if train is not None:
-        write_examples(base / "input" / "data" / "train", train)
-        channels["train"] = {"TrainingInputMode": "File", "S3DistributionType": "FullyReplicated"}
-    if validation:
-        write_examples(base / "input" / "data" / "validation", validation, seed=1)
-        channels["validation"] = {"TrainingInputMode": "File"}
-    # SageMaker writes every hyperparameter value as a string, JSON-encoded by the SDK.
-    (config / "hyperparameters.json").write_text(json.dumps(
-        {k: v if isinstance(v, str) else json.dumps(v) for k, v in hyperparameters.items()}))
-    (config / "inputdataconfig.json").write_text(json.dumps(channels))
-    (config / "resourceconfig.json").write_text(json.dumps(
-        {"current_host": "algo-1", "hosts": ["algo-1"], "network_interface_name": "eth0"}))
-    return base
+    return job_folder(base, hyperparameters, train=train, validation=validation)
 
 
-def direct_env(base: Path, hyperparameters: dict[str, Any],
-               channels: tuple[str, ...] = ("train",)) -> dict[str, str]:
-    """The environment the toolkit gives the entry point, for runs without the toolkit."""
-    env = dict(os.environ)
-    env.update({
-        "SAGEMAKER_BASE_DIR": str(base),
-        "SM_HPS": json.dumps(hyperparameters),
-        "SM_CHANNELS": json.dumps(list(channels)),
-        "SM_MODEL_DIR": str(base / "model"),
-        "SM_OUTPUT_DIR": str(base / "output"),
-        "SM_OUTPUT_DATA_DIR": str(base / "output" / "data"),
-        "PJRT_DEVICE": "CPU",
-        "PYTHONPATH": str(RUNTIME),
-    })
-    for name in channels:
-        env[f"SM_CHANNEL_{name.upper()}"] = str(base / "input" / "data" / name)
-    return env
-
-
-def _channels(base: Path) -> tuple[str, ...]:
-    data = base / "input" / "data"
-    return tuple(sorted(p.name for p in data.iterdir())) if data.exists() else ()
+def direct_env(base: Path, hyperparameters: dict[str, Any]) -> dict[str, str]:
+    """The toolkit's environment, with this checkout's runtime on the path."""
+    return {**job_env(base, hyperparameters), "PYTHONPATH": str(RUNTIME)}
 
 
 def run_direct(base: Path, hyperparameters: dict[str, Any], *, timeout: int = 600,
                ) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(RUNTIME / "train.py")],
-                          env=direct_env(base, hyperparameters, _channels(base)),
+                          env=direct_env(base, hyperparameters),
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
@@ -94,7 +49,7 @@ def run_until_step_then_sigterm(base: Path, hyperparameters: dict[str, Any], ste
                                 timeout: int = 600) -> int:
     """Starts a run, sends SIGTERM once it logged ``step``, returns the exit code."""
     process = subprocess.Popen([sys.executable, str(RUNTIME / "train.py")],
-                               env=direct_env(base, hyperparameters, _channels(base)),
+                               env=direct_env(base, hyperparameters),
                                stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + timeout
@@ -132,5 +87,5 @@ def run_torchrun(base: Path, hyperparameters: dict[str, Any], workers: int,
         port = probe.getsockname()[1]
     command = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={workers}",
                "--master_addr=127.0.0.1", f"--master_port={port}", str(RUNTIME / "train.py")]
-    return subprocess.run(command, env=direct_env(base, hyperparameters, _channels(base)),
+    return subprocess.run(command, env=direct_env(base, hyperparameters),
                           capture_output=True, text=True, timeout=timeout, check=False)

@@ -1,0 +1,74 @@
+"""``compiled-training bench --ab``: a `CompilerBenchmark`'s arms and comparison, here.
+
+The arms the pipeline runs (the baseline without a compiler, the compiler, the compiler at
+twice the batch with the learning rate scaled) are trained by the runtime's own entry
+point, one process each, on a tiny BERT with random weights and random data, each timed
+from start to exit as SageMaker times a job; then the pipeline's own comparison code
+decides. On a CPU the verdict says nothing about a GPU; the mechanics are the pipeline's.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from compiled_training_runtime import compare, contract
+from compiled_training_runtime.local import job_env, job_folder, pack_output
+
+COMPILERS = {
+    "xla": {contract.HP_TRAINING_COMPILER_ENABLED: True},
+    "torch.compile": {contract.HP_TORCH_COMPILE: True},
+}
+BATCH_SIZE = 8
+TINY_BERT: dict[str, Any] = {"model_family": "bert", "vocab_size": 64, "hidden_size": 32,
+             "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
+             "max_seq_length": 16, "batch_size": BATCH_SIZE, "learning_rate": 1e-3, "epochs": 1,
+             "log_every": 1000, "checkpoint_every": 1000, "seed": 7}
+
+
+def arms(compiler: str) -> dict[str, dict[str, Any]]:
+    """Each arm's hyperparameters, as the pipeline sets them."""
+    if compiler not in COMPILERS:
+        raise ValueError(f"compiler must be one of {', '.join(COMPILERS)}, got {compiler!r}")
+    switch = COMPILERS[compiler]
+    return {
+        contract.ARM_BASELINE: dict(TINY_BERT),
+        contract.ARM_COMPILER: {**TINY_BERT, **switch},
+        contract.ARM_COMPILER_LARGE_BATCH: {**TINY_BERT, **switch, "batch_size": 2 * BATCH_SIZE,
+                                            "base_batch_size": BATCH_SIZE},
+    }
+
+
+def run_ab(out: Path, *, compiler: str = "xla", train_examples: int = 512,
+           validation_examples: int = 128, thresholds: compare.Thresholds | None = None,
+           progress: Any = None) -> dict[str, Any]:
+    """Trains every arm, compares them, writes ``comparison.json`` and ``.md`` to ``out``."""
+    thresholds = thresholds or compare.Thresholds()
+    timings = {}
+    for name, hyperparameters in arms(compiler).items():
+        base = job_folder(out / "jobs" / name, hyperparameters, train=train_examples,
+                          validation=validation_examples)
+        started = time.monotonic()
+        result = subprocess.run([sys.executable, "-m", "compiled_training_runtime.entry"],
+                                env=job_env(base, hyperparameters), capture_output=True,
+                                text=True, check=False)
+        timings[name] = time.monotonic() - started
+        if result.returncode != 0:
+            raise RuntimeError(f"arm {name} failed:\n{result.stderr[-3000:]}")
+        pack_output(base, out / "input" / name)
+        if progress is not None:
+            progress.update(1)
+    arguments = ["--input-dir", str(out / "input"), "--output-dir", str(out),
+                 "--quality-metric", thresholds.quality_metric,
+                 "--speedup-threshold", str(thresholds.speedup),
+                 "--quality-tolerance", str(thresholds.quality_tolerance)]
+    for name, seconds in timings.items():
+        # On demand, billable time is training time.
+        arguments += ["--arm", f"{name}={seconds:.3f}:{seconds:.3f}"]
+    if compare.main(arguments) != 0:
+        raise RuntimeError("the comparison failed; its message is above")
+    return dict(json.loads((out / contract.COMPARISON_JSON).read_text()))

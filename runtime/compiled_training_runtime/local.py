@@ -1,0 +1,81 @@
+"""A SageMaker job's layout on this machine: an ``/opt/ml``-shaped folder, its environment,
+and its output packed as SageMaker uploads it. For local runs and benchmarks; never used
+inside a training image.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import tarfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from . import contract
+
+
+def write_examples(folder: Path, count: int, *, seed: int = 0, max_length: int = 16,
+                   vocab_size: int = 64) -> None:
+    """``count`` random token sequences with binary labels, as JSON lines."""
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for _ in range(count):
+        length = rng.randint(4, max_length)
+        lines.append(json.dumps({"input_ids": [rng.randint(1, vocab_size - 1)
+                                               for _ in range(length)],
+                                 "label": rng.randint(0, 1)}))
+    (folder / "part-0.jsonl").write_text("\n".join(lines) + ("\n" if lines else ""))
+
+
+def job_folder(base: Path, hyperparameters: Mapping[str, Any], *, train: int | None = 32,
+               validation: int = 0) -> Path:
+    """A folder shaped like /opt/ml, with data and the job's configuration."""
+    config = base / "input" / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    channels = {}
+    if train is not None:
+        write_examples(base / "input" / "data" / contract.CHANNEL_TRAIN, train)
+        channels[contract.CHANNEL_TRAIN] = {"TrainingInputMode": "File",
+                                            "S3DistributionType": "FullyReplicated"}
+    if validation:
+        write_examples(base / "input" / "data" / contract.CHANNEL_VALIDATION, validation, seed=1)
+        channels[contract.CHANNEL_VALIDATION] = {"TrainingInputMode": "File"}
+    # SageMaker writes every hyperparameter value as a string, JSON-encoded by the SDK.
+    (config / "hyperparameters.json").write_text(json.dumps(
+        {k: v if isinstance(v, str) else json.dumps(v) for k, v in hyperparameters.items()}))
+    (config / "inputdataconfig.json").write_text(json.dumps(channels))
+    (config / "resourceconfig.json").write_text(json.dumps(
+        {"current_host": "algo-1", "hosts": ["algo-1"], "network_interface_name": "eth0"}))
+    return base
+
+
+def job_env(base: Path, hyperparameters: Mapping[str, Any]) -> dict[str, str]:
+    """The environment the training toolkit gives the entry point, for runs without it."""
+    data = base / "input" / "data"
+    channels = sorted(p.name for p in data.iterdir()) if data.exists() else []
+    env = dict(os.environ)
+    env.update({
+        "SAGEMAKER_BASE_DIR": str(base),
+        "SM_HPS": json.dumps(dict(hyperparameters)),
+        "SM_CHANNELS": json.dumps(channels),
+        "SM_MODEL_DIR": str(base / "model"),
+        "SM_OUTPUT_DIR": str(base / "output"),
+        "SM_OUTPUT_DATA_DIR": str(base / "output" / "data"),
+        "PJRT_DEVICE": env.get("PJRT_DEVICE", "CPU"),
+    })
+    for name in channels:
+        env[f"SM_CHANNEL_{name.upper()}"] = str(data / name)
+    return env
+
+
+def pack_output(base: Path, target: Path) -> Path:
+    """``/opt/ml/output/data`` as SageMaker uploads it: ``output.tar.gz`` in ``target``."""
+    target.mkdir(parents=True, exist_ok=True)
+    archive_path = target / "output.tar.gz"
+    with tarfile.open(archive_path, "w:gz") as archive:
+        for item in sorted((base / "output" / "data").iterdir()):
+            archive.add(item, arcname=item.name)
+    return archive_path
