@@ -380,3 +380,33 @@ def test_fails_when_a_distribution_does_not_fit_the_arm(source_dir):
     with pytest.raises(ValueError, match=r"\(baseline arm\): distribution 'pytorchxla' runs only "
                                          r"with Training Compiler"):
         _benchmark(_stack(), source_dir, baseline_distribution=Distribution.PYTORCHXLA)
+
+
+def test_a_schedule_can_rerun_the_benchmark_with_its_own_thresholds(source_dir):
+    from compiled_training import RetrainingSchedule
+
+    stack = _stack()
+    benchmark = _benchmark(stack, source_dir)
+    RetrainingSchedule(stack, "Monthly", pipeline=benchmark, team="creative",
+                       expression="cron(0 3 1 * ? *)", parameters={"SpeedupThreshold": 0.3})
+    Template.from_stack(stack).has_resource_properties("AWS::Scheduler::Schedule", {
+        "Target": Match.object_like({"SageMakerPipelineParameters": {
+            "PipelineParameterList": [{"Name": "SpeedupThreshold", "Value": "0.3"}]}})})
+    with pytest.raises(ValueError, match=r"parameter 'Speedup' is not declared by pipeline .*declared: "
+                                         r".*SpeedupThreshold"):
+        RetrainingSchedule(stack, "Typo", pipeline=benchmark, team="creative",
+                           expression="rate(7 days)", parameters={"Speedup": 0.3})
+
+
+def test_grants_reading_the_verdict_and_nothing_else(source_dir):
+    from aws_cdk import aws_iam as iam
+
+    stack = _stack()
+    benchmark = _benchmark(stack, source_dir)
+    reader = iam.Role(stack, "Production", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
+    benchmark.grant_read_decision(reader)
+    (policy,) = Template.from_stack(stack).find_resources("AWS::IAM::Policy").values()
+    (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Action"] == ["ssm:DescribeParameters", "ssm:GetParameter",
+                                   "ssm:GetParameterHistory", "ssm:GetParameters"]
+    assert "DecisionParameter" in json.dumps(statement["Resource"])

@@ -216,13 +216,16 @@ def _ab(args: argparse.Namespace) -> int:
         if args.compiler not in COMPILERS:
             raise ValueError(f"--compiler must be one of {', '.join(COMPILERS)}, "
                              f"got {args.compiler!r}")
+        if args.train_examples < 16:
+            raise ValueError(f"--train-examples must be at least 16 (one step of the "
+                             f"large-batch arm), got {args.train_examples}")
         thresholds = Thresholds(args.speedup_threshold, args.quality_tolerance)
     except ValueError as error:
         print(f"compiled-training bench: {error}", file=sys.stderr)
         return USAGE_ERROR
     with tqdm(total=3, desc="arms", unit="arm", file=sys.stderr) as bar:
         comparison = run_ab(args.out, compiler=args.compiler, thresholds=thresholds,
-                            progress=bar)
+                            train_examples=args.train_examples, progress=bar)
     print((args.out / "comparison.md").read_text())
     print(f"results: {args.out / 'comparison.json'}")
     return 0 if comparison["decision"]["verdict"] == "ship" else 1
@@ -245,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--ab", action="store_true",
                        help="run a CompilerBenchmark's arms and comparison here instead")
     bench.add_argument("--compiler", default="xla", help="with --ab: xla or torch.compile")
+    bench.add_argument("--train-examples", type=int, default=512,
+                       help="with --ab: examples per epoch (batch 8, one epoch)")
     bench.add_argument("--speedup-threshold", type=float, default=0.2,
                        help="with --ab: least speedup to ship, as a fraction")
     bench.add_argument("--quality-tolerance", type=float, default=0.1,

@@ -11,6 +11,7 @@ from typing import Any
 import jsii
 from aws_cdk import Annotations, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -155,37 +156,11 @@ class CompilerBenchmark(PipelineBase):
             debugger=False, profiler=False, kms_key=kms_key, vpc=vpc, vpc_subnets=vpc_subnets,
             security_groups=security_groups, network_isolation=network_isolation,
             inter_container_encryption=inter_container_encryption)
-        multi_gpu = self.instance_count > 1 or (
-            rules.known_instance_type(instance_type) and gpus_per_instance(instance_type) > 1)
-        spread = Distribution.TORCH_DISTRIBUTED if multi_gpu else Distribution.NONE
-        compiled_distribution = distribution or (
-            rules.default_distribution(compiler.kind, instance_type, self.instance_count)
-            if compiler.is_training_compiler else spread)
-        self.images: dict[str, DlcImage] = {}
-        repositories: list[str] = []
         self.arms: dict[str, TrainingJob] = {}
-        # (arm, compiler, distribution, hyperparameter overrides)
-        arm_settings: list[tuple[str, Compiler, Distribution, dict[str, HyperparameterValue]]] = [
-            (contract.ARM_BASELINE, Compiler.none(), baseline_distribution or spread, {}),
-            (contract.ARM_COMPILER, compiler, compiled_distribution, {})]
-        if large_batch_size is not None:
-            arm_settings.append((contract.ARM_COMPILER_LARGE_BATCH, compiler,
-                                 compiled_distribution,
-                                 {"batch_size": large_batch_size,
-                                  "base_batch_size": (hyperparameters or {})["batch_size"]}))
-        for name, arm_compiler, arm_distribution, overrides in arm_settings:
-            dlc = try_resolve_dlc(framework, arm_compiler, instance_type)
-            image_uri, account = dlc_image_uri(self, dlc) if dlc else ("", "")
-            job = replace(common, compiler=arm_compiler, distribution=arm_distribution,
-                          image_uri=image_uri, step_name=arm_step_name(name),
-                          hyperparameters={**common.hyperparameters, **overrides},
-                          # Arms run at once: each resumes from its own checkpoints only.
-                          checkpoint_s3_uri=execution_scoped(f"{self.prefix}/checkpoints/{name}"))
-            self._check(job, arm=name)
-            if dlc is not None:
-                self.images[name] = dlc
-                repositories.append(self._dlc_repository_arn(dlc, account))
-            self.arms[name] = job
+        """Each arm's training job, by arm name (``baseline``, ``compiler``...)."""
+        self.images: dict[str, DlcImage] = {}
+        repositories = self._add_arms(common, distribution, baseline_distribution,
+                                      large_batch_size)
 
         comparison_type = comparison_instance_type or "ml.m5.large"
         self.comparison_image = self._comparison_image(comparison_type)
@@ -246,6 +221,11 @@ class CompilerBenchmark(PipelineBase):
             pipeline_policy=pipeline_policy,
             summary=self.summary())
 
+    def grant_read_decision(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Lets ``grantee`` (the production side: a deploy role, a pipeline's role) read the
+        verdict, and nothing else."""
+        return self.decision_parameter.grant_read(grantee)
+
     def summary(self) -> dict[str, Any]:
         """What the synth summary shows; also written as the pipeline's template metadata."""
         return {
@@ -265,6 +245,42 @@ class CompilerBenchmark(PipelineBase):
         }
 
     # --- wiring --------------------------------------------------------------------------
+
+    def _add_arms(self, common: TrainingJob, distribution: Distribution | None,
+                  baseline_distribution: Distribution | None,
+                  large_batch_size: int | None) -> list[str]:
+        """Fills ``arms`` (and ``images``); returns the image repositories they pull."""
+        compiler, instance_type = self.compiler, self.instance_type
+        multi_gpu = self.instance_count > 1 or (
+            rules.known_instance_type(instance_type) and gpus_per_instance(instance_type) > 1)
+        # Both sides use every GPU: torchrun without a compiler, the compiler's own launcher.
+        spread = Distribution.TORCH_DISTRIBUTED if multi_gpu else Distribution.NONE
+        compiled_distribution = distribution or (
+            rules.default_distribution(compiler.kind, instance_type, self.instance_count)
+            if compiler.is_training_compiler else spread)
+        # (arm, compiler, distribution, hyperparameter overrides)
+        settings: list[tuple[str, Compiler, Distribution, dict[str, HyperparameterValue]]] = [
+            (contract.ARM_BASELINE, Compiler.none(), baseline_distribution or spread, {}),
+            (contract.ARM_COMPILER, compiler, compiled_distribution, {})]
+        if large_batch_size is not None:
+            settings.append((contract.ARM_COMPILER_LARGE_BATCH, compiler, compiled_distribution,
+                             {"batch_size": large_batch_size,
+                              "base_batch_size": common.hyperparameters["batch_size"]}))
+        repositories = []
+        for name, arm_compiler, arm_distribution, overrides in settings:
+            dlc = try_resolve_dlc(self.framework, arm_compiler, instance_type)
+            image_uri, account = dlc_image_uri(self, dlc) if dlc else ("", "")
+            job = replace(common, compiler=arm_compiler, distribution=arm_distribution,
+                          image_uri=image_uri, step_name=arm_step_name(name),
+                          hyperparameters={**common.hyperparameters, **overrides},
+                          # Arms run at once: each resumes from its own checkpoints only.
+                          checkpoint_s3_uri=execution_scoped(f"{self.prefix}/checkpoints/{name}"))
+            self._check(job, arm=name)
+            if dlc is not None:
+                self.images[name] = dlc
+                repositories.append(self._dlc_repository_arn(dlc, account))
+            self.arms[name] = job
+        return repositories
 
     def _validate(self, compiler: Compiler, channels: Sequence[InputChannel],
                   hyperparameters: Mapping[str, HyperparameterValue],

@@ -152,10 +152,12 @@ def _decide(candidates: list[dict[str, Any]], thresholds: Thresholds,
     chosen = max(pool, key=lambda arm: arm["speedup"])
     ship = bool(shipping)
     units = f" {unit}" if unit else ""
-    facts = (f"{chosen['name']} is {chosen['speedup']:.1%} faster than the baseline "
-             f"(threshold {thresholds.speedup:.0%}) and loses {chosen['quality_drop']:.3g}"
-             f"{units} of {thresholds.quality_metric} (tolerance "
-             f"{thresholds.quality_tolerance:g}{units})")
+    speedup, drop = chosen["speedup"], chosen["quality_drop"]
+    pace = f"{speedup:.1%} faster" if speedup >= 0 else f"{-speedup:.1%} slower"
+    quality = f"loses {drop:.3g}" if drop > 0 else f"gains {-drop:.3g}" if drop < 0 else "loses 0"
+    facts = (f"{chosen['name']} is {pace} than the baseline (threshold "
+             f"{thresholds.speedup:.0%}) and {quality}{units} of {thresholds.quality_metric} "
+             f"(tolerance {thresholds.quality_tolerance:g}{units})")
     if ship:
         reason = f"ship: {facts}"
     else:
@@ -191,12 +193,21 @@ def to_markdown(comparison: dict[str, Any]) -> str:
         lines.append(
             f"| {arm['name']} | {arm['backend']} | {arm['global_batch_size']} | "
             f"{arm['learning_rate']:.3g} | {arm['samples_per_second']:.1f} | "
-            f"{arm['training_seconds']:.0f} | {arm['billable_seconds']:.0f} | "
-            f"{arm['quality']:.4f} | {arm['speedup']:+.1%} | {arm['quality_drop']:+.3f} |")
+            f"{arm['training_seconds']:.1f} | {arm['billable_seconds']:.1f} | "
+            f"{arm['quality']:.4f} | {_signed(arm['speedup'], '.1%')} | "
+            f"{_signed(arm['quality_drop'], '.3f')} |")
     thresholds = comparison["thresholds"]
     lines += ["", f"Ships at a wall-clock speedup of at least {thresholds['speedup']:.0%} with "
                   f"at most {thresholds['quality_tolerance']:g} {unit} of {metric} lost.", ""]
     return "\n".join(lines)
+
+
+def _signed(value: float, spec: str) -> str:
+    """``+x`` or ``-x``, and never ``-0``."""
+    shown = format(abs(value), spec)
+    if float(shown.rstrip("%")) == 0:
+        return shown
+    return ("+" if value > 0 else "-") + shown
 
 
 def main(argv: Sequence[str] | None = None) -> int:

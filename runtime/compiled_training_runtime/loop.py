@@ -82,10 +82,12 @@ def run(env: SageMakerEnv, config: TrainingConfig, backend: Backend) -> dict[str
     clock = Stopwatch()
     try:
         model.train()
+        order_epoch, order = -1, torch.empty(0, dtype=torch.long)
         while progress.step < total:
             epoch, index = divmod(progress.step, steps_per_epoch)
-            order = torch.randperm(examples,
-                                   generator=torch.Generator().manual_seed(config.seed + epoch))
+            if epoch != order_epoch:  # once per epoch: a permutation costs O(examples)
+                order_epoch, order = epoch, torch.randperm(
+                    examples, generator=torch.Generator().manual_seed(config.seed + epoch))
             for part in range(config.gradient_accumulation_steps):
                 # Every rank draws the same order and trains on its own slice of it.
                 start = index * per_step + (part * backend.world_size + backend.rank) * micro

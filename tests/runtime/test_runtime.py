@@ -119,3 +119,21 @@ def test_torchrun_with_two_workers_shares_each_step_and_writes_once(tmp_path):
     assert summary["steps"] == 4 and summary["samples"] == 32
     assert (base / "model" / "model.pt").exists()
     assert result.stdout.count("[metrics] step=1 ") == 1  # only rank 0 reports
+
+
+def test_the_data_order_is_drawn_once_per_epoch_not_once_per_step(tmp_path, monkeypatch):
+    # In process, eager only: a permutation of the whole train set costs O(examples), so
+    # drawing one per step made large data sets crawl.
+    from compiled_training_runtime import backends, loop
+    from compiled_training_runtime.env import SageMakerEnv, parse_hyperparameters
+    from compiled_training_runtime.local import job_env
+
+    hyperparameters = {**TINY_BERT, "epochs": 2}
+    base = opt_ml(tmp_path, hyperparameters, train=32)
+    env = SageMakerEnv.from_environ(job_env(base, hyperparameters))
+    drawn = []
+    permute = torch.randperm
+    monkeypatch.setattr(torch, "randperm", lambda n, **kw: drawn.append(n) or permute(n, **kw))
+    summary = loop.run(env, parse_hyperparameters(env.hyperparameters), backends.create("eager"))
+    assert summary["steps"] == 16  # 2 epochs of 32 examples at batch 4
+    assert drawn == [32, 32]
