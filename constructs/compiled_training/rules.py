@@ -220,10 +220,11 @@ def _check_training_compiler(job: TrainingJob, error: Any, warnings: list[Findin
     if not Token.is_unresolved(instance_type):
         family = instance_family(instance_type)
         if family not in TRAINING_COMPILER_FAMILIES:
-            kind = "a GPU" if is_gpu(instance_type) else "a CPU"
+            why = (f"{family} is a GPU family Training Compiler never supported"
+                   if is_gpu(instance_type) else "a CPU instance")
             error("CompilerInstance", f"instance_type must be a GPU instance of "
                                       f"{', '.join(TRAINING_COMPILER_FAMILIES)} for Training "
-                                      f"Compiler, got {instance_type!r} ({kind} instance)")
+                                      f"Compiler, got {instance_type!r} ({why})")
     if job.distribution is Distribution.SMDISTRIBUTED_DATA_PARALLEL:
         error("CompilerSmdistributed", "distribution 'smdistributed' (SageMaker data/model "
                                        "parallel) is not compatible with Training Compiler; "
