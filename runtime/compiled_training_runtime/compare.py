@@ -211,7 +211,7 @@ def _signed(value: float, spec: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="compare", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="compare", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--input-dir", type=Path, required=True,
                         help="one folder per arm, named after it")
     parser.add_argument("--output-dir", type=Path, required=True)
