@@ -9,6 +9,8 @@ decides. On a CPU the verdict says nothing about a GPU; the mechanics are the pi
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -69,6 +71,8 @@ def run_ab(out: Path, *, compiler: str = "xla", train_examples: int = 512,
     for name, seconds in timings.items():
         # On demand, billable time is training time.
         arguments += ["--arm", f"{name}={seconds:.3f}:{seconds:.3f}"]
-    if compare.main(arguments) != 0:
+    with contextlib.redirect_stdout(io.StringIO()):  # the caller shows comparison.md
+        failed = compare.main(arguments) != 0
+    if failed:
         raise RuntimeError("the comparison failed; its message is above")
     return dict(json.loads((out / contract.COMPARISON_JSON).read_text()))
