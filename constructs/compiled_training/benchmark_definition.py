@@ -24,7 +24,7 @@ from .definition import (
     retry_policies,
     training_step,
 )
-from .job import Parameter, TrainingJob
+from .job import Parameter, TrainingJob, unique_parameters
 
 COMPARE_STEP = "Compare"
 RECORD_STEP = "RecordDecision"
@@ -80,17 +80,10 @@ def build_benchmark_definition(arms: Mapping[str, TrainingJob],
     if contract.ARM_BASELINE not in arms or len(arms) < 2:
         raise ValueError(f"a benchmark needs the {contract.ARM_BASELINE!r} arm and at least "
                          f"one other, got {sorted(arms)}")
-    parameters: dict[str, Parameter] = {}
-    for job in arms.values():
-        for parameter in [*job.parameters, comparison.speedup_threshold,
-                          comparison.quality_tolerance]:
-            if parameters.setdefault(parameter.name, parameter) != parameter:
-                raise ValueError(f"pipeline parameter {parameter.name!r} is declared twice "
-                                 f"differently: {parameters[parameter.name]} and {parameter}")
     return {
         "Version": DEFINITION_VERSION,
         "Metadata": {},
-        "Parameters": parameter_declarations(parameters.values()),
+        "Parameters": parameter_declarations(benchmark_parameters(arms, comparison)),
         "Steps": [
             *(training_step(job) for job in arms.values()),
             _compare_step(arms, comparison),
@@ -98,6 +91,13 @@ def build_benchmark_definition(arms: Mapping[str, TrainingJob],
             _decision_step(comparison),
         ],
     }
+
+
+def benchmark_parameters(arms: Mapping[str, TrainingJob],
+                         comparison: ComparisonJob) -> list[Parameter]:
+    """Every pipeline parameter: the arms' (in first-use order), then the thresholds."""
+    return unique_parameters([*(p for job in arms.values() for p in job.parameters),
+                              comparison.speedup_threshold, comparison.quality_tolerance])
 
 
 def _compare_step(arms: Mapping[str, TrainingJob], job: ComparisonJob) -> dict[str, Any]:

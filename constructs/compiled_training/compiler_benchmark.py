@@ -24,7 +24,12 @@ from compiled_training_runtime import contract
 from constructs import Construct
 
 from . import rules
-from .benchmark_definition import ComparisonJob, arm_step_name, build_benchmark_definition
+from .benchmark_definition import (
+    ComparisonJob,
+    arm_step_name,
+    benchmark_parameters,
+    build_benchmark_definition,
+)
 from .compiler import Compiler, CompilerKind
 from .dlc import DlcImage, resolve_dlc
 from .framework import Framework
@@ -206,10 +211,7 @@ class CompilerBenchmark(PipelineBase):
             max_attempts=common.max_attempts,
             tags=common.tags,
         )
-        self.parameters = {
-            p.name: p for job in self.arms.values() for p in job.parameters}
-        self.parameters.update({p.name: p for p in (self.speedup_threshold,
-                                                    self.quality_tolerance)})
+        self.parameters = {p.name: p for p in benchmark_parameters(self.arms, comparison)}
         pipeline_policy = self._pipeline_policy(self.role, ("training-job", "processing-job"))
         pipeline_policy.allow(["lambda:InvokeFunction"], [self.decision_function.function_arn])
         self._create_pipeline(
@@ -316,17 +318,16 @@ class CompilerBenchmark(PipelineBase):
             if "base_batch_size" in hyperparameters:
                 problems.append("hyperparameters['base_batch_size'] is set by the large-batch "
                                 "arm; leave it out")
-        if len(problems) == 1:
-            raise ValueError(f"{self._subject}: {problems[0]}")
-        if problems:
-            lines = "\n".join(f"  - {p}" for p in problems)
-            raise ValueError(f"{self._subject} has {len(problems)} problems:\n{lines}")
+        rules.Findings([rules.Finding("Benchmark", p) for p in problems], []).raise_errors(
+            self._subject)
 
     def _comparison_image(self, instance_type: str) -> DlcImage:
         """The PyTorch CPU training image of the framework's PyTorch: Python 3, no GPU."""
-        if Token.is_unresolved(instance_type) or not rules.known_instance_type(instance_type):
+        if Token.is_unresolved(instance_type) or instance_type not in rules.api_shape(
+                "ProcessingInstanceType").enum:
             raise ValueError(f"{self._subject}: comparison_instance_type must be a SageMaker "
-                             f"instance type, got {instance_type!r}")
+                             f"instance type, got {instance_type!r} (one of the API's "
+                             "ProcessingInstanceType values)")
         version = self.framework.pytorch_version or ""
         try:
             return resolve_dlc(Framework.pytorch(version), False, instance_type)

@@ -5,7 +5,7 @@ Keys are the `TrainingPipeline` prop names, so an error about a prop names the k
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 from zoneinfo import available_timezones
@@ -88,42 +88,35 @@ def pipeline_props(team: str, config: Mapping[str, Any], *, base_dir: Path) -> d
     for key in _REQUIRED:
         if key not in config:
             raise fail(key, "is required")
-    for key, value in config.items():
-        expected = str if key in _REQUIRED else _OPTIONAL.get(key)
-        if expected is None:
-            allowed = ", ".join(sorted([*_REQUIRED, *_OPTIONAL]))
-            raise fail(key, f"is not a known key; allowed: {allowed}")
-        if not isinstance(value, expected) or (isinstance(value, bool) and expected is int):
-            names = expected.__name__ if isinstance(expected, type) else "number"
-            raise fail(key, f"must be a {names}, got {value!r}")
-
+    _check_entry(fail, "", config, {**{k: str for k in _REQUIRED}, **_OPTIONAL},
+                 allowed=", ".join(sorted([*_REQUIRED, *_OPTIONAL])))
     schedule = config.get("schedule")
     if schedule is not None:
         if "expression" not in schedule:
             raise fail("schedule.expression", "is required")
-        for key, value in schedule.items():
-            expected_type = _SCHEDULE_KEYS.get(key)
-            if expected_type is None:
-                raise fail(f"schedule.{key}", "is not a known key; allowed: "
-                           + ", ".join(_SCHEDULE_KEYS))
-            if not isinstance(value, expected_type):
-                raise fail(f"schedule.{key}", f"must be a {expected_type.__name__}, "  # type: ignore[union-attr]
-                           f"got {value!r}")
-    for key, value in config.get("benchmark", {}).items():
-        expected_type = _BENCHMARK_KEYS.get(key)
-        if expected_type is None:
-            raise fail(f"benchmark.{key}", "is not a known key; allowed: "
-                       + ", ".join(_BENCHMARK_KEYS))
-        if not isinstance(value, expected_type) or isinstance(value, bool) != (
-                expected_type is bool):
-            names = expected_type.__name__ if isinstance(expected_type, type) else "number"
-            raise fail(f"benchmark.{key}", f"must be a {names}, got {value!r}")
+        _check_entry(fail, "schedule.", schedule, _SCHEDULE_KEYS)
+    _check_entry(fail, "benchmark.", config.get("benchmark", {}), _BENCHMARK_KEYS)
     try:
         return _props(config, base_dir)
     except KeyError as missing:
         raise fail(str(missing.args[0]), "is required") from None
     except ValueError as error:
         raise TeamConfigError(f"cdk.json {CONTEXT_KEY}.{team}: {error}") from None
+
+
+def _check_entry(fail: Callable[[str, str], TeamConfigError], where: str,
+                 entry: Mapping[str, Any], types: Mapping[str, type | tuple[type, ...]],
+                 allowed: str | None = None) -> None:
+    """Every key known, every value of its type (a bool only where a bool is asked for:
+    Python counts it as an int)."""
+    for key, value in entry.items():
+        expected = types.get(key)
+        if expected is None:
+            raise fail(f"{where}{key}", "is not a known key; allowed: "
+                       + (allowed or ", ".join(types)))
+        if not isinstance(value, expected) or isinstance(value, bool) != (expected is bool):
+            names = expected.__name__ if isinstance(expected, type) else "number"
+            raise fail(f"{where}{key}", f"must be a {names}, got {value!r}")
 
 
 def _props(config: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:

@@ -6,7 +6,7 @@ through untouched and the rules skip.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -128,12 +128,17 @@ class TrainingJob:
     @property
     def parameters(self) -> list[Parameter]:
         """The pipeline parameters the job reads, in first-use order."""
-        found: dict[str, Parameter] = {}
         values = [*self.hyperparameters.values(), *(c.s3_uri for c in self.channels)]
-        for value in values:
-            if isinstance(value, Parameter) and found.setdefault(value.name, value) != value:
-                raise ValueError(
-                    f"pipeline parameter {value.name!r} is declared twice with different "
-                    f"types or defaults: {found[value.name]} and {value}"
-                )
-        return list(found.values())
+        return unique_parameters(v for v in values if isinstance(v, Parameter))
+
+
+def unique_parameters(parameters: Iterable[Parameter]) -> list[Parameter]:
+    """Each parameter once, in first-use order; one name used two ways is an error."""
+    found: dict[str, Parameter] = {}
+    for parameter in parameters:
+        if found.setdefault(parameter.name, parameter) != parameter:
+            raise ValueError(
+                f"pipeline parameter {parameter.name!r} is declared twice with different "
+                f"types or defaults: {found[parameter.name]} and {parameter}"
+            )
+    return list(found.values())

@@ -21,15 +21,17 @@ from typing import Any
 from compiled_training_runtime import compare, contract
 from compiled_training_runtime.local import job_env, job_folder, pack_output
 
+from . import bench
+
 COMPILERS = {
     "xla": {contract.HP_TRAINING_COMPILER_ENABLED: True},
     "torch.compile": {contract.HP_TORCH_COMPILE: True},
 }
-BATCH_SIZE = 8
-TINY_BERT: dict[str, Any] = {"model_family": "bert", "vocab_size": 64, "hidden_size": 32,
-             "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64,
-             "max_seq_length": 16, "batch_size": BATCH_SIZE, "learning_rate": 1e-3, "epochs": 1,
-             "log_every": 1000, "checkpoint_every": 1000, "seed": 7}
+# The bench's tiny BERT, trained as a job: one epoch, logging and checkpoints out of the way.
+TINY_BERT: dict[str, Any] = {**bench.TINY_BERT, "model_family": "bert", "learning_rate": 1e-3,
+                             "epochs": 1, "log_every": 1000, "checkpoint_every": 1000,
+                             "seed": 7}
+BATCH_SIZE = int(TINY_BERT["batch_size"])
 
 
 def arms(compiler: str) -> dict[str, dict[str, Any]]:
