@@ -410,3 +410,13 @@ def test_grants_reading_the_verdict_and_nothing_else(source_dir):
     assert set(statement["Action"]) == {"ssm:DescribeParameters", "ssm:GetParameter",
                                         "ssm:GetParameterHistory", "ssm:GetParameters"}
     assert "DecisionParameter" in json.dumps(statement["Resource"])
+
+
+def test_advice_shared_by_arms_is_one_warning_naming_them(source_dir):
+    stack = _stack()
+    _benchmark(stack, source_dir, large_batch_size=6)  # 2 x ml.g5.12xlarge: no EFA
+    found = Annotations.from_stack(stack).find_warning(
+        "/Team/Benchmark", Match.string_like_regexp("has no EFA"))
+    assert len(found) == 1
+    assert found[0].entry.data.startswith(
+        "compiler, compiler-large-batch arms: ml.g5.12xlarge has no EFA")

@@ -277,11 +277,11 @@ class CompilerBenchmark(PipelineBase):
                           hyperparameters={**common.hyperparameters, **overrides},
                           # Arms run at once: each resumes from its own checkpoints only.
                           checkpoint_s3_uri=execution_scoped(f"{self.prefix}/checkpoints/{name}"))
-            self._check(job, arm=name)
             if dlc is not None:
                 self.images[name] = dlc
                 repositories.append(self._dlc_repository_arn(dlc, account))
             self.arms[name] = job
+        self._check(self.arms)
         return repositories
 
     def _validate(self, compiler: Compiler, channels: Sequence[InputChannel],

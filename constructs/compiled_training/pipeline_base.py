@@ -189,15 +189,20 @@ class PipelineBase(Resource):
     def _subject(self) -> str:
         return f"{type(self).__name__} {self.node.path}"
 
-    def _check(self, job: TrainingJob, *, arm: str | None = None) -> None:
-        """Raises every rule a job breaks in one message; warns (acknowledgeably) the rest."""
-        subject = f"{self._subject} ({arm} arm)" if arm else self._subject
-        findings = rules.check(job)
-        findings.raise_errors(subject)
-        for warning in findings.warnings:
-            message = f"{arm} arm: {warning.message}" if arm else warning.message
+    def _check(self, jobs: Mapping[str, TrainingJob]) -> None:
+        """Raises every rule a job breaks in one message; warns (acknowledgeably) about the
+        rest, each warning once with the arms it concerns. Keys name arms; "" a lone job."""
+        warnings: dict[tuple[str, str], list[str]] = {}
+        for arm, job in jobs.items():
+            findings = rules.check(job)
+            findings.raise_errors(f"{self._subject} ({arm} arm)" if arm else self._subject)
+            for warning in findings.warnings:
+                warnings.setdefault((warning.rule, warning.message), []).append(arm)
+        for (rule, message), arms in warnings.items():
+            named = [arm for arm in arms if arm]
+            concerns = f"{', '.join(named)} arm{'s' if len(named) > 1 else ''}: " if named else ""
             Annotations.of(self).add_warning_v2(
-                f"compiled-training:{type(self).__name__}:{warning.rule}", message)
+                f"compiled-training:{type(self).__name__}:{rule}", concerns + message)
 
     def _execution_policy(self, jobs: Sequence[TrainingJob],
                           code: Sequence[s3_assets.Asset],

@@ -143,7 +143,7 @@ class TrainingPipeline(PipelineBase):
             network_isolation=network_isolation,
             inter_container_encryption=inter_container_encryption,
         ), compiler=compiler, distribution=self.distribution, image_uri=self.image_uri)
-        self._check(job)
+        self._check({"": job})
         if compiler.advice:
             Annotations.of(self).add_warning_v2(
                 "compiled-training:TrainingPipeline:Advisor", compiler.advice)
