@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from . import xla
+from . import compat, xla
+from .env import InputError
+
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+@dataclass(frozen=True)
+class MixedPrecision:
+    """How a backend runs a precision: the forward pass's autocast, and for fp16 the scaler
+    that keeps small gradients from underflowing (None for fp32 and bf16)."""
+
+    autocast: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext
+    scaler: Any = None
 
 
 class Backend:
@@ -42,7 +56,28 @@ class Backend:
     def to_device(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         return {k: v.to(self.device) for k, v in batch.items()}
 
+    def loader(self, batches: Iterable[dict[str, torch.Tensor]],
+               batches_per_step: int) -> Iterator[dict[str, torch.Tensor]]:
+        """The batches, on the device."""
+        return (self.to_device(batch) for batch in batches)
+
+    def mixed_precision(self, precision: str) -> MixedPrecision:
+        if precision not in DTYPES:
+            return MixedPrecision()
+        dtype = DTYPES[precision]
+        compat.check_autocast(self.device, dtype)
+        scaler = compat.grad_scaler(self.device) if precision == "fp16" else None
+        return MixedPrecision(lambda: torch.autocast(self.device.type, dtype=dtype), scaler)
+
+    def optimizer(self, parameters: Iterable[torch.nn.Parameter], lr: float,
+                  scaled: bool) -> torch.optim.Optimizer:
+        return torch.optim.AdamW(parameters, lr=lr)
+
+    def reduce_gradients(self, optimizer: torch.optim.Optimizer) -> None:
+        """Averages gradients across replicas (DistributedDataParallel did it in backward)."""
+
     def optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+        """Reduces gradients across replicas and steps: the unscaled, unclipped case."""
         optimizer.step()
 
     def mark_step(self) -> None:
@@ -97,15 +132,49 @@ class XlaBackend(Backend):
     name = "xla"
 
     def __init__(self) -> None:
-        # Under the pytorchxla launcher each process is one replica; optimizer_step
-        # all-reduces the gradients across them.
+        # Under the pytorchxla launcher each process is one replica; gradients are
+        # all-reduced across them before each optimizer step.
         self.xm, self.met = xla.modules()
         self.device = self.xm.xla_device()
         self.world_size = xla.world_size(self.xm)
         self.rank = xla.ordinal(self.xm)
 
+    def prepare(self, model: torch.nn.Module) -> torch.nn.Module:
+        return model.to(self.device)  # replicas reduce in reduce_gradients, not through DDP
+
+    def loader(self, batches: Iterable[dict[str, torch.Tensor]],
+               batches_per_step: int) -> Iterator[dict[str, torch.Tensor]]:
+        # Host-to-device copies overlap the running step, as AWS's guide feeds XLA.
+        return iter(xla.device_loader(batches, self.device, batches_per_step))
+
+    def mixed_precision(self, precision: str) -> MixedPrecision:
+        if precision not in DTYPES:
+            return MixedPrecision()
+        dtype = DTYPES[precision]
+        scaler = None
+        if precision == "fp16":
+            scaler = xla.grad_scaler()
+            if scaler is None:
+                import torch_xla
+
+                raise InputError(
+                    f"precision fp16 under Training Compiler needs torch_xla.amp.GradScaler, "
+                    f"which torch-xla {torch_xla.__version__} no longer has (the Training "
+                    f"Compiler images do); use bf16 or fp32")
+        return MixedPrecision(lambda: xla.autocast(self.xm, self.device, dtype), scaler)
+
+    def optimizer(self, parameters: Iterable[torch.nn.Parameter], lr: float,
+                  scaled: bool) -> torch.optim.Optimizer:
+        if scaled:  # the scaler hands a sync-free optimizer its found_inf on the device
+            return xla.syncfree_adamw(parameters, lr)
+        return torch.optim.AdamW(parameters, lr=lr)
+
+    def reduce_gradients(self, optimizer: torch.optim.Optimizer) -> None:
+        if self.world_size > 1:
+            self.xm.reduce_gradients(optimizer)
+
     def optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
-        self.xm.optimizer_step(optimizer)
+        self.xm.optimizer_step(optimizer)  # reduce_gradients + step
 
     def mark_step(self) -> None:
         self.xm.mark_step()
@@ -129,9 +198,6 @@ class XlaBackend(Backend):
             "executions": xla.metric_count(self.met, "ExecuteTime"),
             "device_to_host_transfers": xla.metric_count(self.met, "TransferFromDeviceTime"),
         }
-
-    def is_master(self) -> bool:
-        return self.rank == 0
 
 
 def create(name: str, *, torch_compile_mode: str = "default") -> Backend:

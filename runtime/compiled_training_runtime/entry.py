@@ -43,6 +43,8 @@ def main(environ: dict[str, str] | None = None) -> int:
         print(f"compiled-training: warning: {compiles} graphs compiled for {steps} steps; "
               "varying shapes recompile, pad to max_seq_length (static_shapes=true)",
               file=sys.stderr)
+    if summary["rank"] != 0:
+        return 0  # one run summary per job, from the first replica
     env.output_data_dir.mkdir(parents=True, exist_ok=True)
     (env.output_data_dir / "metrics.json").write_text(json.dumps(summary, indent=2,
                                                                   sort_keys=True))

@@ -35,6 +35,8 @@ class TrainingConfig:
     learning_rate: float = 5e-5
     lr_scaling: str = "linear"
     gradient_accumulation_steps: int = 1
+    max_grad_norm: float | None = None
+    """Clip the gradients' global norm to this (after unscaling); omitted: no clipping."""
     max_seq_length: int = 128
     precision: str = "fp32"
     seed: int = 0
@@ -71,7 +73,8 @@ class TrainingConfig:
 _FIELDS = {
     "model_family": str, "model_factory": str, "epochs": int, "max_steps": int,
     "batch_size": int, "base_batch_size": int, "learning_rate": float, "lr_scaling": str,
-    "gradient_accumulation_steps": int, "max_seq_length": int, "precision": str, "seed": int,
+    "gradient_accumulation_steps": int, "max_grad_norm": float, "max_seq_length": int,
+    "precision": str, "seed": int,
     "log_every": int, "checkpoint_every": int, "num_labels": int, "vocab_size": int,
     "hidden_size": int, "num_hidden_layers": int, "num_attention_heads": int,
     "intermediate_size": int, "static_shapes": bool,
@@ -106,6 +109,9 @@ def parse_hyperparameters(hps: dict[str, Any]) -> TrainingConfig:
         if getattr(config, name) < 1:
             raise InputError(f"hyperparameter {name!r} must be at least 1, got "
                              f"{getattr(config, name)}")
+    if config.max_grad_norm is not None and not config.max_grad_norm > 0:
+        raise InputError(f"hyperparameter 'max_grad_norm' must be greater than 0, got "
+                         f"{config.max_grad_norm}")
     return config
 
 

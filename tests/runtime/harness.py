@@ -16,10 +16,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from compiled_training_runtime.local import job_env, job_folder
+from tests.image_envs import ImageEnv, by_name
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = ROOT / "runtime"
+XLA_SPAWN_SHIM = Path(__file__).resolve().parent / "xla_spawn_shim"
+# What the PyTorch DLCs set: the toolkit hands the job to the PyTorch container's launcher
+# logic, which picks the runner (pytorchxla, torch_distributed, or one process).
+DLC_TRAINING_MODULE = "sagemaker_pytorch_container.training:main"
 TINY_BERT = {
     "model_family": "bert", "vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 2,
     "num_attention_heads": 2, "intermediate_size": 64, "max_seq_length": 16,
@@ -33,23 +40,29 @@ def opt_ml(base: Path, hyperparameters: dict[str, Any], *, train: int = 32,
     return job_folder(base, hyperparameters, train=train, validation=validation)
 
 
-def direct_env(base: Path, hyperparameters: dict[str, Any]) -> dict[str, str]:
-    """The toolkit's environment, with this checkout's runtime on the path."""
-    return {**job_env(base, hyperparameters), "PYTHONPATH": str(RUNTIME)}
+def direct_env(base: Path, hyperparameters: dict[str, Any], *,
+               python: str = sys.executable) -> dict[str, str]:
+    """The toolkit's environment, with this checkout's runtime on the path (another
+    interpreter, an image's, runs the runtime installed in its own environment)."""
+    env = job_env(base, hyperparameters)
+    env.pop("PYTHONPATH", None)
+    if python == sys.executable:
+        env["PYTHONPATH"] = str(RUNTIME)
+    return env
 
 
 def run_direct(base: Path, hyperparameters: dict[str, Any], *, timeout: int = 600,
-               ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(RUNTIME / "train.py")],
-                          env=direct_env(base, hyperparameters),
+               python: str = sys.executable) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([python, str(RUNTIME / "train.py")],
+                          env=direct_env(base, hyperparameters, python=python),
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def run_until_step_then_sigterm(base: Path, hyperparameters: dict[str, Any], step: int,
-                                timeout: int = 600) -> int:
+                                timeout: int = 600, python: str = sys.executable) -> int:
     """Starts a run, sends SIGTERM once it logged ``step``, returns the exit code."""
-    process = subprocess.Popen([sys.executable, str(RUNTIME / "train.py")],
-                               env=direct_env(base, hyperparameters),
+    process = subprocess.Popen([python, str(RUNTIME / "train.py")],
+                               env=direct_env(base, hyperparameters, python=python),
                                stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + timeout
@@ -69,23 +82,56 @@ def metrics(base: Path) -> dict[str, Any]:
     return json.loads((base / "output" / "data" / "metrics.json").read_text())
 
 
-def run_with_toolkit(base: Path, timeout: int = 900) -> subprocess.CompletedProcess[str]:
-    """The real sagemaker-training toolkit, on a local /opt/ml-shaped folder."""
+def fake_gpus(folder: Path, count: int) -> Path:
+    """An ``nvidia-smi`` that lists ``count`` GPUs: the one thing the toolkit reads of the
+    GPUs (``nvidia-smi --list-gpus``), which this machine does not have. Returns its folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = "".join(f"echo 'GPU {i}: NVIDIA A10G (UUID: GPU-test-{i})'\n" for i in range(count))
+    script = folder / "nvidia-smi"
+    script.write_text(f"#!/bin/sh\n{lines}")
+    script.chmod(0o755)
+    return folder
+
+
+def run_with_toolkit(base: Path, timeout: int = 900, *, gpus: int = 0,
+                     launches: Path | None = None, python: str = sys.executable,
+                     ) -> subprocess.CompletedProcess[str]:
+    """The real sagemaker-training toolkit and the PyTorch DLCs' launcher logic, on a local
+    /opt/ml-shaped folder, with ``gpus`` stand-in GPUs and AWS's xla_spawn stand-in
+    (``launches`` records each xla_spawn launch as a JSON line)."""
     env = dict(os.environ)
+    path = [str(Path(python).parent), env.get("PATH", "")]  # torchrun, as in the DLC
+    if gpus:
+        path.insert(0, str(fake_gpus(base.parent / "fake-gpus", gpus)))
     env.update({"SAGEMAKER_BASE_DIR": str(base), "SM_STUDIO_LOCAL_MODE": "true",
-                "PJRT_DEVICE": "CPU", "AWS_DEFAULT_REGION": "us-east-1"})
+                "PJRT_DEVICE": "CPU", "AWS_DEFAULT_REGION": "us-east-1",
+                "SAGEMAKER_TRAINING_MODULE": DLC_TRAINING_MODULE, "PATH": os.pathsep.join(path),
+                "PYTHONPATH": str(XLA_SPAWN_SHIM)})
+    if launches is not None:
+        env["XLA_SPAWN_RECORD"] = str(launches)
     code = "from sagemaker_training import trainer; trainer.train()"
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+    return subprocess.run([python, "-c", code], env=env, capture_output=True,
                           text=True, timeout=timeout, check=False)
 
 
 def run_torchrun(base: Path, hyperparameters: dict[str, Any], workers: int,
-                 timeout: int = 600) -> subprocess.CompletedProcess[str]:
+                 timeout: int = 600, python: str = sys.executable,
+                 ) -> subprocess.CompletedProcess[str]:
     """The torch.compile path's launcher, with ``workers`` processes on this machine."""
     with socket.socket() as probe:  # a free loopback port for the rendezvous
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    command = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={workers}",
+    command = [python, "-m", "torch.distributed.run", f"--nproc_per_node={workers}",
                "--master_addr=127.0.0.1", f"--master_port={port}", str(RUNTIME / "train.py")]
-    return subprocess.run(command, env=direct_env(base, hyperparameters),
+    return subprocess.run(command, env=direct_env(base, hyperparameters, python=python),
                           capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def image_env(name: str) -> ImageEnv:
+    """An image's interpreter and frameworks (tests/image_envs.py); skips where this machine
+    has no such Python, fails where it has one but the environment was not built."""
+    env = by_name(name)
+    if env.interpreter() is None:
+        pytest.skip(f"no Python {env.python} on this machine for {env.image}")
+    assert env.ready, f"{env.name} is not built: run `python tests/image_envs.py` (make test does)"
+    return env

@@ -1,0 +1,115 @@
+"""The training images' own interpreters and framework versions, as test environments.
+
+The runtime is installed into the Training Compiler DLCs and into current PyTorch DLCs; the
+main test environment has only torch 2.9. Each environment here pairs an image's Python with
+its torch (and Transformers), installs the runtime with pip exactly as the image's Dockerfile
+does (``pip install --no-deps``), and is driven from the main test run as a subprocess.
+
+``python tests/image_envs.py`` builds every environment whose interpreter exists on this
+machine (``make test`` runs it) and says which it skips.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HOME = ROOT / ".venvs"
+
+# transformers 4.21.1's own needs, less tokenizers (models are built from configs here).
+_TRANSFORMERS_4_21 = ("transformers==4.21.1", "huggingface-hub==0.10.1", "filelock",
+                      "packaging", "pyyaml", "regex", "requests", "tqdm")
+
+
+@dataclass(frozen=True)
+class ImageEnv:
+    name: str
+    image: str
+    python: str
+    packages: tuple[str, ...]
+    no_deps: tuple[str, ...] = ()
+    torch_xla: bool = False
+
+    @property
+    def folder(self) -> Path:
+        return HOME / self.name
+
+    @property
+    def executable(self) -> Path:
+        return self.folder / "bin" / "python"
+
+    def interpreter(self) -> str | None:
+        """This Python version on the machine: on PATH, or among pyenv's versions."""
+        found = shutil.which(f"python{self.python}")
+        if found and _runs(found):
+            return found
+        pattern = str(Path.home() / ".pyenv" / "versions" / f"{self.python}.*" / "bin" /
+                      f"python{self.python}")
+        return next((p for p in sorted(glob.glob(pattern)) if _runs(p)), None)
+
+    @property
+    def ready(self) -> bool:
+        """Its frameworks are installed as specified (the runtime is reinstalled each build)."""
+        marker = self.folder / ".installed"
+        return marker.exists() and marker.read_text() == repr(self)
+
+
+XLA_WITH_GRAD_SCALER = "py311-torch-xla2.8"
+
+
+def by_name(name: str) -> ImageEnv:
+    return next(env for env in ENVS if env.name == name)
+
+
+ENVS = (
+    ImageEnv("py39-torch1.13.1", "pytorch-trcomp-training:1.13.1 (Python 3.9)", "3.9",
+             ("torch==1.13.1", "numpy<2"), _TRANSFORMERS_4_21),
+    ImageEnv("py38-torch1.11.0", "huggingface-pytorch-trcomp-training, PyTorch 1.11, "
+             "Transformers 4.21.1 (Python 3.8)", "3.8",
+             ("torch==1.11.0", "numpy<1.25"), _TRANSFORMERS_4_21),
+    # torch-xla 2.9 removed torch_xla.amp.GradScaler, which the Training Compiler images have;
+    # with the toolkit and the PyTorch DLCs' launcher logic, as in those images.
+    ImageEnv(XLA_WITH_GRAD_SCALER, "torch-xla with torch_xla.amp.GradScaler (2.8)", "3.11",
+             ("torch==2.8.0", "torch-xla==2.8.1", "transformers>=4.46,<6", "sagemaker-training",
+              "sagemaker-pytorch-training"), torch_xla=True),
+)
+
+
+def _runs(python: str) -> bool:
+    return subprocess.run([python, "-c", "import venv"], capture_output=True,
+                          check=False).returncode == 0
+
+
+def build(env: ImageEnv) -> str:
+    interpreter = env.interpreter()
+    if interpreter is None:
+        return f"skipped {env.name}: no Python {env.python} on this machine"
+    pip = [str(env.executable), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    if not env.ready:
+        shutil.rmtree(env.folder, ignore_errors=True)
+        subprocess.run([interpreter, "-m", "venv", str(env.folder)], check=True)
+        subprocess.run([*pip, *env.packages], check=True)
+        if env.no_deps:
+            subprocess.run([*pip, "--no-deps", *env.no_deps], check=True)
+        (env.folder / ".installed").write_text(repr(env))
+    # Every time, since the runtime changes: installed as the images' Dockerfiles install it,
+    # never touching the image's own torch.
+    subprocess.run([*pip, "--no-deps", "--force-reinstall", str(ROOT / "runtime")], check=True)
+    return f"ready {env.name} ({env.image})"
+
+
+def main() -> int:
+    os.environ.pop("PYTHONPATH", None)
+    for env in ENVS:
+        print(f"image envs: {build(env)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""The runtime on the Training Compiler images' own versions, with each image's Python: torch
+1.13.1 on Python 3.9 (``pytorch-trcomp-training:1.13.1``) and torch 1.11 with Transformers
+4.21.1 on Python 3.8 (``huggingface-pytorch-trcomp-training``), installed with pip as the
+Dockerfile installs it (tests/image_envs.py). These images' torch_xla exists only inside them:
+here the runtime runs eager, which exercises every torch and Transformers API it calls.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.image_envs import ENVS
+from tests.runtime.harness import (
+    TINY_BERT,
+    image_env,
+    metrics,
+    opt_ml,
+    run_direct,
+    run_torchrun,
+    run_until_step_then_sigterm,
+)
+
+IMAGE_ENVS = [env.name for env in ENVS if not env.torch_xla]
+
+
+@pytest.fixture(params=IMAGE_ENVS)
+def python(request: pytest.FixtureRequest) -> str:
+    return str(image_env(request.param).executable)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_trains_validates_and_saves(tmp_path, python, precision):
+    hps = {**TINY_BERT, "precision": precision, "log_every": 2}
+    base = opt_ml(tmp_path / precision, hps, validation=8)
+    result = run_direct(base, hps, python=python)
+    assert result.returncode == 0, result.stderr[-4000:]
+    summary = metrics(base)
+    assert summary["steps"] == 8 and summary["precision"] == precision
+    assert 0 <= summary["validation_accuracy"] <= 1
+    assert (base / "model" / "model.pt").exists()
+
+
+def test_sigterm_then_restart_resumes_bit_exact(tmp_path, python):
+    hps = {**TINY_BERT, "log_every": 1, "checkpoint_every": 1}
+    whole = opt_ml(tmp_path / "whole", hps)
+    assert run_direct(whole, hps, python=python).returncode == 0
+    interrupted = opt_ml(tmp_path / "interrupted", hps)
+    assert run_until_step_then_sigterm(interrupted, hps, step=3, python=python) == 143
+    resumed = run_direct(interrupted, hps, python=python)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resumed from" in resumed.stdout
+    expected = torch.load(whole / "model" / "model.pt")
+    actual = torch.load(interrupted / "model" / "model.pt")
+    assert all(torch.equal(actual[name], tensor) for name, tensor in expected.items())
+
+
+def test_torchrun_with_two_workers(tmp_path, python):
+    hps = {**TINY_BERT, "log_every": 1}
+    base = opt_ml(tmp_path / "ddp", hps, train=32)
+    result = run_torchrun(base, hps, workers=2, python=python)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    summary = metrics(base)
+    assert summary["world_size"] == 2 and summary["steps"] == 4 and summary["samples"] == 32
+
+
+def test_fails_clearly_on_fp16_on_a_cpu_these_versions_cannot_autocast(tmp_path, python):
+    hps = {**TINY_BERT, "precision": "fp16"}
+    base = opt_ml(tmp_path / "fp16", hps)
+    result = run_direct(base, hps, python=python)
+    assert result.returncode == 2, result.stderr[-3000:]
+    failure = (base / "output" / "failure").read_text()
+    assert failure.startswith("InputError: precision fp16 is not supported on cpu by torch 1.1")
+    assert failure.endswith("use bf16 or fp32")
