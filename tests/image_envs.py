@@ -22,9 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 HOME = ROOT / ".venvs"
 
-# transformers 4.21.1's own needs, less tokenizers (models are built from configs here).
-_TRANSFORMERS_4_21 = ("transformers==4.21.1", "huggingface-hub==0.10.1", "filelock",
-                      "packaging", "pyyaml", "regex", "requests", "tqdm")
+# transformers 4.21.1's own needs, less tokenizers (models are built from configs here); it
+# goes in with --no-deps, they with theirs.
+_TRANSFORMERS_4_21_NEEDS = ("huggingface-hub==0.10.1", "filelock", "packaging", "pyyaml",
+                            "regex", "requests", "tqdm")
 
 
 @dataclass(frozen=True)
@@ -69,10 +70,11 @@ def by_name(name: str) -> ImageEnv:
 
 ENVS = (
     ImageEnv("py39-torch1.13.1", "pytorch-trcomp-training:1.13.1 (Python 3.9)", "3.9",
-             ("torch==1.13.1", "numpy<2"), _TRANSFORMERS_4_21),
+             ("torch==1.13.1", "numpy<2", *_TRANSFORMERS_4_21_NEEDS), ("transformers==4.21.1",)),
     ImageEnv("py38-torch1.11.0", "huggingface-pytorch-trcomp-training, PyTorch 1.11, "
              "Transformers 4.21.1 (Python 3.8)", "3.8",
-             ("torch==1.11.0", "numpy<1.25"), _TRANSFORMERS_4_21),
+             ("torch==1.11.0", "numpy<1.25", *_TRANSFORMERS_4_21_NEEDS),
+             ("transformers==4.21.1",)),
     # torch-xla 2.9 removed torch_xla.amp.GradScaler, which the Training Compiler images have;
     # with the toolkit and the PyTorch DLCs' launcher logic, as in those images.
     ImageEnv(XLA_WITH_GRAD_SCALER, "torch-xla with torch_xla.amp.GradScaler (2.8)", "3.11",
@@ -92,8 +94,8 @@ def build(env: ImageEnv) -> str:
         return f"skipped {env.name}: no Python {env.python} on this machine"
     pip = [str(env.executable), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     if not env.ready:
-        shutil.rmtree(env.folder, ignore_errors=True)
-        subprocess.run([interpreter, "-m", "venv", str(env.folder)], check=True)
+        if not env.executable.exists():
+            subprocess.run([interpreter, "-m", "venv", str(env.folder)], check=True)
         subprocess.run([*pip, *env.packages], check=True)
         if env.no_deps:
             subprocess.run([*pip, "--no-deps", *env.no_deps], check=True)

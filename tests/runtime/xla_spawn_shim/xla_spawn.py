@@ -8,8 +8,11 @@ here and again in every child), set ``sys.argv`` to the script and its arguments
 
 One difference, forced by the torch-xla installed here: PJRT (torch-xla 2.x) takes ``nprocs``
 1 or None (every local device), so ``--num_gpus N`` becomes None with ``CPU_NUM_DEVICES=N``
-CPU devices standing in for the GPUs. Each launch is recorded in ``$XLA_SPAWN_RECORD`` (JSON
-lines) for the test to read.
+CPU devices standing in for the GPUs; those replicas are threads of one process, and XLA:CPU
+gives a collective 10 s for every replica to arrive, which a loaded 2-core machine misses
+while the replicas compile. The tests therefore launch one replica (``--num_gpus 1``, which
+torch-xla 1.13 also runs in the launcher's own process). Each launch is recorded in
+``$XLA_SPAWN_RECORD`` (JSON lines) for the test to read.
 """
 
 import argparse
