@@ -141,6 +141,28 @@ def test_defaults_to_pytorchxla_when_a_compiler_job_spans_more_than_one_gpu(
     assert ("sagemaker_pytorch_xla_multi_worker_enabled" in hps) == (expected == "pytorchxla")
 
 
+@pytest.mark.parametrize("framework", [
+    Framework.huggingface("4.11", pytorch_version="1.9"),
+    Framework.huggingface("4.17.0", pytorch_version="1.10.2"),
+])
+def test_defaults_to_no_distribution_where_the_compiler_has_no_pytorchxla(source_dir, framework):
+    # As the SDK runs it: Hugging Face PyTorch 1.9 and 1.10 have no pytorchxla launcher.
+    stack = _stack()
+    pipeline = _pipeline(stack, source_dir, framework=framework, instance_type="ml.p3.16xlarge",
+                         instance_count=2)
+    assert pipeline.distribution is Distribution.NONE
+    assert "sagemaker_pytorch_xla_multi_worker_enabled" not in _arguments(stack)["HyperParameters"]
+
+
+def test_torch_distributed_runs_on_every_nvidia_gpu_family(source_dir):
+    stack = _stack()
+    _pipeline(stack, source_dir, framework=Framework.pytorch("2.3.0"),
+              compiler=Compiler.torch_compile(), instance_type="ml.p6-b200.48xlarge",
+              distribution=Distribution.TORCH_DISTRIBUTED)
+    assert _arguments(stack)["AlgorithmSpecification"]["TrainingImage"].endswith(
+        "/pytorch-training:2.3.0-gpu-py311")
+
+
 def test_spot_training_waits_and_checkpoints_per_execution(source_dir):
     stack = _stack()
     _pipeline(stack, source_dir, spot=True, max_runtime=cdk.Duration.hours(6))
@@ -260,6 +282,17 @@ def test_every_definition_variant_passes_the_validators(source_dir):
      r"instance_type must be a GPU instance of p3, p3dn, g4dn, p4d, g5 for Training Compiler, got 'ml.m6i.12xlarge' \(a CPU instance\)"),
     ({"instance_type": "ml.p4de.24xlarge"},
      r"got 'ml.p4de.24xlarge' \(p4de is a GPU family Training Compiler never supported\)"),
+    ({"instance_type": "ml.g4ad.4xlarge"},
+     r"got 'ml.g4ad.4xlarge' \(g4ad is an AMD GPU family, which Training Compiler does not "
+     r"support\)"),
+    ({"instance_type": "ml.trn1.32xlarge", "compiler": Compiler.none(),
+      "framework": Framework.pytorch("1.11.0")},
+     r"instance_type 'ml.trn1.32xlarge' is AWS Trainium, which compiled-training does not "
+     r"support yet .*; use an NVIDIA GPU instance such as 'ml.g5.48xlarge'$"),
+    ({"instance_type": "ml.trn2.48xlarge", "compiler": Compiler.torch_compile(),
+      "framework": Framework.pytorch("2.3.0")},
+     r"instance_type 'ml.trn2.48xlarge' is AWS Trainium, which compiled-training does not "
+     r"support yet"),
     ({"distribution": Distribution.SMDISTRIBUTED_DATA_PARALLEL},
      r"'smdistributed' .* is not compatible with Training Compiler"),
     ({"framework": Framework.pytorch("2.1.0")},
