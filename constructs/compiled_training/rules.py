@@ -16,6 +16,7 @@ from aws_cdk import Token
 
 from .compiler import CompilerKind
 from .dlc import resolve_dlc
+from .entry_point import entry_point_problems
 from .framework import Framework
 from .instances import (
     EFA_INSTANCE_TYPES,
@@ -225,6 +226,9 @@ def _check_framework(job: TrainingJob, error: Any) -> None:
                                 f"entry_point, got {job.entry_point!r}")
     elif not job.entry_point:
         error("EntryPoint", f"{framework.describe()} needs an entry_point script")
+    elif not Token.is_unresolved(job.entry_point):
+        for problem in entry_point_problems(job.entry_point, job.distribution, job.source_dir):
+            error("EntryPoint", problem)
     if job.compiler.kind is CompilerKind.TORCH_COMPILE and framework.pytorch_version and (
         _major(framework.pytorch_version) < 2
     ):
@@ -293,9 +297,6 @@ def _check_torch_distributed(job: TrainingJob, error: Any) -> None:
     if framework.pytorch_version not in supported:
         error("TorchDistributed", f"distribution 'torch_distributed' supports PyTorch "
                                   f"{', '.join(supported)}, got {framework.describe()}")
-    if job.entry_point and not job.entry_point.endswith(".py"):
-        error("TorchDistributed", f"torchrun needs a Python entry_point, got "
-                                  f"{job.entry_point!r}")
 
 
 @functools.lru_cache(maxsize=1)
