@@ -20,8 +20,10 @@ os.environ["JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"] = "20"
 
 @pytest.fixture(scope="session")
 def source_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.helpers import SAMPLE_ENTRY_POINT
+
     folder = tmp_path_factory.mktemp("source")
-    (folder / "train.py").write_text("print('training')\n")
+    (folder / "train.py").write_text(SAMPLE_ENTRY_POINT)
     (folder / "lib").mkdir()
     (folder / "lib" / "model.py").write_text("LAYERS = 2\n")
     return folder

@@ -13,6 +13,20 @@ import jsonschema
 import regex
 
 ROOT = Path(__file__).resolve().parent.parent
+# A user's entry point as every launcher takes it: the pytorchxla launcher imports the script
+# and calls _mp_fn(index) in each process; the others run it as a script.
+SAMPLE_ENTRY_POINT = """\
+def main():
+    print("training")
+
+
+def _mp_fn(index):
+    main()
+
+
+if __name__ == "__main__":
+    main()
+"""
 SCHEMA_PATH = ROOT.parent / "shared" / "schemas" / "sagemaker-pipeline-definition.schema.json"
 ACCOUNT = "123456789012"
 REGION = "us-east-1"

@@ -36,7 +36,8 @@ class SdkCase:
     py_version: str
     instance_type: str
     instance_count: int
-    distribution: Distribution
+    distribution: Distribution | None
+    """None: omitted (the SDK treats it as ``Distribution.NONE``)."""
     compiled: bool
     debugger: bool = False
     profiler: bool = False
@@ -44,8 +45,9 @@ class SdkCase:
     def __str__(self) -> str:
         framework = f"{self.estimator}{self.version}" + (
             f"-pt{self.pytorch_version}" if self.pytorch_version else "")
-        return (f"{framework}-{self.instance_type}x{self.instance_count}-"
-                f"{self.distribution.value}-{'compiled' if self.compiled else 'eager'}")
+        distribution = self.distribution.value if self.distribution else "default"
+        return (f"{framework}-{self.instance_type}x{self.instance_count}-{distribution}-"
+                f"{'compiled' if self.compiled else 'eager'}")
 
 
 @cache
@@ -64,11 +66,15 @@ def _session() -> Any:
         return None if config is _CONFIG else original(config)
 
     sagemaker.utils.validate_sagemaker_config = validate_once
+    # image_uris.retrieve re-reads botocore's endpoints file (1 MB of JSON, ~0.05 s) for every
+    # URI, twice a case, only to name the registry host: read it once.
+    sagemaker.utils._botocore_resolver = cache(sagemaker.utils._botocore_resolver)
     return PipelineSession(sagemaker_config=_CONFIG, default_bucket="output-bucket")
 
 
-def _distribution(distribution: Distribution) -> dict[str, Any] | None:
+def _distribution(distribution: Distribution | None) -> dict[str, Any] | None:
     return {
+        None: None,
         Distribution.NONE: None,
         Distribution.PYTORCHXLA: {"pytorchxla": {"enabled": True}},
         Distribution.TORCH_DISTRIBUTED: {"torch_distributed": {"enabled": True}},

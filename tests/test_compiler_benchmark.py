@@ -26,6 +26,7 @@ from compiled_training.nag import acknowledge
 from compiled_training_runtime import contract
 from compiled_training_runtime.compare import ArmRun, Thresholds, compare
 from tests.helpers import (
+    SAMPLE_ENTRY_POINT,
     cfn_lint,
     condition_outcome,
     definitions,
@@ -62,7 +63,7 @@ def _benchmark(stack: cdk.Stack, source_dir: Path, **overrides) -> CompilerBench
 def benchmark_definition(source_dir: Path, **overrides) -> dict:
     """One synthesized benchmark's pipeline definition (the runtime's tests read it too)."""
     source_dir.mkdir(parents=True, exist_ok=True)
-    (source_dir / "train.py").write_text("print('training')\n")
+    (source_dir / "train.py").write_text(SAMPLE_ENTRY_POINT)
     stack = _stack()
     _benchmark(stack, source_dir, **overrides)
     (definition,) = definitions(Template.from_stack(stack).to_json())

@@ -135,3 +135,43 @@ def test_every_image_matches_what_the_sdk_retrieves():
         assert expected == f"{dlc.account('us-east-1')}.dkr.ecr.us-east-1.amazonaws.com/{dlc.path}"
         checked += 1
     assert checked > 50
+
+
+@pytest.mark.parametrize(("transformers", "pytorch", "py", "compiled"), [
+    ("4.11", "1.9", "py38", True), ("4.11.0", "1.9.0", "py38", True),
+    ("4.17", "1.10", "py38", True), ("4.21", "1.11", "py38", True),
+    ("4.11", "1.9", "py38", False), ("4.26", "1.13", "py39", False),
+])
+def test_hugging_face_versions_are_tagged_as_spelled_like_the_sdk_does(transformers, pytorch,
+                                                                        py, compiled):
+    from sagemaker.huggingface import TrainingCompilerConfig
+
+    framework = Framework.huggingface(transformers, pytorch_version=pytorch, py_version=py)
+    try:
+        dlc = resolve_dlc(framework, compiled, "ml.p3.2xlarge")
+    except ValueError:
+        dlc = None
+    try:
+        expected = sdk_image_uris().retrieve(
+            "huggingface", "us-east-1", version=transformers, py_version=py,
+            base_framework_version=f"pytorch{pytorch}", instance_type="ml.p3.2xlarge",
+            image_scope="training",
+            training_compiler_config=TrainingCompilerConfig() if compiled else None)
+    except ValueError:
+        expected = None
+    assert (dlc and f"{dlc.account('us-east-1')}.dkr.ecr.us-east-1.amazonaws.com/{dlc.path}") \
+        == expected
+
+
+def test_fails_on_hugging_face_versions_mixing_short_and_full():
+    with pytest.raises(ValueError, match=r"transformers_version and pytorch_version must be "
+                                         r"both short .* or both full .*: no image is tagged "
+                                         r"with a mix, got '4.11.0' and '1.9'$"):
+        Framework.huggingface("4.11.0", pytorch_version="1.9")
+
+
+@pytest.mark.parametrize("instance_type", ["ml.trn1.32xlarge", "ml.inf2.xlarge"])
+def test_fails_rather_than_giving_a_cpu_image_to_an_accelerator(instance_type):
+    with pytest.raises(ValueError, match=r"PyTorch 1.11.0 has no (TRN|INF) training image for "
+                                         rf"instance type '{instance_type}'; it has CPU, GPU"):
+        resolve_dlc(Framework.pytorch("1.11.0"), False, instance_type)

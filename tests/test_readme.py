@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, SAMPLE_ENTRY_POINT
 
 
 def test_readme_example_synthesizes_with_cdk_nag(tmp_path, monkeypatch):
@@ -13,7 +13,7 @@ def test_readme_example_synthesizes_with_cdk_nag(tmp_path, monkeypatch):
                   if "app.synth()" in block]
     assert len(example.strip().splitlines()) <= 25
     (tmp_path / "training").mkdir()
-    (tmp_path / "training" / "train.py").write_text("print('train')\n")
+    (tmp_path / "training" / "train.py").write_text(SAMPLE_ENTRY_POINT)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CDK_OUTDIR", str(tmp_path / "cdk.out"))
     scope: dict = {}
@@ -29,7 +29,7 @@ def test_readme_benchmark_example_adds_to_the_import_example(tmp_path, monkeypat
     (example,) = [b for b in blocks if "app.synth()" in b]
     (benchmark,) = [b for b in blocks if "CompilerBenchmark(" in b]
     (tmp_path / "training").mkdir()
-    (tmp_path / "training" / "train.py").write_text("print('train')\n")
+    (tmp_path / "training" / "train.py").write_text(SAMPLE_ENTRY_POINT)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CDK_OUTDIR", str(tmp_path / "cdk.out"))
     # The benchmark joins the import example's stack, before its app.synth().

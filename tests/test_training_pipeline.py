@@ -24,6 +24,7 @@ from compiled_training import (
 )
 from compiled_training.dlc import resolve_dlc
 from tests.helpers import (
+    SAMPLE_ENTRY_POINT,
     definitions,
     validate_envelope,
     validate_job_arguments,
@@ -139,6 +140,28 @@ def test_defaults_to_pytorchxla_when_a_compiler_job_spans_more_than_one_gpu(
     assert pipeline.distribution.value == expected
     hps = _arguments(stack)["HyperParameters"]
     assert ("sagemaker_pytorch_xla_multi_worker_enabled" in hps) == (expected == "pytorchxla")
+
+
+@pytest.mark.parametrize("framework", [
+    Framework.huggingface("4.11", pytorch_version="1.9"),
+    Framework.huggingface("4.17.0", pytorch_version="1.10.2"),
+])
+def test_defaults_to_no_distribution_where_the_compiler_has_no_pytorchxla(source_dir, framework):
+    # As the SDK runs it: Hugging Face PyTorch 1.9 and 1.10 have no pytorchxla launcher.
+    stack = _stack()
+    pipeline = _pipeline(stack, source_dir, framework=framework, instance_type="ml.p3.16xlarge",
+                         instance_count=2)
+    assert pipeline.distribution is Distribution.NONE
+    assert "sagemaker_pytorch_xla_multi_worker_enabled" not in _arguments(stack)["HyperParameters"]
+
+
+def test_torch_distributed_runs_on_every_nvidia_gpu_family(source_dir):
+    stack = _stack()
+    _pipeline(stack, source_dir, framework=Framework.pytorch("2.3.0"),
+              compiler=Compiler.torch_compile(), instance_type="ml.p6-b200.48xlarge",
+              distribution=Distribution.TORCH_DISTRIBUTED)
+    assert _arguments(stack)["AlgorithmSpecification"]["TrainingImage"].endswith(
+        "/pytorch-training:2.3.0-gpu-py311")
 
 
 def test_spot_training_waits_and_checkpoints_per_execution(source_dir):
@@ -260,6 +283,17 @@ def test_every_definition_variant_passes_the_validators(source_dir):
      r"instance_type must be a GPU instance of p3, p3dn, g4dn, p4d, g5 for Training Compiler, got 'ml.m6i.12xlarge' \(a CPU instance\)"),
     ({"instance_type": "ml.p4de.24xlarge"},
      r"got 'ml.p4de.24xlarge' \(p4de is a GPU family Training Compiler never supported\)"),
+    ({"instance_type": "ml.g4ad.4xlarge"},
+     r"got 'ml.g4ad.4xlarge' \(g4ad is an AMD GPU family, which Training Compiler does not "
+     r"support\)"),
+    ({"instance_type": "ml.trn1.32xlarge", "compiler": Compiler.none(),
+      "framework": Framework.pytorch("1.11.0")},
+     r"instance_type 'ml.trn1.32xlarge' is AWS Trainium, which compiled-training does not "
+     r"support yet .*; use an NVIDIA GPU instance such as 'ml.g5.48xlarge'$"),
+    ({"instance_type": "ml.trn2.48xlarge", "compiler": Compiler.torch_compile(),
+      "framework": Framework.pytorch("2.3.0")},
+     r"instance_type 'ml.trn2.48xlarge' is AWS Trainium, which compiled-training does not "
+     r"support yet"),
     ({"distribution": Distribution.SMDISTRIBUTED_DATA_PARALLEL},
      r"'smdistributed' .* is not compatible with Training Compiler"),
     ({"framework": Framework.pytorch("2.1.0")},
@@ -305,6 +339,67 @@ def test_fails_without_source_dir_for_a_framework_image():
 def test_fails_on_a_missing_source_dir(tmp_path):
     with pytest.raises(ValueError, match=r"source_dir must be an existing folder, got '.*nope'"):
         _pipeline(_stack(), tmp_path / "nope")
+
+
+# The entry point, as the training toolkit's launchers will demand it (read, never imported).
+PYTORCHXLA_LAUNCH = r"the pytorchxla launcher \(AWS's xla_spawn\)"
+
+
+def _source(folder: Path, files: dict[str, str]) -> Path:
+    for name, content in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(content)
+    return folder
+
+
+@pytest.mark.parametrize(("files", "overrides", "message"), [
+    ({"train.py": "def main():\n    pass\n\n\nif __name__ == '__main__':\n    main()\n"}, {},
+     rf"entry_point 'train.py' in '[^']*' defines no top-level _mp_fn\(index\); "
+     rf"{PYTORCHXLA_LAUNCH} imports the script and calls _mp_fn\(index\) in each process\. "
+     r"Add: def _mp_fn\(index\): main\(\)$"),
+    ({"train.py": "def _mp_fn():\n    pass\n"}, {},
+     r"entry_point 'train.py' in '[^']*' defines _mp_fn without the index parameter; "),
+    ({"train.py": SAMPLE_ENTRY_POINT, "setup.py": "from setuptools import setup\n"}, {},
+     rf"source_dir '[^']*' holds a setup.py, which makes it a Python package; "
+     rf"{PYTORCHXLA_LAUNCH} refuses packages"),
+    ({"train.sh": "python train.py\n"}, {"entry_point": "train.sh"},
+     rf"entry_point must be a Python script \(.py\) for distribution 'pytorchxla', got "
+     rf"'train.sh': {PYTORCHXLA_LAUNCH} runs only Python scripts$"),
+    ({"run.sh": "torchrun train.py\n"},
+     {"entry_point": "run.sh", "framework": Framework.pytorch("2.3.0"),
+      "compiler": Compiler.torch_compile(), "distribution": Distribution.TORCH_DISTRIBUTED},
+     r"entry_point must be a Python script \(.py\) for distribution 'torch_distributed', "
+     r"got 'run.sh': the torch_distributed launcher \(torchrun\) runs only Python scripts$"),
+    ({"train.py": SAMPLE_ENTRY_POINT, "setup.py": ""},
+     {"framework": Framework.pytorch("2.3.0"), "compiler": Compiler.torch_compile(),
+      "distribution": Distribution.TORCH_DISTRIBUTED},
+     r"holds a setup.py, which makes it a Python package; the torch_distributed launcher "
+     r"\(torchrun\) refuses packages"),
+    ({"train.py": SAMPLE_ENTRY_POINT}, {"entry_point": "trian.py", "compiler": Compiler.none(),
+                                        "instance_type": "ml.g5.xlarge"},
+     r"entry_point 'trian.py' in '[^']*' does not exist; SageMaker runs the entry point from "
+     r"source_dir"),
+    ({"tests/train.py": SAMPLE_ENTRY_POINT}, {"entry_point": "tests/train.py"},
+     r"entry_point 'tests/train.py' in '[^']*' is left out of the uploaded sourcedir.tar.gz, "
+     r"which skips .*tests; move the script"),
+])
+def test_fails_on_an_entry_point_the_launcher_would_refuse(tmp_path, files, overrides, message):
+    with pytest.raises(ValueError, match=message):
+        _pipeline(_stack(), _source(tmp_path, files), **overrides)
+
+
+def test_fails_with_every_entry_point_problem_in_one_message(tmp_path):
+    source = _source(tmp_path, {"train.py": "print('train')\n", "setup.py": ""})
+    with pytest.raises(ValueError, match=r"has 3 problems:\n  - instance_count .*\n"
+                                         r"  - source_dir .* holds a setup.py.*\n"
+                                         r"  - entry_point 'train.py' .* defines no top-level"):
+        _pipeline(_stack(), source, instance_count=0)
+
+
+def test_an_entry_point_without_mp_fn_is_fine_where_no_launcher_imports_it(tmp_path):
+    source = _source(tmp_path, {"train.py": "print('train')\n", "setup.py": ""})
+    pipeline = _pipeline(_stack(), source, instance_type="ml.g5.xlarge")
+    assert pipeline.distribution is Distribution.NONE
 
 
 def test_fails_on_torch_compile_mode():

@@ -258,7 +258,8 @@ class CompilerBenchmark(PipelineBase):
         # Both sides use every GPU: torchrun without a compiler, the compiler's own launcher.
         spread = Distribution.TORCH_DISTRIBUTED if multi_gpu else Distribution.NONE
         compiled_distribution = distribution or (
-            rules.default_distribution(compiler.kind, instance_type, self.instance_count)
+            rules.default_distribution(compiler.kind, self.framework, instance_type,
+                                       self.instance_count)
             if compiler.is_training_compiler else spread)
         # (arm, compiler, distribution, hyperparameter overrides)
         settings: list[tuple[str, Compiler, Distribution, dict[str, HyperparameterValue]]] = [

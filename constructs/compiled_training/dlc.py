@@ -18,6 +18,10 @@ from types import ModuleType
 from typing import Any
 
 from .framework import Framework
+from .instances import accelerator, instance_family
+
+# The SDK's processor for each accelerator (it reads g4ad as a GPU too).
+_PROCESSORS = {"nvidia": "gpu", "amd": "gpu", "trainium": "trn", "inferentia": "inf", "cpu": "cpu"}
 
 
 @dataclass(frozen=True)
@@ -94,14 +98,15 @@ def resolve_dlc(framework: Framework, training_compiler: bool, instance_type: st
     answer). Raises ``ValueError`` naming what the SDK supports when no such image exists.
     """
     config = sdk_config(_config_name(framework, training_compiler))
-    entry, version, py_version = _version_config(config, framework, training_compiler)
+    entry, py_version = _version_config(config, framework, training_compiler)
     processor = _processor(framework, instance_type, config.get("processors")
                            or entry.get("processors"))
+    # Versions as spelled: a short version names the image's short tag (as the SDK's does);
+    # Framework refuses a short and a full version mixed, which no tag has.
     if framework.name == "huggingface":
-        tag_version = version if training_compiler else framework.version
-        tag_prefix = f"{framework.pytorch_version}-transformers{tag_version}"
+        tag_prefix = f"{framework.pytorch_version}-transformers{framework.version}"
     else:
-        tag_prefix = entry.get("tag_prefix", version)
+        tag_prefix = entry.get("tag_prefix", framework.version)
     container = (entry.get("container_version") or {}).get(processor)
     tag = "-".join(x for x in (tag_prefix, processor, py_version, container) if x)
     return DlcImage(repository=entry["repository"], tag=tag,
@@ -111,13 +116,8 @@ def resolve_dlc(framework: Framework, training_compiler: bool, instance_type: st
 def _processor(framework: Framework, instance_type: str, available: list[str] | None) -> str | None:
     if not available:
         return None
-    family = instance_type.split(".")[1] if instance_type.count(".") == 2 else ""
-    if family in available:
-        processor = family
-    elif family[:1] in ("g", "p"):
-        processor = "gpu"
-    else:
-        processor = "cpu"
+    family = instance_family(instance_type)
+    processor = family if family in available else _PROCESSORS[accelerator(instance_type)]
     if processor not in available:
         raise ValueError(
             f"{framework.describe()} has no {processor.upper()} training image for instance "
@@ -134,8 +134,8 @@ def _config_name(framework: Framework, training_compiler: bool) -> str:
 
 def _version_config(
     config: dict[str, Any], framework: Framework, training_compiler: bool
-) -> tuple[dict[str, Any], str, str | None]:
-    """The version's entry (for the Python version), the resolved version, the Python version."""
+) -> tuple[dict[str, Any], str | None]:
+    """The version's entry (for the Python version) and the Python version."""
     version = config.get("version_aliases", {}).get(framework.version, framework.version)
     if version not in config["versions"]:
         if training_compiler:
@@ -164,7 +164,7 @@ def _version_config(
             f"{framework.describe()} has no image for {framework.py_version}; "
             f"available: {', '.join(py_versions)}"
         )
-    return entry.get(py_version or "", entry), version, py_version
+    return entry.get(py_version or "", entry), py_version
 
 
 def _no_training_compiler_message(framework: Framework) -> str:

@@ -29,13 +29,19 @@ class Framework:
     def huggingface(
         transformers_version: str, *, pytorch_version: str, py_version: str | None = None
     ) -> Framework:
-        """The Hugging Face estimator's images: a Transformers and a PyTorch version."""
-        return Framework(
-            "huggingface",
-            _checked("Framework.huggingface transformers_version", transformers_version),
-            pytorch_version=_checked("Framework.huggingface pytorch_version", pytorch_version),
-            py_version=_checked_py(py_version),
-        )
+        """The Hugging Face estimator's images: a Transformers and a PyTorch version, both
+        short (``"4.21"``, ``"1.11"``) or both full (``"4.21.1"``, ``"1.11.0"``)."""
+        transformers = _checked("Framework.huggingface transformers_version", transformers_version)
+        pytorch = _checked("Framework.huggingface pytorch_version", pytorch_version)
+        if transformers.count(".") != pytorch.count("."):
+            # Image tags carry both versions in one form; the SDK refuses a mix as well.
+            raise ValueError(
+                "Framework.huggingface transformers_version and pytorch_version must be both "
+                "short (such as '4.21' and '1.11') or both full ('4.21.1' and '1.11.0'): no "
+                f"image is tagged with a mix, got {transformers!r} and {pytorch!r}"
+            )
+        return Framework("huggingface", transformers, pytorch_version=pytorch,
+                         py_version=_checked_py(py_version))
 
     @staticmethod
     def xgboost(version: str) -> Framework:

@@ -10,8 +10,8 @@ EFA_INSTANCE_TYPES = (
     "ml.p3dn.24xlarge",
     "ml.p4d.24xlarge",
 )
-GPU_FAMILIES = ("p2", "p3", "p3dn", "p4d", "p4de", "p5", "p5e", "p5en", "p6", "g4dn", "g5",
-                "g6", "g6e", "g7e")
+# AMD Radeon GPUs: a "g" family that no CUDA image (nor Training Compiler) runs on.
+AMD_GPU_FAMILIES = ("g4ad",)
 # GPUs per instance for the Training Compiler families (EC2 accelerated-computing specs):
 # a job with more than one GPU gets the pytorchxla launcher unless told otherwise.
 _MULTI_GPU_SIZES = {
@@ -34,5 +34,19 @@ def gpus_per_instance(instance_type: str) -> int:
     return _MULTI_GPU_SIZES.get(family, {}).get(size, 1)
 
 
+def accelerator(instance_type: str) -> str:
+    """``nvidia``, ``amd``, ``trainium``, ``inferentia`` or ``cpu``: read from the family the
+    way the SageMaker SDK picks an image's processor (``g*`` and ``p*`` are GPUs), AMD apart."""
+    family = instance_family(instance_type)
+    if family in AMD_GPU_FAMILIES:
+        return "amd"
+    if family.startswith("trn"):
+        return "trainium"
+    if family.startswith("inf"):
+        return "inferentia"
+    return "nvidia" if family[:1] in ("g", "p") else "cpu"
+
+
 def is_gpu(instance_type: str) -> bool:
-    return instance_family(instance_type) in GPU_FAMILIES
+    """An NVIDIA GPU instance, what CUDA images and compilers run on."""
+    return accelerator(instance_type) == "nvidia"

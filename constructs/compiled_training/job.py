@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 from .compiler import Compiler
@@ -107,6 +108,8 @@ class TrainingJob:
     output_s3_uri: str
     entry_point: str | None = None
     source_s3_uri: str | None = None
+    source_dir: Path | None = None
+    """The local folder ``source_s3_uri``'s archive is built from; None when not known here."""
     hyperparameters: Mapping[str, HyperparameterValue] = field(default_factory=dict)
     channels: Sequence[InputChannel] = ()
     metric_definitions: Sequence[Mapping[str, str]] = ()

@@ -166,6 +166,7 @@ class PipelineBase(Resource):
             output_s3_uri=f"{self.prefix}/output",
             entry_point=entry_point,
             source_s3_uri=self.code.s3_object_url if self.code else None,
+            source_dir=Path(source_dir) if source_dir is not None else None,
             hyperparameters=dict(hyperparameters or {}),
             channels=list(channels or []),
             metric_definitions=contract.metric_definitions() if framework.runs_script else (),

@@ -16,9 +16,12 @@ from aws_cdk import Token
 
 from .compiler import CompilerKind
 from .dlc import resolve_dlc
+from .entry_point import entry_point_problems
+from .framework import Framework
 from .instances import (
     EFA_INSTANCE_TYPES,
     TRAINING_COMPILER_FAMILIES,
+    accelerator,
     gpus_per_instance,
     instance_family,
     is_gpu,
@@ -64,14 +67,25 @@ def training_instance_types() -> list[str]:
 
 
 def default_distribution(
-    job_compiler: CompilerKind, instance_type: str, count: int
+    job_compiler: CompilerKind, framework: Framework, instance_type: str, count: int
 ) -> Distribution:
-    """``pytorchxla`` when a Training Compiler job spans more than one GPU, else none."""
-    if job_compiler is CompilerKind.TRAINING_COMPILER and (
+    """``pytorchxla`` when a Training Compiler job spans more than one GPU on a version that
+    has it, else none (what the SDK runs when no distribution is given)."""
+    if job_compiler is CompilerKind.TRAINING_COMPILER and pytorchxla_supported(framework) and (
         count > 1 or gpus_per_instance(instance_type) > 1
     ):
         return Distribution.PYTORCHXLA
     return Distribution.NONE
+
+
+def _pytorchxla_from(framework: Framework) -> tuple[int, int]:
+    # The SDK's thresholds: pytorchxla from PyTorch 1.12 (Hugging Face: 1.11).
+    return (1, 11) if framework.name == "huggingface" else (1, 12)
+
+
+def pytorchxla_supported(framework: Framework) -> bool:
+    """Whether Training Compiler's ``pytorchxla`` launcher exists for this version."""
+    return _minor(framework.pytorch_version or "0") >= _pytorchxla_from(framework)
 
 
 def check_api_string(field: str, value: str, shape_name: str) -> str | None:
@@ -107,7 +121,7 @@ def check(job: TrainingJob) -> Findings:
     _check_channels(job, error)
     _check_framework(job, error)
     needs_dlc = not job.image_uri and not job.compiler.is_training_compiler
-    if needs_dlc and known_instance_type(job.instance_type):
+    if needs_dlc and known_instance_type(job.instance_type) and not _trainium(job.instance_type):
         try:
             resolve_dlc(job.framework, job.compiler.is_training_compiler, job.instance_type)
         except ValueError as no_image:
@@ -134,6 +148,11 @@ def _check_resources(job: TrainingJob, error: Any) -> None:
         hint = " (local mode does not exist in a pipeline)" if "local" in instance_type else ""
         error("InstanceType", f"instance_type must be a SageMaker training instance type such as "
                               f"'ml.g5.48xlarge', got {instance_type!r}{hint}")
+    if _trainium(instance_type):
+        error("Trainium", f"instance_type {instance_type!r} is AWS Trainium, which "
+                          "compiled-training does not support yet (Trainium trains with the "
+                          "Neuron SDK's own images and compiler); use an NVIDIA GPU instance "
+                          "such as 'ml.g5.48xlarge'")
     for field, value, minimum in (
         ("instance_count", job.instance_count, 1),
         ("volume_size_gib", job.volume_size_gib, 1),
@@ -207,6 +226,9 @@ def _check_framework(job: TrainingJob, error: Any) -> None:
                                 f"entry_point, got {job.entry_point!r}")
     elif not job.entry_point:
         error("EntryPoint", f"{framework.describe()} needs an entry_point script")
+    elif not Token.is_unresolved(job.entry_point):
+        for problem in entry_point_problems(job.entry_point, job.distribution, job.source_dir):
+            error("EntryPoint", problem)
     if job.compiler.kind is CompilerKind.TORCH_COMPILE and framework.pytorch_version and (
         _major(framework.pytorch_version) < 2
     ):
@@ -220,8 +242,13 @@ def _check_training_compiler(job: TrainingJob, error: Any, warnings: list[Findin
     if not Token.is_unresolved(instance_type):
         family = instance_family(instance_type)
         if family not in TRAINING_COMPILER_FAMILIES:
-            why = (f"{family} is a GPU family Training Compiler never supported"
-                   if is_gpu(instance_type) else "a CPU instance")
+            why = {
+                "nvidia": f"{family} is a GPU family Training Compiler never supported",
+                "amd": f"{family} is an AMD GPU family, which Training Compiler does not support",
+                "trainium": "AWS Trainium",
+                "inferentia": "AWS Inferentia",
+                "cpu": "a CPU instance",
+            }[accelerator(instance_type)]
             error("CompilerInstance", f"instance_type must be a GPU instance of "
                                       f"{', '.join(TRAINING_COMPILER_FAMILIES)} for Training "
                                       f"Compiler, got {instance_type!r} ({why})")
@@ -236,14 +263,12 @@ def _check_training_compiler(job: TrainingJob, error: Any, warnings: list[Findin
         except ValueError as unsupported:
             error("CompilerVersion", str(unsupported))
             return
-    torch = framework.pytorch_version or "0"
-    # The SDK's thresholds: pytorchxla from PyTorch 1.12 (Hugging Face: 1.11).
-    xla_from = (1, 11) if framework.name == "huggingface" else (1, 12)
-    if job.distribution is Distribution.PYTORCHXLA and _minor(torch) < xla_from:
+    xla = pytorchxla_supported(framework)
+    if job.distribution is Distribution.PYTORCHXLA and not xla:
         error("CompilerDistribution", f"distribution 'pytorchxla' needs PyTorch "
-                                      f"{'.'.join(map(str, xla_from))} or newer with Training "
-                                      f"Compiler, got {framework.describe()}")
-    if job.distribution is Distribution.TORCH_DISTRIBUTED and _minor(torch) >= xla_from:
+                                      f"{'.'.join(map(str, _pytorchxla_from(framework)))} or "
+                                      f"newer with Training Compiler, got {framework.describe()}")
+    if job.distribution is Distribution.TORCH_DISTRIBUTED and xla:
         error("CompilerDistribution", f"'pytorchxla' is the only distribution Training "
                                       f"Compiler supports for {framework.describe()}, got "
                                       f"{job.distribution.value!r}")
@@ -272,9 +297,6 @@ def _check_torch_distributed(job: TrainingJob, error: Any) -> None:
     if framework.pytorch_version not in supported:
         error("TorchDistributed", f"distribution 'torch_distributed' supports PyTorch "
                                   f"{', '.join(supported)}, got {framework.describe()}")
-    if job.entry_point and not job.entry_point.endswith(".py"):
-        error("TorchDistributed", f"torchrun needs a Python entry_point, got "
-                                  f"{job.entry_point!r}")
 
 
 @functools.lru_cache(maxsize=1)
@@ -285,6 +307,10 @@ def _torch_distributed_versions() -> list[str]:
     from sagemaker import fw_utils
 
     return list(fw_utils.TORCH_DISTRIBUTED_GPU_SUPPORTED_FRAMEWORK_VERSIONS)
+
+
+def _trainium(instance_type: str) -> bool:
+    return not Token.is_unresolved(instance_type) and accelerator(instance_type) == "trainium"
 
 
 def _any_gpu(instance_type: str) -> str:

@@ -84,7 +84,8 @@ class TrainingPipeline(PipelineBase):
         :param hyperparameters: values or ``Parameter``s a schedule can override.
         :param channels: input channels; when omitted, the job reads no input.
         :param distribution: when omitted, ``pytorchxla`` for a Training Compiler job on more
-            than one GPU, none otherwise.
+            than one GPU where the version has it (PyTorch 1.12+, Hugging Face PyTorch 1.11+),
+            none otherwise.
         :param pipeline_name: when omitted, derived from the construct path (stable).
         :param output_bucket: when omitted, the stack's shared `TrainingOutputBucket` (one
             per KMS key): encrypted (with ``kms_key`` or S3-managed), versioned, SSL only,
@@ -113,8 +114,8 @@ class TrainingPipeline(PipelineBase):
         self.instance_type = instance_type
         self.instance_count = instance_count
         self.distribution = distribution or rules.default_distribution(
-            compiler.kind, instance_type, instance_count if isinstance(instance_count, int) else 1
-        )
+            compiler.kind, framework, instance_type,
+            instance_count if isinstance(instance_count, int) else 1)
         self.runtime_image = runtime_image
         self.dlc: DlcImage | None = None
         dlc_account = ""
