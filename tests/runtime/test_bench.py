@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import textwrap
 
-from compiled_training.bench import bench, table
+import pytest
+
+from compiled_training import bench as bench_module
+from compiled_training.bench import bench, run_backend, table
 from compiled_training.cli import main
 
 
@@ -25,3 +30,62 @@ def test_bench_runs_each_backend_in_its_own_process_and_counts(tmp_path):
 def test_bench_rejects_an_unknown_backend(capsys):
     assert main(["bench", "--backends", "eager,tpu"]) == 2
     assert "--backends must come from eager, torch.compile, xla" in capsys.readouterr().err
+
+
+# A stand-in for the worker, because the real one fills the pipe buffer (64 KiB) only after
+# about 3,300 steps, minutes on this machine. It speaks the worker's protocol: a "step i/N"
+# line on stderr per step, a warning, then the result as one JSON line on stdout, here 1 MiB.
+# The alarm ends it if nobody reads its stdout, so a regression fails instead of hanging.
+FAKE_WORKER = textwrap.dedent("""
+    import argparse, json, os, signal, sys
+
+    def give_up(*_):
+        print("fake worker: nobody read its stdout for 20 s", file=sys.stderr, flush=True)
+        os._exit(1)
+
+    signal.signal(signal.SIGALRM, give_up)
+    signal.alarm(20)
+    parser = argparse.ArgumentParser()
+    for option in ("--backend", "--steps", "--config"):
+        parser.add_argument(option)
+    args = parser.parse_args()
+    steps = int(args.steps)
+    for step in range(steps):
+        print(f"step {step + 1}/{steps}", file=sys.stderr, flush=True)
+    print("a warning the worker's libraries print", file=sys.stderr, flush=True)
+    if args.backend == "broken":
+        print("RuntimeError: the backend broke", file=sys.stderr)
+        sys.exit(1)
+    print(json.dumps({"backend": args.backend, "step_seconds": [0.0123456789] * steps}))
+""")
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def update(self, n: int) -> None:
+        self.n += n
+
+
+@pytest.fixture
+def fake_worker(tmp_path, monkeypatch):
+    (tmp_path / "fake_bench_worker.py").write_text(FAKE_WORKER)
+    path = [str(tmp_path), os.environ.get("PYTHONPATH", "")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path))
+    monkeypatch.setattr(bench_module, "WORKER", "fake_bench_worker")
+
+
+def test_bench_reads_a_result_larger_than_the_pipe_buffer_while_counting_steps(fake_worker):
+    steps = 60_000  # about 1 MiB of step times, sixteen times the pipe buffer
+    progress = Counter()
+    result = run_backend("eager", steps, {}, progress)
+    assert len(result["step_seconds"]) == steps
+    assert progress.n == steps  # the warning is not a step
+
+
+def test_fails_when_the_worker_fails_with_its_last_stderr_lines(fake_worker):
+    with pytest.raises(RuntimeError, match=r"(?s)bench of broken failed:\n.*a warning the "
+                                           r"worker's libraries print\nRuntimeError: the "
+                                           r"backend broke\n$"):
+        run_backend("broken", 100, {}, Counter())
