@@ -2,7 +2,7 @@
 
     compiled-training advise WORKLOADS.yaml [--json] [--plot FILE.png]
     compiled-training bench [--steps N] [--backends eager,torch.compile,xla] [--out DIR]
-    compiled-training bench --ab [--compiler xla|torch.compile] [--out DIR]
+    compiled-training bench --ab [--compiler xla|torch.compile] [--epochs N] [--out DIR]
 
 ``bench --ab`` exits 0 when the compiler would ship and 1 when it would be held.
 
