@@ -8,12 +8,14 @@ cumulative time against steps with the break-even marked.
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -22,25 +24,32 @@ TINY_BERT = {"vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 2,
              "num_attention_heads": 2, "intermediate_size": 64, "max_seq_length": 16,
              "batch_size": 8}
 WARMUP_STEPS = 2
+# One backend's run, in its own process.
+WORKER = "compiled_training_runtime.bench"
 
 
 def run_backend(backend: str, steps: int, config: dict[str, Any],
                 progress: Any = None) -> dict[str, Any]:
     env = dict(os.environ, PJRT_DEVICE=os.environ.get("PJRT_DEVICE", "CPU"))
-    command = [sys.executable, "-m", "compiled_training_runtime.bench", "--backend", backend,
+    command = [sys.executable, "-m", WORKER, "--backend", backend,
                "--steps", str(steps), "--config", json.dumps(config)]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    assert process.stderr is not None and process.stdout is not None
-    errors = []
-    for line in process.stderr:
-        if line.startswith("step ") and progress is not None:
-            progress.update(1)
-        else:
-            errors.append(line)
-    output = process.stdout.read()
-    if process.wait() != 0:
-        raise RuntimeError(f"bench of {backend} failed:\n{''.join(errors[-20:])}")
+    errors: collections.deque[str] = collections.deque(maxlen=20)
+    # The result goes to a file, not a pipe: a long run's result outgrows the pipe buffer,
+    # and a worker blocked writing it would never close stderr, which is read line by line
+    # here for the progress bar.
+    with tempfile.TemporaryFile("w+") as result:
+        process = subprocess.Popen(command, env=env, stdout=result, stderr=subprocess.PIPE,
+                                   text=True)
+        assert process.stderr is not None
+        for line in process.stderr:
+            if line.startswith("step ") and progress is not None:
+                progress.update(1)
+            else:
+                errors.append(line)
+        if process.wait() != 0:
+            raise RuntimeError(f"bench of {backend} failed:\n{''.join(errors)}")
+        result.seek(0)
+        output = result.read()
     return dict(json.loads(output.strip().splitlines()[-1]))
 
 

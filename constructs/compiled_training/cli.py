@@ -2,7 +2,7 @@
 
     compiled-training advise WORKLOADS.yaml [--json] [--plot FILE.png]
     compiled-training bench [--steps N] [--backends eager,torch.compile,xla] [--out DIR]
-    compiled-training bench --ab [--compiler xla|torch.compile] [--out DIR]
+    compiled-training bench --ab [--compiler xla|torch.compile] [--epochs N] [--out DIR]
 
 ``bench --ab`` exits 0 when the compiler would ship and 1 when it would be held.
 
@@ -216,16 +216,15 @@ def _ab(args: argparse.Namespace) -> int:
         if args.compiler not in COMPILERS:
             raise ValueError(f"--compiler must be one of {', '.join(COMPILERS)}, "
                              f"got {args.compiler!r}")
-        if args.train_examples < 16:
-            raise ValueError(f"--train-examples must be at least 16 (one step of the "
-                             f"large-batch arm), got {args.train_examples}")
+        if args.epochs < 1:
+            raise ValueError(f"--epochs must be at least 1, got {args.epochs}")
         thresholds = Thresholds(args.speedup_threshold, args.quality_tolerance)
     except ValueError as error:
         print(f"compiled-training bench: {error}", file=sys.stderr)
         return USAGE_ERROR
     with tqdm(total=3, desc="arms", unit="arm", file=sys.stderr) as bar:
         comparison = run_ab(args.out, compiler=args.compiler, thresholds=thresholds,
-                            train_examples=args.train_examples, progress=bar)
+                            epochs=args.epochs, progress=bar)
     print((args.out / "comparison.md").read_text())
     print(f"results: {args.out / 'comparison.json'}")
     return 0 if comparison["decision"]["verdict"] == "ship" else 1
@@ -248,8 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--ab", action="store_true",
                        help="run a CompilerBenchmark's arms and comparison here instead")
     bench.add_argument("--compiler", default="xla", help="with --ab: xla or torch.compile")
-    bench.add_argument("--train-examples", type=int, default=512,
-                       help="with --ab: examples per epoch (batch 8, one epoch)")
+    bench.add_argument("--epochs", type=int, default=1,
+                       help="with --ab: epochs of the digits' 1,437 training images")
     bench.add_argument("--speedup-threshold", type=float, default=0.2,
                        help="with --ab: least speedup to ship, as a fraction")
     bench.add_argument("--quality-tolerance", type=float, default=0.1,

@@ -20,28 +20,55 @@ def write_examples(folder: Path, count: int, *, seed: int = 0, max_length: int =
                    vocab_size: int = 64) -> None:
     """``count`` random token sequences with binary labels, as JSON lines."""
     rng = random.Random(seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = []
+    records = []
     for _ in range(count):
         length = rng.randint(4, max_length)
-        lines.append(json.dumps({"input_ids": [rng.randint(1, vocab_size - 1)
-                                               for _ in range(length)],
-                                 "label": rng.randint(0, 1)}))
-    (folder / "part-0.jsonl").write_text("\n".join(lines) + ("\n" if lines else ""))
+        records.append({"input_ids": [rng.randint(1, vocab_size - 1) for _ in range(length)],
+                        "label": rng.randint(0, 1)})
+    write_records(folder, records)
 
 
-def job_folder(base: Path, hyperparameters: Mapping[str, Any], *, train: int | None = 32,
-               validation: int = 0) -> Path:
-    """A folder shaped like /opt/ml, with data and the job's configuration."""
+def write_records(folder: Path, records: list[dict[str, Any]]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "part-0.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def digits() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """scikit-learn's bundled digits (8x8 images of 0-9, 1,797 of them) as train and validation
+    records ``{"features": [64 floats in 0..1], "label": k}``: every fifth image validates.
+    The data ship inside scikit-learn; nothing is downloaded."""
+    from sklearn.datasets import load_digits
+
+    images = load_digits()
+    records = [{"features": [float(v) / 16 for v in images.data[i]],
+                "label": int(images.target[i])} for i in range(len(images.target))]
+    return ([r for i, r in enumerate(records) if i % 5],
+            [r for i, r in enumerate(records) if i % 5 == 0])
+
+
+def _write_channel(folder: Path, examples: int | list[dict[str, Any]], seed: int) -> None:
+    """That many random token sequences, or the records given."""
+    if isinstance(examples, int):
+        write_examples(folder, examples, seed=seed)
+    else:
+        write_records(folder, examples)
+
+
+def job_folder(base: Path, hyperparameters: Mapping[str, Any], *,
+               train: int | list[dict[str, Any]] | None = 32,
+               validation: int | list[dict[str, Any]] = 0) -> Path:
+    """A folder shaped like /opt/ml, with data and the job's configuration; each channel holds
+    that many random token sequences or the records given (e.g. `digits`)."""
     config = base / "input" / "config"
     config.mkdir(parents=True, exist_ok=True)
     channels = {}
     if train is not None:
-        write_examples(base / "input" / "data" / contract.CHANNEL_TRAIN, train)
+        _write_channel(base / "input" / "data" / contract.CHANNEL_TRAIN, train, seed=0)
         channels[contract.CHANNEL_TRAIN] = {"TrainingInputMode": "File",
                                             "S3DistributionType": "FullyReplicated"}
     if validation:
-        write_examples(base / "input" / "data" / contract.CHANNEL_VALIDATION, validation, seed=1)
+        _write_channel(base / "input" / "data" / contract.CHANNEL_VALIDATION, validation,
+                       seed=1)
         channels[contract.CHANNEL_VALIDATION] = {"TrainingInputMode": "File"}
     # SageMaker writes every hyperparameter value as a string, JSON-encoded by the SDK.
     (config / "hyperparameters.json").write_text(json.dumps(

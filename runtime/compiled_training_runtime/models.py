@@ -1,4 +1,5 @@
-"""Models: Hugging Face sequence classification (the BERT family) or the user's module."""
+"""Models: Hugging Face sequence classification (the BERT family), a small MLP on features, or
+the user's module."""
 
 from __future__ import annotations
 
@@ -48,6 +49,17 @@ class FeatureClassifier(torch.nn.Module):
         return torch.nn.functional.cross_entropy(logits.float(), labels), logits
 
 
+def mlp(config: TrainingConfig) -> torch.nn.Module:
+    """``num_features`` inputs, one hidden layer of ``hidden_size``, ``num_labels`` logits."""
+    raw = config.extra.get("num_features")
+    if not str(raw).isdigit() or int(str(raw)) < 1:
+        raise InputError(f"model_family 'mlp' needs the hyperparameter 'num_features', a "
+                         f"positive int (the length of each example's features), got {raw!r}")
+    features = int(str(raw))
+    return torch.nn.Sequential(torch.nn.Linear(features, config.hidden_size), torch.nn.ReLU(),
+                               torch.nn.Linear(config.hidden_size, config.num_labels))
+
+
 def build(config: TrainingConfig) -> torch.nn.Module:
     if config.model_factory:
         module_name, _, function = config.model_factory.partition(":")
@@ -59,5 +71,7 @@ def build(config: TrainingConfig) -> torch.nn.Module:
         return FeatureClassifier(factory(config))
     if config.model_family.lower() in ("bert", "roberta", "distilbert"):
         return SequenceClassifier(config)
+    if config.model_family.lower() == "mlp":
+        return FeatureClassifier(mlp(config))
     raise InputError(f"hyperparameter 'model_family' {config.model_family!r} needs a "
                      "'model_factory' (module:function returning a torch.nn.Module)")

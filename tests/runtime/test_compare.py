@@ -253,28 +253,3 @@ def test_fails_on_an_unknown_quality_metric():
     with pytest.raises(ValueError, match=r"quality_metric must be one of validation_accuracy, "
                                          r"validation_loss, got 'bleu'"):
         Thresholds(quality_metric="bleu")
-
-
-# --- compiled-training bench --ab: the same arms and comparison, on this machine ------------
-
-def test_bench_ab_trains_the_arms_and_decides_with_the_pipelines_comparison(tmp_path, capsys):
-    from compiled_training.cli import main as cli
-
-    code = cli(["bench", "--ab", "--compiler", "xla", "--out", str(tmp_path)])
-    comparison = json.loads((tmp_path / contract.COMPARISON_JSON).read_text())
-    arms = {arm["name"]: arm for arm in comparison["arms"]}
-    assert [arms[n]["backend"] for n in ARMS] == ["eager", "xla", "xla"]
-    assert [arms[n]["global_batch_size"] for n in ARMS] == [8, 8, 16]
-    # The verdict follows from the measured numbers, whatever they are on this machine.
-    ships = any(a["speedup"] >= 0.2 and a["quality_drop"] <= 0.1
-                for n, a in arms.items() if n != "baseline")
-    assert comparison["decision"]["verdict"] == ("ship" if ships else "hold")
-    assert code == (0 if ships else 1)
-    assert comparison["decision"]["reason"] in capsys.readouterr().out
-
-
-def test_bench_ab_fails_on_an_unknown_compiler(tmp_path, capsys):
-    from compiled_training.cli import main as cli
-
-    assert cli(["bench", "--ab", "--compiler", "neuron", "--out", str(tmp_path)]) == 2
-    assert "--compiler must be one of xla, torch.compile, got 'neuron'" in capsys.readouterr().err
