@@ -11,11 +11,11 @@ import re
 from collections.abc import Mapping
 from datetime import datetime
 
-from aws_cdk import Duration, Stack, TimeZone
+import jsii
+from aws_cdk import Annotations, Duration, Stack, TimeZone
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_scheduler as scheduler
@@ -156,7 +156,8 @@ class RetrainingSchedule(Construct):
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
-        for alarm in (self.dead_letter_alarm, self.failed_executions_alarm):
+        alarms = (self.dead_letter_alarm, self.failed_executions_alarm)
+        for alarm in alarms:
             alarm.add_alarm_action(cloudwatch_actions.SnsAction(self.topic))
         statuses = [*EXECUTION_STATUSES, *(["Succeeded"] if notify_on_success else [])]
         self.status_rule = events.Rule(
@@ -172,8 +173,28 @@ class RetrainingSchedule(Construct):
                     "currentPipelineExecutionStatus": statuses,
                 },
             ),
-            targets=[events_targets.SnsTopic(self.topic, message=_message(team, pipeline))],
+            targets=[_TopicTarget(self.topic, _message(team, pipeline))],
         )
+        # A topic policy replaces SNS's default one: each sender needs its own statement.
+        self._allow_publish("events.amazonaws.com", [self.status_rule.rule_arn])
+        self._allow_publish("cloudwatch.amazonaws.com", [alarm.alarm_arn for alarm in alarms])
+
+    def _allow_publish(self, service: str, sources: list[str]) -> None:
+        """Lets ``service`` publish to the topic on behalf of ``sources`` (and nothing else)."""
+        added = self.topic.add_to_resource_policy(iam.PolicyStatement(
+            sid=f"{service.split('.')[0].capitalize()}Publish",
+            principals=[iam.ServicePrincipal(service)],
+            actions=["sns:Publish"],
+            resources=[self.topic.topic_arn],
+            conditions={"ArnEquals": {"aws:SourceArn": sources}},
+        )).statement_added
+        if not added:  # an imported topic: its policy is not this stack's to change
+            Annotations.of(self).add_warning_v2(
+                "compiled-training:RetrainingSchedule:TopicPolicy",
+                f"the given topic's policy must let {service} publish (sns:Publish, "
+                f"aws:SourceArn of this schedule's {'rule' if 'events' in service else 'alarms'}"
+                "), and its key let it use kms:Decrypt and kms:GenerateDataKey*, or the team "
+                "is never told")
 
     def _topic(self) -> sns.Topic:
         # A customer-managed key: EventBridge and CloudWatch cannot publish to a topic
@@ -232,6 +253,19 @@ def _team_group(scope: Construct, team: str) -> scheduler.ScheduleGroup:
         return existing
     return scheduler.ScheduleGroup(stack, construct_id,
                                    schedule_group_name=f"{team}-retraining")
+
+
+@jsii.implements(events.IRuleTarget)
+class _TopicTarget:
+    """The topic as the rule's target, without the unconditioned publish grant that
+    ``aws_events_targets.SnsTopic`` adds: the schedule grants it conditioned on the rule."""
+
+    def __init__(self, topic: sns.ITopic, message: events.RuleTargetInput) -> None:
+        self.topic = topic
+        self.message = message
+
+    def bind(self, _rule: events.IRule, _id: str | None = None) -> events.RuleTargetConfig:
+        return events.RuleTargetConfig(arn=self.topic.topic_arn, input=self.message)
 
 
 def _message(team: str, pipeline: PipelineBase) -> events.RuleTargetInput:
