@@ -43,6 +43,8 @@ class TrainingConfig:
     log_every: int = 10
     checkpoint_every: int = 50
     num_labels: int = 2
+    num_features: int | None = None
+    """Inputs per example for the built-in ``mlp`` family."""
     vocab_size: int = 30522
     hidden_size: int = 768
     num_hidden_layers: int = 12
@@ -75,7 +77,8 @@ _FIELDS = {
     "batch_size": int, "base_batch_size": int, "learning_rate": float, "lr_scaling": str,
     "gradient_accumulation_steps": int, "max_grad_norm": float, "max_seq_length": int,
     "precision": str, "seed": int,
-    "log_every": int, "checkpoint_every": int, "num_labels": int, "vocab_size": int,
+    "log_every": int, "checkpoint_every": int, "num_labels": int, "num_features": int,
+    "vocab_size": int,
     "hidden_size": int, "num_hidden_layers": int, "num_attention_heads": int,
     "intermediate_size": int, "static_shapes": bool,
 }

@@ -49,13 +49,16 @@ class FeatureClassifier(torch.nn.Module):
         return torch.nn.functional.cross_entropy(logits.float(), labels), logits
 
 
+BUILT_IN_FAMILIES = ("bert", "roberta", "distilbert", "mlp")
+
+
 def mlp(config: TrainingConfig) -> torch.nn.Module:
     """``num_features`` inputs, one hidden layer of ``hidden_size``, ``num_labels`` logits."""
-    raw = config.extra.get("num_features")
-    if not str(raw).isdigit() or int(str(raw)) < 1:
+    features = config.num_features
+    if features is None or features < 1:
         raise InputError(f"model_family 'mlp' needs the hyperparameter 'num_features', a "
-                         f"positive int (the length of each example's features), got {raw!r}")
-    features = int(str(raw))
+                         f"positive int (the length of each example's features), got "
+                         f"{features!r}")
     return torch.nn.Sequential(torch.nn.Linear(features, config.hidden_size), torch.nn.ReLU(),
                                torch.nn.Linear(config.hidden_size, config.num_labels))
 
@@ -69,9 +72,10 @@ def build(config: TrainingConfig) -> torch.nn.Module:
             raise InputError(f"hyperparameter 'model_factory' must name module:function, "
                              f"got {config.model_factory!r} ({error})") from None
         return FeatureClassifier(factory(config))
-    if config.model_family.lower() in ("bert", "roberta", "distilbert"):
+    if config.model_family.lower() in BUILT_IN_FAMILIES[:3]:
         return SequenceClassifier(config)
     if config.model_family.lower() == "mlp":
         return FeatureClassifier(mlp(config))
-    raise InputError(f"hyperparameter 'model_family' {config.model_family!r} needs a "
-                     "'model_factory' (module:function returning a torch.nn.Module)")
+    raise InputError(f"hyperparameter 'model_family' {config.model_family!r} is not built in "
+                     f"(built in: {', '.join(BUILT_IN_FAMILIES)}); name a 'model_factory' "
+                     "(module:function returning a torch.nn.Module)")

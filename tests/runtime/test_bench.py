@@ -16,7 +16,7 @@ from compiled_training import bench as bench_module
 from compiled_training.bench import bench, run_backend, table
 from compiled_training.cli import main
 from compiled_training_runtime import compare, contract, models
-from compiled_training_runtime.env import InputError, TrainingConfig
+from compiled_training_runtime.env import InputError, TrainingConfig, parse_hyperparameters
 from compiled_training_runtime.local import digits
 
 ARMS = (contract.ARM_BASELINE, contract.ARM_COMPILER, contract.ARM_COMPILER_LARGE_BATCH)
@@ -177,8 +177,8 @@ def test_fails_on_bad_ab_arguments(tmp_path, capsys, argv, message):
 
 
 def test_mlp_family_maps_features_to_logits_and_fails_without_num_features():
-    config = TrainingConfig(model_family="mlp", num_labels=10, hidden_size=16,
-                            extra={"num_features": "64"})  # the toolkit may pass a string
+    config = parse_hyperparameters({"model_family": "mlp", "num_labels": 10, "hidden_size": 16,
+                                    "num_features": "64"})  # the toolkit may pass a string
     loss, logits = models.build(config)(torch.zeros(4, 64), torch.zeros(4, dtype=torch.long))
     assert tuple(logits.shape) == (4, 10) and loss.ndim == 0
     with pytest.raises(InputError, match=r"^model_family 'mlp' needs the hyperparameter "
