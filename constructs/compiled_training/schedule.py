@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import datetime
+from typing import cast
 
 import jsii
 from aws_cdk import Annotations, Duration, Stack, TimeZone
@@ -173,7 +174,7 @@ class RetrainingSchedule(Construct):
                     "currentPipelineExecutionStatus": statuses,
                 },
             ),
-            targets=[_TopicTarget(self.topic, _message(team, pipeline))],
+            targets=[cast(events.IRuleTarget, _TopicTarget(self.topic, _message(team, pipeline)))],
         )
         # A topic policy replaces SNS's default one: each sender needs its own statement.
         self._allow_publish("events.amazonaws.com", [self.status_rule.rule_arn])
