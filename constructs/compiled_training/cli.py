@@ -1,6 +1,6 @@
 """``compiled-training``: the command line.
 
-    compiled-training advise WORKLOADS.yaml [--json] [--plot FILE.png]
+    compiled-training advise WORKLOADS.yaml [--json] [--plot FILE.png] [--prices FILE.yaml]
     compiled-training bench [--steps N] [--backends eager,torch.compile,xla] [--out DIR]
     compiled-training bench --ab [--compiler xla|torch.compile] [--out DIR]
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import signal
 import sys
 from pathlib import Path
@@ -40,9 +41,9 @@ class InputError(Exception):
     """Bad input: printed as one line, exit code 2."""
 
 
-def load_workloads(path: Path) -> list[WorkloadProfile]:
+def _read_yaml(path: Path) -> Any:
     try:
-        document = yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text())
     except OSError as error:
         raise InputError(f"{path}: cannot read: {error.strerror}") from None
     except yaml.YAMLError as error:
@@ -50,10 +51,28 @@ def load_workloads(path: Path) -> list[WorkloadProfile]:
         where = f" at line {mark.line + 1}" if mark else ""
         raise InputError(f"{path}: malformed YAML{where}: "
                          f"{getattr(error, 'problem', None) or error}") from None
+
+
+def load_workloads(path: Path) -> list[WorkloadProfile]:
+    document = _read_yaml(path)
     entries = document.get("workloads") if isinstance(document, dict) else document
     if not isinstance(entries, list) or not entries:
         raise InputError(f"{path}: expected a list of workloads (or 'workloads:' holding one)")
     return [_profile(path, i, entry) for i, entry in enumerate(entries)]
+
+
+def load_prices(path: Path) -> dict[str, float]:
+    """A prices file: instance type to on-demand USD per instance-hour (YAML or JSON)."""
+    document = _read_yaml(path)
+    if not isinstance(document, dict) or not document:
+        raise InputError(f"{path}: expected a mapping of instance type to USD per hour, such "
+                         "as 'ml.p5.48xlarge: 55.04'")
+    for instance_type, price in document.items():
+        if (not isinstance(price, int | float) or isinstance(price, bool) or price <= 0
+                or not str(instance_type).startswith("ml.")):
+            raise InputError(f"{path}: price for {instance_type!r} must be a positive number of "
+                             f"USD per hour for an 'ml.' instance type, got {price!r}")
+    return {str(k): float(v) for k, v in document.items()}
 
 
 def _profile(path: Path, index: int, entry: Any) -> WorkloadProfile:
@@ -68,35 +87,37 @@ def _profile(path: Path, index: int, entry: Any) -> WorkloadProfile:
             raise InputError(f"{path}: workload {name!r}: unknown field {field!r}; allowed: "
                              f"{', '.join(_TYPES)}")
         types = _TYPES[field]
+        if field == "framework_version" and isinstance(value, int | float):
+            # YAML reads 2.10 as the number 2.1: only a quoted version keeps its digits.
+            raise InputError(f"{path}: workload {name!r}: field 'framework_version' must be a "
+                             f"quoted version such as '2.10', got {value!r}")
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             raise InputError(f"{path}: workload {name!r}: field {field!r} must be "
                              f"{' or '.join(t.__name__ for t in types)}, got {value!r}")
     try:
-        profile = WorkloadProfile(**entry)
-        assess_workload(profile)  # an instance type without a price fails here
+        return WorkloadProfile(**entry)
     except ValueError as error:
         raise InputError(f"{path}: {error}") from None
-    return profile
 
 
 def _table(assessments: list[Assessment]) -> str:
-    rows = [("workload", "verdict", "$ a year", "saving a year", "deciding reason")]
+    rows = [("workload", "verdict", "compiler", "$ a year", "saving a year", "deciding reason")]
     for a in assessments:
-        deciding = _deciding_reason(a)
-        saving = (f"${a.saving_per_year[0]:,.0f}-{a.saving_per_year[1]:,.0f}"
-                  if a.verdict is not Verdict.SKIP else "-")
-        rows.append((a.profile.name, a.verdict.value, f"${a.dollars_per_year:,.0f}", saving,
-                     deciding))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        year = "price unknown" if a.dollars_per_year is None else f"${a.dollars_per_year:,.0f}"
+        saving = ("-" if a.verdict is Verdict.SKIP or a.saving_per_year is None
+                  else f"${a.saving_per_year[0]:,.0f}-{a.saving_per_year[1]:,.0f}")
+        rows.append((a.profile.name, a.verdict.value, a.compiler.value, year, saving,
+                     a.reasons[a.deciding_factor]))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = []
     for i, row in enumerate(rows):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True))
-                     + "  " + row[4])
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  "
+                     + row[-1])
         if i == 0:
             lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 15)
     for a in assessments:
         lines.append("")
-        lines.append(f"{a.profile.name}: {a.verdict.value}")
+        lines.append(f"{a.profile.name}: {a.verdict.value} ({a.compiler.value})")
         lines.extend(f"  {factor}: {reason}" for factor, reason in a.reasons.items())
         lines.extend(f"  -> {note}" for note in a.notes)
         if a.recommended_learning_rate:
@@ -105,32 +126,25 @@ def _table(assessments: list[Assessment]) -> str:
     return "\n".join(lines)
 
 
-def _deciding_reason(a: Assessment) -> str:
-    order = {Verdict.SKIP: ("framework", "instance", "shapes", "duration"),
-             Verdict.BENCHMARK: ("model", "precision", "bottleneck", "instance"),
-             Verdict.ENABLE: ("money",)}[a.verdict]
-    if a.verdict is Verdict.SKIP:
-        blocking = ("not a GPU", "CPU instance", "dynamic shapes", "exceeds")
-        for factor in order:
-            if any(b in a.reasons.get(factor, "") for b in blocking):
-                return a.reasons[factor]
-    for factor in order:
-        if factor in a.reasons:
-            return a.reasons[factor]
-    return ""
+def _rounded(value: float | None) -> float | None:
+    """Cents, and null where there is no number (an unknown price, a break-even never met)."""
+    return None if value is None or math.isinf(value) else round(value, 2)
 
 
 def _json(assessments: list[Assessment]) -> str:
     return json.dumps([{
         "name": a.profile.name,
         "verdict": a.verdict.value,
+        "compiler": a.compiler.value,
+        "deciding_factor": a.deciding_factor,
         "reasons": a.reasons,
         "speedup": list(a.speedup),
         "compile_minutes": list(a.compile_minutes),
-        "break_even_minutes": round(a.break_even_minutes, 1),
-        "dollars_per_run": round(a.dollars_per_run, 2),
-        "dollars_per_year": round(a.dollars_per_year, 2),
-        "saving_per_year": [round(s, 2) for s in a.saving_per_year],
+        "break_even_minutes": _rounded(a.break_even_minutes),
+        "dollars_per_run": _rounded(a.dollars_per_run),
+        "dollars_per_year": _rounded(a.dollars_per_year),
+        "saving_per_year": None if a.saving_per_year is None
+        else [round(s, 2) for s in a.saving_per_year],
         "recommended_batch_size": a.recommended_batch_size,
         "recommended_learning_rate": a.recommended_learning_rate,
         "notes": a.notes,
@@ -240,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     advise.add_argument("--json", action="store_true", help="print JSON for machines")
     advise.add_argument("--plot", type=Path, metavar="FILE.png",
                         help="draw wall-clock against job length, break-even marked")
+    advise.add_argument("--prices", type=Path, metavar="FILE.yaml",
+                        help="instance type to on-demand USD per hour, before the built-in table")
     bench = commands.add_parser("bench", help="eager, torch.compile and XLA on a tiny model")
     bench.add_argument("--steps", type=int, default=20)
     bench.add_argument("--backends", default=",".join(BACKENDS),
@@ -260,10 +276,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "bench":
         return _bench(args)
     try:
-        assessments = [assess_workload(p) for p in load_workloads(args.workloads)]
+        profiles = load_workloads(args.workloads)
+        given = load_prices(args.prices) if args.prices else {}
     except InputError as error:
         print(f"compiled-training advise: {error}", file=sys.stderr)
         return USAGE_ERROR
+    assessments = [assess_workload(p, prices=given) for p in profiles]
     print(_json(assessments) if args.json else _table(assessments))
     if args.plot:
         plot(assessments, args.plot)
