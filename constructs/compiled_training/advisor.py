@@ -7,11 +7,13 @@ factor sets the best verdict it allows; the verdict is the lowest of them.
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from compiled_training_runtime import contract
 
@@ -77,6 +79,8 @@ ON_DEMAND_PRICES_USD: Mapping[str, float] = {
        for premium, ec2 in _ESTIMATED_FROM_EC2_USD.items() for name, usd in ec2.items()},
     **_RECORDED_PRICES_USD,
 }
+# The Price List API answers from us-east-1 whatever region it prices.
+PRICE_LIST_REGION = "us-east-1"
 
 # --- Vocabulary ------------------------------------------------------------------------------
 
@@ -533,7 +537,7 @@ def _money(profile: WorkloadProfile, compiler: CompilerKind, speedup: tuple[floa
     if price is None:
         return _Money(f"price unknown for {profile.instance_type}: dollars not counted; supply "
                       f"one with prices={{'{profile.instance_type}': USD per hour}} or "
-                      "`advise --prices FILE`")
+                      "`advise --prices FILE` (or --live-prices)")
     hourly = price * profile.instance_count
     per_run = hourly * profile.hours_per_run
     runs = profile.runs_per_week * WEEKS_PER_YEAR
@@ -572,3 +576,66 @@ def _notes(profile: WorkloadProfile, compiler: CompilerKind, category: str, verd
                      f"{move.speedup[0]:g}-{move.speedup[1]:g}x for {category} in PyTorch 2.0's "
                      "figures) on current DLCs")
     return notes
+
+
+# --- Live prices (only when asked) -----------------------------------------------------------
+
+_LIVE_PRICES: dict[tuple[str, str], float] = {}
+
+
+def live_prices(instance_types: Iterable[str], region: str, *,
+                client: Any = None) -> tuple[dict[str, float], list[str]]:
+    """On-demand SageMaker training prices from the AWS Price List API, cached for the process.
+
+    Only when asked (``advise --live-prices``): it needs credentials and the network, and synth
+    never calls it. Returns the prices found and one line per instance type it could not price.
+    """
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    found: dict[str, float] = {}
+    problems: list[str] = []
+    for instance_type in sorted(set(instance_types)):
+        key = (region, instance_type)
+        if key not in _LIVE_PRICES:
+            try:
+                client = client or _pricing_client()
+                price = _price_list_price(client, instance_type, region)
+            except (BotoCoreError, ClientError) as error:
+                problems.append(f"{instance_type} in {region}: {error}")
+                continue
+            if price is None:
+                problems.append(f"{instance_type} in {region}: no on-demand training price listed")
+                continue
+            _LIVE_PRICES[key] = price
+        found[instance_type] = _LIVE_PRICES[key]
+    return found, problems
+
+
+def _pricing_client() -> Any:
+    import botocore.session
+
+    return botocore.session.get_session().create_client("pricing", region_name=PRICE_LIST_REGION)
+
+
+def _price_list_price(client: Any, instance_type: str, region: str) -> float | None:
+    """The first positive on-demand USD price of a training usage type (``USE1-Train:ml...``,
+    not hosting, notebooks or spot) for the instance type in the region."""
+    arguments: dict[str, Any] = {
+        "ServiceCode": "AmazonSageMaker", "FormatVersion": "aws_v1", "Filters": [
+            {"Type": "TERM_MATCH", "Field": "regionCode", "Value": region},
+            {"Type": "TERM_MATCH", "Field": "instanceName", "Value": instance_type}]}
+    while True:
+        page = client.get_products(**arguments)
+        for item in page.get("PriceList", []):
+            product = json.loads(item)
+            attributes = product.get("product", {}).get("attributes", {})
+            if not attributes.get("usagetype", "").partition(":")[0].endswith("Train"):
+                continue
+            for term in product.get("terms", {}).get("OnDemand", {}).values():
+                for dimension in term.get("priceDimensions", {}).values():
+                    usd = float(dimension.get("pricePerUnit", {}).get("USD", 0))
+                    if usd > 0:
+                        return usd
+        if not page.get("NextToken"):
+            return None
+        arguments["NextToken"] = page["NextToken"]

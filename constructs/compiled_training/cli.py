@@ -1,6 +1,7 @@
 """``compiled-training``: the command line.
 
     compiled-training advise WORKLOADS.yaml [--json] [--plot FILE.png] [--prices FILE.yaml]
+                             [--live-prices]
     compiled-training bench [--steps N] [--backends eager,torch.compile,xla] [--out DIR]
     compiled-training bench --ab [--compiler xla|torch.compile] [--out DIR]
 
@@ -22,7 +23,7 @@ from typing import Any, get_args, get_type_hints
 
 import yaml
 
-from .advisor import Assessment, Verdict, WorkloadProfile, assess_workload
+from .advisor import Assessment, Verdict, WorkloadProfile, assess_workload, live_prices
 from .bench import BACKENDS, WARMUP_STEPS
 
 USAGE_ERROR = 2
@@ -245,6 +246,19 @@ def _ab(args: argparse.Namespace) -> int:
     return 0 if comparison["decision"]["verdict"] == "ship" else 1
 
 
+def _live_prices(profiles: list[WorkloadProfile]) -> dict[str, dict[str, float]]:
+    """Live prices by region; what cannot be priced live falls back to the table, said once."""
+    by_region: dict[str, dict[str, float]] = {}
+    for region in sorted({p.region for p in profiles}):
+        found, problems = live_prices([p.instance_type for p in profiles if p.region == region],
+                                      region)
+        by_region[region] = found
+        for problem in problems:
+            print(f"compiled-training advise: no live price for {problem}; using the table",
+                  file=sys.stderr)
+    return by_region
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="compiled-training", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -256,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="draw wall-clock against job length, break-even marked")
     advise.add_argument("--prices", type=Path, metavar="FILE.yaml",
                         help="instance type to on-demand USD per hour, before the built-in table")
+    advise.add_argument("--live-prices", action="store_true",
+                        help="ask the AWS Price List API (needs credentials) before the table")
     bench = commands.add_parser("bench", help="eager, torch.compile and XLA on a tiny model")
     bench.add_argument("--steps", type=int, default=20)
     bench.add_argument("--backends", default=",".join(BACKENDS),
@@ -281,7 +297,9 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as error:
         print(f"compiled-training advise: {error}", file=sys.stderr)
         return USAGE_ERROR
-    assessments = [assess_workload(p, prices=given) for p in profiles]
+    live = _live_prices(profiles) if args.live_prices else {}
+    assessments = [assess_workload(p, prices={**live.get(p.region, {}), **given})
+                   for p in profiles]
     print(_json(assessments) if args.json else _table(assessments))
     if args.plot:
         plot(assessments, args.plot)
