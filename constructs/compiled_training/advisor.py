@@ -136,14 +136,14 @@ TORCH_COMPILE_SOURCE = "PyTorch 2.0 announcement, 2022-12"
 PRIORS: Mapping[tuple[CompilerKind, str], Prior] = {
     (CompilerKind.TRAINING_COMPILER, "transformer"): Prior((1.1, 1.5), TC_SOURCE, True),
     (CompilerKind.TRAINING_COMPILER, "other"): Prior(
-        (1.0, 1.3), "no published PyTorch figure for this family with Training Compiler", False),
+        (1.0, 1.3), "assumed no better than torch.compile on the TorchBench mix", False),
     (CompilerKind.TORCH_COMPILE, "transformer"): Prior(
         (1.2, 1.5), f"{TORCH_COMPILE_SOURCE}: about 1.5x on Hugging Face models", True),
     (CompilerKind.TORCH_COMPILE, "vision"): Prior(
         (1.1, 1.4), f"{TORCH_COMPILE_SOURCE}: about 1.3-1.4x on TIMM models", True),
     (CompilerKind.TORCH_COMPILE, "other"): Prior(
-        (1.0, 1.3), f"{TORCH_COMPILE_SOURCE}: about 1.2-1.3x on the TorchBench mix, the nearest "
-                    "figure for this family", False),
+        (1.0, 1.3), f"{TORCH_COMPILE_SOURCE}: about 1.2-1.3x on the TorchBench mix, the "
+                    "nearest", False),
 }
 # fp32 gains are smaller for both (PyTorch 2.0: 21 % in fp32 against 51 % in AMP on average).
 FP32_SPEEDUP_CAP = (1.0, 1.2)
@@ -462,7 +462,8 @@ def _model(model_family: str, category: str, known: bool, compiler: CompilerKind
     if prior.published:
         return Verdict.ENABLE, (f"{said}, with published {compiler_name(compiler)} gains "
                                 f"({prior.source})")
-    return Verdict.BENCHMARK, f"{said}: {prior.source}; measure before shipping"
+    return Verdict.BENCHMARK, (f"{said}, without a published {compiler_name(compiler)} figure "
+                               f"of its own ({prior.source}); measure before shipping")
 
 
 def _precision(profile: WorkloadProfile, compiler: CompilerKind) -> _Judged:

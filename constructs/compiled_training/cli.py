@@ -181,20 +181,24 @@ def plot(assessments: list[Assessment], target: Path) -> None:
         axes.fill_between(xs, fast, slow, color=color, alpha=0.2)
         axes.axvline(first.break_even_minutes, color=color, linestyle="--", linewidth=1)
         axes.annotate(f"break-even {first.break_even_minutes:.0f} min",
-                      (first.break_even_minutes, xs[0] * 1.5), rotation=90, fontsize=8,
+                      (first.break_even_minutes, xs[-1] / 10), rotation=90, fontsize=8,
                       color=color, xytext=(3, 0), textcoords="offset points")
         for a in members:
             minutes = a.profile.hours_per_run * 60
             point = (minutes, minutes / low + a.compile_minutes[1])
             axes.plot(*point, "o", color=color)
+            # Neighbouring jobs alternate above and below the curves, a line to each point.
+            above = sorted(assessments, key=lambda b: b.profile.hours_per_run).index(a) % 2 == 0
             axes.annotate(f"{a.profile.name}: {a.verdict.value}", point, fontsize=8,
-                          xytext=(-10, 8), textcoords="offset points", ha="right")
+                          xytext=(-15, 20) if above else (15, -25), textcoords="offset points",
+                          ha="right" if above else "left", zorder=5,
+                          arrowprops={"arrowstyle": "-", "color": color})
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlabel("job length without a compiler (minutes)")
     axes.set_ylabel("wall-clock per run (minutes)")
     axes.set_title("Where the compiler pays: wall-clock against job length")
-    axes.legend(loc="upper left", fontsize=8)
+    axes.legend(loc="lower right", fontsize=8)
     axes.grid(alpha=0.3, which="both")
     figure.tight_layout()
     figure.savefig(target, metadata={"Software": None})
