@@ -58,6 +58,15 @@ def test_a_prices_file_comes_before_the_table(tmp_path, capsys):
     assert given["creative"] == table["creative"]
 
 
+def test_the_readme_shows_the_table_advise_prints(capsys):
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## The decision: advisor"):]
+    (shown,) = re.findall(r"```text\n(workload .*?)```", section, flags=re.S)[:1]
+    assert main(["advise", str(WORKLOADS)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith(shown.rstrip() + "\n\n")
+
+
 def test_plot_is_a_png(tmp_path, capsys):
     target = tmp_path / "advise.png"
     assert main(["advise", str(WORKLOADS), "--plot", str(target)]) == 0
