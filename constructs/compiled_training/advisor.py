@@ -518,7 +518,6 @@ def _duration(profile: WorkloadProfile, compiler: CompilerKind, speedup: tuple[f
         return Verdict.SKIP, (f"{minutes:.0f}-minute runs: compile overhead ({compile_range}) "
                               f"exceeds or eats the saving ({low:.1f}-{high:.1f} min); "
                               f"break-even is {break_even:.0f} min")
-    # The reason ends in "compile" where compilation pays: the rule pack's CT5 reads it so.
     return Verdict.ENABLE, f"{profile.hours_per_run:g} h runs amortise the {compile_range} compile"
 
 
