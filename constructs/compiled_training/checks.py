@@ -22,7 +22,7 @@ from cdk_nag import IApplyRule, NagMessageLevel, NagPack, NagRuleCompliance
 from compiled_training_runtime import contract
 from constructs import IConstruct
 
-from .advisor import WorkloadProfile, assess_workload
+from .advisor import Verdict, WorkloadProfile, assess_workload
 from .dlc import training_compiler_releases
 from .instances import gpus_per_instance, is_gpu
 from .nag import flatten
@@ -153,7 +153,7 @@ RULES: tuple[Rule, ...] = (
     Rule("CT5", NagMessageLevel.WARN,
          "The workload's runs are shorter than the compiler's break-even.",
          "Compilation costs 2-5 minutes a run; shorter jobs lose more to it than they save.",
-         _workload_rule(lambda w: assess_workload(w).reasons["duration"].endswith("compile"))),
+         _workload_rule(lambda w: assess_workload(w).limits["duration"] is not Verdict.SKIP)),
     Rule("CT6", NagMessageLevel.WARN,
          "The workload declares dynamic shapes.",
          "Every new input shape recompiles the graph; pad to a fixed length or bucket shapes.",

@@ -1,6 +1,7 @@
 """``compiled-training``: the command line.
 
-    compiled-training advise WORKLOADS.yaml [--json] [--plot FILE.png]
+    compiled-training advise WORKLOADS.yaml [--json] [--plot FILE.png] [--prices FILE.yaml]
+                             [--live-prices]
     compiled-training bench [--steps N] [--backends eager,torch.compile,xla] [--out DIR]
     compiled-training bench --ab [--compiler xla|torch.compile] [--epochs N] [--out DIR]
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import signal
 import sys
 from pathlib import Path
@@ -21,7 +23,7 @@ from typing import Any, get_args, get_type_hints
 
 import yaml
 
-from .advisor import Assessment, Verdict, WorkloadProfile, assess_workload
+from .advisor import Assessment, Verdict, WorkloadProfile, assess_workload, live_prices
 from .bench import BACKENDS, WARMUP_STEPS
 
 USAGE_ERROR = 2
@@ -40,9 +42,9 @@ class InputError(Exception):
     """Bad input: printed as one line, exit code 2."""
 
 
-def load_workloads(path: Path) -> list[WorkloadProfile]:
+def _read_yaml(path: Path) -> Any:
     try:
-        document = yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text())
     except OSError as error:
         raise InputError(f"{path}: cannot read: {error.strerror}") from None
     except yaml.YAMLError as error:
@@ -50,10 +52,28 @@ def load_workloads(path: Path) -> list[WorkloadProfile]:
         where = f" at line {mark.line + 1}" if mark else ""
         raise InputError(f"{path}: malformed YAML{where}: "
                          f"{getattr(error, 'problem', None) or error}") from None
+
+
+def load_workloads(path: Path) -> list[WorkloadProfile]:
+    document = _read_yaml(path)
     entries = document.get("workloads") if isinstance(document, dict) else document
     if not isinstance(entries, list) or not entries:
         raise InputError(f"{path}: expected a list of workloads (or 'workloads:' holding one)")
     return [_profile(path, i, entry) for i, entry in enumerate(entries)]
+
+
+def load_prices(path: Path) -> dict[str, float]:
+    """A prices file: instance type to on-demand USD per instance-hour (YAML or JSON)."""
+    document = _read_yaml(path)
+    if not isinstance(document, dict) or not document:
+        raise InputError(f"{path}: expected a mapping of instance type to USD per hour, such "
+                         "as 'ml.p5.48xlarge: 55.04'")
+    for instance_type, price in document.items():
+        if (not isinstance(price, int | float) or isinstance(price, bool) or price <= 0
+                or not str(instance_type).startswith("ml.")):
+            raise InputError(f"{path}: price for {instance_type!r} must be a positive number of "
+                             f"USD per hour for an 'ml.' instance type, got {price!r}")
+    return {str(k): float(v) for k, v in document.items()}
 
 
 def _profile(path: Path, index: int, entry: Any) -> WorkloadProfile:
@@ -68,35 +88,37 @@ def _profile(path: Path, index: int, entry: Any) -> WorkloadProfile:
             raise InputError(f"{path}: workload {name!r}: unknown field {field!r}; allowed: "
                              f"{', '.join(_TYPES)}")
         types = _TYPES[field]
+        if field == "framework_version" and isinstance(value, int | float):
+            # YAML reads 2.10 as the number 2.1: only a quoted version keeps its digits.
+            raise InputError(f"{path}: workload {name!r}: field 'framework_version' must be a "
+                             f"quoted version such as '2.10', got {value!r}")
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             raise InputError(f"{path}: workload {name!r}: field {field!r} must be "
                              f"{' or '.join(t.__name__ for t in types)}, got {value!r}")
     try:
-        profile = WorkloadProfile(**entry)
-        assess_workload(profile)  # an instance type without a price fails here
+        return WorkloadProfile(**entry)
     except ValueError as error:
         raise InputError(f"{path}: {error}") from None
-    return profile
 
 
 def _table(assessments: list[Assessment]) -> str:
-    rows = [("workload", "verdict", "$ a year", "saving a year", "deciding reason")]
+    rows = [("workload", "verdict", "compiler", "$ a year", "saving a year", "deciding reason")]
     for a in assessments:
-        deciding = _deciding_reason(a)
-        saving = (f"${a.saving_per_year[0]:,.0f}-{a.saving_per_year[1]:,.0f}"
-                  if a.verdict is not Verdict.SKIP else "-")
-        rows.append((a.profile.name, a.verdict.value, f"${a.dollars_per_year:,.0f}", saving,
-                     deciding))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        year = "price unknown" if a.dollars_per_year is None else f"${a.dollars_per_year:,.0f}"
+        saving = ("-" if a.verdict is Verdict.SKIP or a.saving_per_year is None
+                  else f"${a.saving_per_year[0]:,.0f}-{a.saving_per_year[1]:,.0f}")
+        rows.append((a.profile.name, a.verdict.value, a.compiler.value, year, saving,
+                     a.reasons[a.deciding_factor]))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = []
     for i, row in enumerate(rows):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True))
-                     + "  " + row[4])
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  "
+                     + row[-1])
         if i == 0:
             lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 15)
     for a in assessments:
         lines.append("")
-        lines.append(f"{a.profile.name}: {a.verdict.value}")
+        lines.append(f"{a.profile.name}: {a.verdict.value} ({a.compiler.value})")
         lines.extend(f"  {factor}: {reason}" for factor, reason in a.reasons.items())
         lines.extend(f"  -> {note}" for note in a.notes)
         if a.recommended_learning_rate:
@@ -105,32 +127,25 @@ def _table(assessments: list[Assessment]) -> str:
     return "\n".join(lines)
 
 
-def _deciding_reason(a: Assessment) -> str:
-    order = {Verdict.SKIP: ("framework", "instance", "shapes", "duration"),
-             Verdict.BENCHMARK: ("model", "precision", "bottleneck", "instance"),
-             Verdict.ENABLE: ("money",)}[a.verdict]
-    if a.verdict is Verdict.SKIP:
-        blocking = ("not a GPU", "CPU instance", "dynamic shapes", "exceeds")
-        for factor in order:
-            if any(b in a.reasons.get(factor, "") for b in blocking):
-                return a.reasons[factor]
-    for factor in order:
-        if factor in a.reasons:
-            return a.reasons[factor]
-    return ""
+def _rounded(value: float | None) -> float | None:
+    """Cents, and null where there is no number (an unknown price, a break-even never met)."""
+    return None if value is None or math.isinf(value) else round(value, 2)
 
 
 def _json(assessments: list[Assessment]) -> str:
     return json.dumps([{
         "name": a.profile.name,
         "verdict": a.verdict.value,
+        "compiler": a.compiler.value,
+        "deciding_factor": a.deciding_factor,
         "reasons": a.reasons,
         "speedup": list(a.speedup),
         "compile_minutes": list(a.compile_minutes),
-        "break_even_minutes": round(a.break_even_minutes, 1),
-        "dollars_per_run": round(a.dollars_per_run, 2),
-        "dollars_per_year": round(a.dollars_per_year, 2),
-        "saving_per_year": [round(s, 2) for s in a.saving_per_year],
+        "break_even_minutes": _rounded(a.break_even_minutes),
+        "dollars_per_run": _rounded(a.dollars_per_run),
+        "dollars_per_year": _rounded(a.dollars_per_year),
+        "saving_per_year": None if a.saving_per_year is None
+        else [round(s, 2) for s in a.saving_per_year],
         "recommended_batch_size": a.recommended_batch_size,
         "recommended_learning_rate": a.recommended_learning_rate,
         "notes": a.notes,
@@ -166,20 +181,24 @@ def plot(assessments: list[Assessment], target: Path) -> None:
         axes.fill_between(xs, fast, slow, color=color, alpha=0.2)
         axes.axvline(first.break_even_minutes, color=color, linestyle="--", linewidth=1)
         axes.annotate(f"break-even {first.break_even_minutes:.0f} min",
-                      (first.break_even_minutes, xs[0] * 1.5), rotation=90, fontsize=8,
+                      (first.break_even_minutes, xs[-1] / 10), rotation=90, fontsize=8,
                       color=color, xytext=(3, 0), textcoords="offset points")
         for a in members:
             minutes = a.profile.hours_per_run * 60
             point = (minutes, minutes / low + a.compile_minutes[1])
             axes.plot(*point, "o", color=color)
+            # Neighbouring jobs alternate above and below the curves, a line to each point.
+            above = sorted(assessments, key=lambda b: b.profile.hours_per_run).index(a) % 2 == 0
             axes.annotate(f"{a.profile.name}: {a.verdict.value}", point, fontsize=8,
-                          xytext=(-10, 8), textcoords="offset points", ha="right")
+                          xytext=(-15, 20) if above else (15, -25), textcoords="offset points",
+                          ha="right" if above else "left", zorder=5,
+                          arrowprops={"arrowstyle": "-", "color": color})
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlabel("job length without a compiler (minutes)")
     axes.set_ylabel("wall-clock per run (minutes)")
     axes.set_title("Where the compiler pays: wall-clock against job length")
-    axes.legend(loc="upper left", fontsize=8)
+    axes.legend(loc="lower right", fontsize=8)
     axes.grid(alpha=0.3, which="both")
     figure.tight_layout()
     figure.savefig(target, metadata={"Software": None})
@@ -230,6 +249,19 @@ def _ab(args: argparse.Namespace) -> int:
     return 0 if comparison["decision"]["verdict"] == "ship" else 1
 
 
+def _live_prices(profiles: list[WorkloadProfile]) -> dict[str, dict[str, float]]:
+    """Live prices by region; what cannot be priced live falls back to the table, said once."""
+    by_region: dict[str, dict[str, float]] = {}
+    for region in sorted({p.region for p in profiles}):
+        found, problems = live_prices([p.instance_type for p in profiles if p.region == region],
+                                      region)
+        by_region[region] = found
+        for problem in problems:
+            print(f"compiled-training advise: no live price for {problem}; using the table",
+                  file=sys.stderr)
+    return by_region
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="compiled-training", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -239,6 +271,10 @@ def main(argv: list[str] | None = None) -> int:
     advise.add_argument("--json", action="store_true", help="print JSON for machines")
     advise.add_argument("--plot", type=Path, metavar="FILE.png",
                         help="draw wall-clock against job length, break-even marked")
+    advise.add_argument("--prices", type=Path, metavar="FILE.yaml",
+                        help="instance type to on-demand USD per hour, before the built-in table")
+    advise.add_argument("--live-prices", action="store_true",
+                        help="ask the AWS Price List API (needs credentials) before the table")
     bench = commands.add_parser("bench", help="eager, torch.compile and XLA on a tiny model")
     bench.add_argument("--steps", type=int, default=20)
     bench.add_argument("--backends", default=",".join(BACKENDS),
@@ -259,10 +295,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "bench":
         return _bench(args)
     try:
-        assessments = [assess_workload(p) for p in load_workloads(args.workloads)]
+        profiles = load_workloads(args.workloads)
+        given = load_prices(args.prices) if args.prices else {}
     except InputError as error:
         print(f"compiled-training advise: {error}", file=sys.stderr)
         return USAGE_ERROR
+    live = _live_prices(profiles) if args.live_prices else {}
+    assessments = [assess_workload(p, prices={**live.get(p.region, {}), **given})
+                   for p in profiles]
     print(_json(assessments) if args.json else _table(assessments))
     if args.plot:
         plot(assessments, args.plot)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -56,23 +56,28 @@ class Compiler:
 
     @staticmethod
     def auto(profile: WorkloadProfile) -> Compiler:
-        """The compiler the advisor's verdict calls for.
+        """The compiler the advisor picks for the workload, as its verdict calls for it.
 
-        ENABLE gives Training Compiler; BENCHMARK gives no compiler in production plus a
-        warning pointing to `CompilerBenchmark`; SKIP gives no compiler.
+        ENABLE gives the picked compiler: Training Compiler, or ``torch_compile()`` (a
+        PyTorch 2.x job, or a workload Training Compiler does not fit). BENCHMARK gives no
+        compiler in production plus a warning pointing to `CompilerBenchmark`; SKIP gives no
+        compiler. Set ``framework_version`` on the profile to the pipeline's PyTorch version:
+        without it, Training Compiler is assumed where it fits.
         """
-        from .advisor import Verdict, assess_workload
+        from .advisor import Verdict, assess_workload, compiler_name
 
         assessment = assess_workload(profile)
         if assessment.verdict is Verdict.ENABLE:
-            return Compiler(CompilerKind.TRAINING_COMPILER, profile=profile)
+            picked = (Compiler.torch_compile() if assessment.compiler is CompilerKind.TORCH_COMPILE
+                      else Compiler.training_compiler())
+            return replace(picked, profile=profile)
         if assessment.verdict is Verdict.BENCHMARK:
-            unsure = [r for k, r in assessment.reasons.items()
-                      if k in ("model", "precision", "bottleneck", "instance")]
+            unsure = [assessment.reasons[f] for f, limit in assessment.limits.items()
+                      if limit is Verdict.BENCHMARK]
             return Compiler(CompilerKind.NONE, profile=profile, advice=(
-                f"workload {profile.name!r} needs a benchmark before the compiler ships "
-                f"({'; '.join(unsure)}); production runs without it. Deploy a "
-                "CompilerBenchmark to measure it."))
+                f"workload {profile.name!r} needs a benchmark of "
+                f"{compiler_name(assessment.compiler)} before it ships ({'; '.join(unsure)}); "
+                "production runs without it. Deploy a CompilerBenchmark to measure it."))
         return Compiler(CompilerKind.NONE, profile=profile)
 
     @property
