@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export SAGEMAKER_SUPPRESS_V2_WARNING := 1
 export AWS_EC2_METADATA_DISABLED := true
 
-.PHONY: setup synth test lint bench clean image-envs
+.PHONY: setup synth test lint bench clean test-envs
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -26,11 +26,11 @@ synth: setup
 	npx cdk synth --quiet
 	$(PY) -m compiled_training.summary cdk.out
 
-# The training images' own Python and torch versions, for the runtime's tests.
-image-envs: setup
-	$(PY) tests/image_envs.py
+# The training images' own Python and torch versions, and checkov, beside the main venv.
+test-envs: setup
+	$(PY) tests/environments.py
 
-test: setup lint image-envs
+test: setup lint test-envs
 	$(PY) -m pytest -n 2 -q
 
 lint: setup

@@ -55,3 +55,32 @@ def allow_redundant_role_dependency(resource: CfnResource) -> None:
     referenced, so cfn-lint calls that dependency redundant. It is harmless, and a policy
     dependency is needed."""
     resource.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
+
+
+def skip_checkov(scope: IConstruct, reasons: Mapping[str, str]) -> None:
+    """checkov suppressions (``CKV_AWS_*``) on the CloudFormation resource of ``scope``, each
+    with its reason, in the template metadata where checkov reads them."""
+    resource = scope if isinstance(scope, CfnResource) else scope.node.default_child
+    assert isinstance(resource, CfnResource), scope.node.path
+    skips = list((resource.get_metadata("checkov") or {}).get("skip", []))
+    skips += [{"id": check, "comment": reason} for check, reason in sorted(reasons.items())]
+    resource.add_metadata("checkov", {"skip": skips})
+
+
+def skip_checkov_for_function(function: IConstruct, purpose: str) -> None:
+    """The checks that do not fit a function run by CloudFormation or a pipeline step, once
+    per deployment or execution, that calls AWS APIs only (``purpose`` says which)."""
+    skip_checkov(function, {
+        "CKV_AWS_115": f"{purpose}; it runs once per deployment or execution, so reserving "
+                       "concurrency would only take from the account's pool.",
+        "CKV_AWS_116": f"{purpose}; it is invoked synchronously and its caller reports a "
+                       "failure, while a dead-letter queue serves asynchronous invocations.",
+        "CKV_AWS_117": f"{purpose}; it reaches AWS APIs only, no resource inside a VPC.",
+        "CKV_AWS_173": "Its environment names resources, no secret; Lambda encrypts it at rest.",
+    })
+
+
+LOG_GROUP_WITHOUT_KMS = {
+    "CKV_AWS_158": "Operational logs with no secrets; CloudWatch Logs encrypts them at rest "
+                   "with its service key.",
+}

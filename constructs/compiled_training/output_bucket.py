@@ -9,7 +9,7 @@ from aws_cdk import aws_s3 as s3
 
 from constructs import Construct
 
-from .nag import acknowledge
+from .nag import acknowledge, skip_checkov
 
 LOG_PREFIX = "output-bucket/"
 
@@ -39,6 +39,12 @@ class TrainingOutputBucket(Construct):
         acknowledge(logs, "AwsSolutions-S1",
                     "This bucket receives the output bucket's access logs; logging it to "
                     "itself would recurse.")
+        skip_checkov(logs, {
+            "CKV_AWS_18": "This bucket receives the output bucket's access logs; logging it "
+                          "to itself would recurse.",
+            "CKV_AWS_21": "Access logs are written once and expire after a year; versions "
+                          "would keep nothing a log record does not already hold.",
+        })
         self.bucket = s3.Bucket(
             self,
             "Resource",

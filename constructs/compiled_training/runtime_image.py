@@ -40,7 +40,14 @@ from constructs import Construct
 from .compiler import Compiler, CompilerKind
 from .dlc import DlcImage, resolve_dlc
 from .framework import Framework
-from .nag import acknowledge, acknowledge_wildcards, allow_redundant_role_dependency
+from .nag import (
+    LOG_GROUP_WITHOUT_KMS,
+    acknowledge,
+    acknowledge_wildcards,
+    allow_redundant_role_dependency,
+    skip_checkov,
+    skip_checkov_for_function,
+)
 from .registry import dlc_image_uri
 from .sourcedir import source_files
 
@@ -157,7 +164,7 @@ class RuntimeImage(Construct):
 
     def _repository(self, name: str | None, kms_key: kms.IKey | None,
                     removal_policy: RemovalPolicy) -> ecr.Repository:
-        return ecr.Repository(
+        repository = ecr.Repository(
             self, "Repository",
             repository_name=name,
             image_scan_on_push=True,
@@ -171,6 +178,11 @@ class RuntimeImage(Construct):
             removal_policy=removal_policy,
             empty_on_delete=removal_policy is RemovalPolicy.DESTROY,
         )
+        if kms_key is None:
+            skip_checkov(repository, {"CKV_AWS_136": "Encrypted at rest with AES-256 by "
+                                                     "default; kms_key= selects a customer-"
+                                                     "managed key."})
+        return repository
 
     def _build_project(self, kms_key: kms.IKey | None) -> codebuild.Project:
         stack = Stack.of(self)
@@ -179,6 +191,7 @@ class RuntimeImage(Construct):
                                  description=f"Encrypts the image builds of {self.node.path}")
         log_group = logs.LogGroup(self, "BuildLogs", retention=logs.RetentionDays.THREE_MONTHS,
                                   removal_policy=RemovalPolicy.DESTROY)
+        skip_checkov(log_group, LOG_GROUP_WITHOUT_KMS)
         project = codebuild.Project(
             self, "Build",
             description=f"Builds the compiled-training runtime on {self.dlc.path}",
@@ -255,6 +268,8 @@ class RuntimeImage(Construct):
                                   "policy/service-role/AWSLambdaBasicExecutionRole]",
                         "The AWS-managed basic execution role only lets the function write "
                         "its own logs.")
+            skip_checkov_for_function(function, "The image build's custom resource: it "
+                                                "starts and polls one CodeBuild build")
             handlers[name] = function
             cfn_function = function.node.default_child
             assert isinstance(cfn_function, lambda_.CfnFunction)
@@ -262,6 +277,7 @@ class RuntimeImage(Construct):
         provider_logs = logs.LogGroup(self, "ProviderLogs",
                                       retention=logs.RetentionDays.THREE_MONTHS,
                                       removal_policy=RemovalPolicy.DESTROY)
+        skip_checkov(provider_logs, LOG_GROUP_WITHOUT_KMS)
         provider = custom_resources.Provider(
             self, "Provider",
             on_event_handler=handlers["on_event"],
@@ -341,6 +357,8 @@ def _acknowledge_provider(provider: custom_resources.Provider,
         if isinstance(child, (lambda_.CfnFunction, stepfunctions.CfnStateMachine)):
             allow_redundant_role_dependency(child)
         if isinstance(child, lambda_.Function):
+            skip_checkov_for_function(child, "The image build's custom resource: it starts "
+                                             "and polls one CodeBuild build")
             acknowledge(child, "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
                                "service-role/AWSLambdaBasicExecutionRole]",
                         "The CDK Provider framework's functions use the AWS-managed basic "
@@ -353,5 +371,8 @@ def _acknowledge_provider(provider: custom_resources.Provider,
                 acknowledge_wildcards(child, {"*": "Step Functions log delivery actions "
                                                    "(logs:CreateLogDelivery and others) support "
                                                    "no resource-level permission."})
+                skip_checkov(child, {"CKV_AWS_111": "Step Functions log delivery actions "
+                                                    "(logs:CreateLogDelivery and others) "
+                                                    "support no resource-level permission."})
     acknowledge(provider, "AwsSolutions-SF2",
                 "The Provider framework's waiter only polls the build; X-Ray adds nothing.")

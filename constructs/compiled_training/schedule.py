@@ -28,7 +28,7 @@ from constructs import Construct
 
 from .cron import validate_expression
 from .job import ParameterType
-from .nag import acknowledge
+from .nag import acknowledge, skip_checkov
 from .pipeline_base import PipelineBase
 
 # EventBridge Scheduler's SageMakerPipelineParameters: at most 200 entries.
@@ -217,6 +217,8 @@ class RetrainingSchedule(Construct):
         )
         acknowledge(queue, "AwsSolutions-SQS3",
                     "This queue is itself the dead-letter queue of the schedule's target.")
+        skip_checkov(queue, {"CKV_AWS_27": "Encrypted at rest with SQS-managed keys (SSE-SQS); "
+                                           "the check reads only KmsMasterKeyId."})
         return queue
 
 

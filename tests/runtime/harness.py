@@ -16,10 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from compiled_training_runtime.local import job_env, job_folder
-from tests.image_envs import ImageEnv, by_name
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = ROOT / "runtime"
@@ -126,12 +123,3 @@ def run_torchrun(base: Path, hyperparameters: dict[str, Any], workers: int,
     return subprocess.run(command, env=direct_env(base, hyperparameters, python=python),
                           capture_output=True, text=True, timeout=timeout, check=False)
 
-
-def image_env(name: str) -> ImageEnv:
-    """An image's interpreter and frameworks (tests/image_envs.py); skips where this machine
-    has no such Python, fails where it has one but the environment was not built."""
-    env = by_name(name)
-    if env.interpreter() is None:
-        pytest.skip(f"no Python {env.python} on this machine for {env.image}")
-    assert env.ready, f"{env.name} is not built: run `python tests/image_envs.py` (make test does)"
-    return env

@@ -1,7 +1,7 @@
 """The runtime on the Training Compiler images' own versions, with each image's Python: torch
 1.13.1 on Python 3.9 (``pytorch-trcomp-training:1.13.1``) and torch 1.11 with Transformers
 4.21.1 on Python 3.8 (``huggingface-pytorch-trcomp-training``), installed with pip as the
-Dockerfile installs it (tests/image_envs.py). These images' torch_xla exists only inside them:
+Dockerfile installs it (tests/environments.py). These images' torch_xla exists only inside them:
 here the runtime runs eager, which exercises every torch and Transformers API it calls.
 """
 
@@ -10,10 +10,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.image_envs import ENVS
+from tests.environments import ENVS, require
 from tests.runtime.harness import (
     TINY_BERT,
-    image_env,
     metrics,
     opt_ml,
     run_direct,
@@ -21,12 +20,12 @@ from tests.runtime.harness import (
     run_until_step_then_sigterm,
 )
 
-IMAGE_ENVS = [env.name for env in ENVS if not env.torch_xla]
+IMAGE_ENVS = [env.name for env in ENVS if env.runtime and not env.torch_xla]
 
 
 @pytest.fixture(params=IMAGE_ENVS)
 def python(request: pytest.FixtureRequest) -> str:
-    return str(image_env(request.param).executable)
+    return str(require(request.param).executable)
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])

@@ -2,7 +2,7 @@
 it up on XLA (torch_xla.amp.GradScaler and a sync-free optimizer), and torch.amp's GradScaler
 elsewhere. bf16 needs no scaler.
 
-The XLA scaler runs on torch-xla 2.8 (tests/image_envs.py): 2.9 removed it; the Training
+The XLA scaler runs on torch-xla 2.8 (tests/environments.py): 2.9 removed it; the Training
 Compiler images have it.
 """
 
@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.image_envs import XLA_WITH_GRAD_SCALER
-from tests.runtime.harness import RUNTIME, TINY_BERT, image_env, metrics, opt_ml, run_direct
+from tests.environments import XLA_WITH_GRAD_SCALER, require
+from tests.runtime.harness import RUNTIME, TINY_BERT, metrics, opt_ml, run_direct
 
 PROBE = Path(__file__).with_name("scaler_probe.py")
 XLA = {"sagemaker_training_compiler_enabled": True}
@@ -39,7 +39,7 @@ def _assert_overflow_skipped_and_scale_dropped(outcome: dict[str, Any]) -> None:
 
 
 def test_xla_fp16_skips_a_step_whose_gradients_overflow_without_a_host_sync():
-    outcome = _probe("xla", str(image_env(XLA_WITH_GRAD_SCALER).executable))
+    outcome = _probe("xla", str(require(XLA_WITH_GRAD_SCALER).executable))
     assert outcome["scaler"] == "torch_xla.amp.grad_scaler.GradScaler"
     assert outcome["optimizer"] == "torch_xla.amp.syncfree.adamw.AdamW"
     _assert_overflow_skipped_and_scale_dropped(outcome)
@@ -54,7 +54,7 @@ def test_eager_fp16_skips_a_step_whose_gradients_overflow():
 
 
 def test_xla_fp16_training_keeps_a_fixed_graph_count_and_no_host_sync_per_step(tmp_path):
-    python = str(image_env(XLA_WITH_GRAD_SCALER).executable)
+    python = str(require(XLA_WITH_GRAD_SCALER).executable)
     runs = {}
     for steps in (4, 8):
         hps = {**TINY_BERT, **XLA, "precision": "fp16", "max_steps": steps}

@@ -17,9 +17,9 @@ from typing import Any
 
 from compiled_training.sourcedir import build_sourcedir
 from compiled_training_runtime import contract
+from tests.environments import XLA_WITH_GRAD_SCALER, require
 from tests.helpers import definitions, substitute_expressions
-from tests.image_envs import XLA_WITH_GRAD_SCALER
-from tests.runtime.harness import RUNTIME, TINY_BERT, image_env, opt_ml, run_with_toolkit
+from tests.runtime.harness import RUNTIME, TINY_BERT, opt_ml, run_with_toolkit
 
 # The teams' models are large; the tests keep their hyperparameters and shrink the model.
 TINY = {k: v for k, v in TINY_BERT.items() if k not in ("epochs", "learning_rate")}
@@ -54,7 +54,7 @@ def test_document_classification_starts_under_the_pytorchxla_launcher(reference_
                                                                       tmp_path):
     # The team trains in fp16: its loss scaler is torch_xla.amp.GradScaler, which the Training
     # Compiler images have and torch-xla 2.9 removed, so this runs on torch-xla 2.8.
-    python = str(image_env(XLA_WITH_GRAD_SCALER).executable)
+    python = str(require(XLA_WITH_GRAD_SCALER).executable)
     step = _team_step(reference_assembly, "DocumentClassification")
     assert step["HyperParameters"]["sagemaker_pytorch_xla_multi_worker_enabled"] == "true"
     assert step["HyperParameters"]["precision"] == '"fp16"'

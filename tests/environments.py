@@ -1,11 +1,12 @@
-"""The training images' own interpreters and framework versions, as test environments.
+"""Test environments beside the main one, driven from the main test run as subprocesses.
 
-The runtime is installed into the Training Compiler DLCs and into current PyTorch DLCs; the
-main test environment has only torch 2.9. Each environment here pairs an image's Python with
-its torch (and Transformers), installs the runtime with pip exactly as the image's Dockerfile
-does (``pip install --no-deps``), and is driven from the main test run as a subprocess.
+- The training images' own interpreters and framework versions: the runtime is installed into
+  the Training Compiler DLCs and into current PyTorch DLCs, while the main environment has
+  only torch 2.9. Each pairs an image's Python with its torch (and Transformers) and installs
+  the runtime with pip exactly as the image's Dockerfile does (``pip install --no-deps``).
+- Tools whose pinned dependencies must not mix with the library's (checkov).
 
-``python tests/image_envs.py`` builds every environment whose interpreter exists on this
+``python tests/environments.py`` builds every environment whose interpreter exists on this
 machine (``make test`` runs it) and says which it skips.
 """
 
@@ -29,13 +30,15 @@ _TRANSFORMERS_4_21_NEEDS = ("huggingface-hub==0.10.1", "filelock", "packaging", 
 
 
 @dataclass(frozen=True)
-class ImageEnv:
+class Environment:
     name: str
-    image: str
+    purpose: str
     python: str
     packages: tuple[str, ...]
     no_deps: tuple[str, ...] = ()
     torch_xla: bool = False
+    runtime: bool = True
+    """Installs the runtime as the images do (the tool environments need none)."""
 
     @property
     def folder(self) -> Path:
@@ -62,24 +65,36 @@ class ImageEnv:
 
 
 XLA_WITH_GRAD_SCALER = "py311-torch-xla2.8"
+CHECKOV = "checkov"
 
 
-def by_name(name: str) -> ImageEnv:
-    return next(env for env in ENVS if env.name == name)
+def require(name: str) -> Environment:
+    """The environment for a test: skips where this machine has no such Python, fails where
+    it has one but the environment was not built."""
+    import pytest
+
+    env = next(env for env in ENVS if env.name == name)
+    if env.interpreter() is None:
+        pytest.skip(f"no Python {env.python} on this machine for {env.purpose}")
+    assert env.ready, f"{env.name} is not built: run `python tests/environments.py` (make test does)"
+    return env
 
 
 ENVS = (
-    ImageEnv("py39-torch1.13.1", "pytorch-trcomp-training:1.13.1 (Python 3.9)", "3.9",
+    Environment("py39-torch1.13.1", "pytorch-trcomp-training:1.13.1 (Python 3.9)", "3.9",
              ("torch==1.13.1", "numpy<2", *_TRANSFORMERS_4_21_NEEDS), ("transformers==4.21.1",)),
-    ImageEnv("py38-torch1.11.0", "huggingface-pytorch-trcomp-training, PyTorch 1.11, "
+    Environment("py38-torch1.11.0", "huggingface-pytorch-trcomp-training, PyTorch 1.11, "
              "Transformers 4.21.1 (Python 3.8)", "3.8",
              ("torch==1.11.0", "numpy<1.25", *_TRANSFORMERS_4_21_NEEDS),
              ("transformers==4.21.1",)),
     # torch-xla 2.9 removed torch_xla.amp.GradScaler, which the Training Compiler images have;
     # with the toolkit and the PyTorch DLCs' launcher logic, as in those images.
-    ImageEnv(XLA_WITH_GRAD_SCALER, "torch-xla with torch_xla.amp.GradScaler (2.8)", "3.11",
+    Environment(XLA_WITH_GRAD_SCALER, "torch-xla with torch_xla.amp.GradScaler (2.8)", "3.11",
              ("torch==2.8.0", "torch-xla==2.8.1", "transformers>=4.46,<6", "sagemaker-training",
               "sagemaker-pytorch-training"), torch_xla=True),
+    # A second template scanner; it pins its own boto3 and friends.
+    Environment(CHECKOV, "checkov, CloudFormation checks run offline on cdk.out", "3.11",
+                ("checkov>=3.2",), runtime=False),
 )
 
 
@@ -88,7 +103,7 @@ def _runs(python: str) -> bool:
                           check=False).returncode == 0
 
 
-def build(env: ImageEnv) -> str:
+def build(env: Environment) -> str:
     interpreter = env.interpreter()
     if interpreter is None:
         return f"skipped {env.name}: no Python {env.python} on this machine"
@@ -100,16 +115,18 @@ def build(env: ImageEnv) -> str:
         if env.no_deps:
             subprocess.run([*pip, "--no-deps", *env.no_deps], check=True)
         (env.folder / ".installed").write_text(repr(env))
-    # Every time, since the runtime changes: installed as the images' Dockerfiles install it,
-    # never touching the image's own torch.
-    subprocess.run([*pip, "--no-deps", "--force-reinstall", str(ROOT / "runtime")], check=True)
-    return f"ready {env.name} ({env.image})"
+    if env.runtime:
+        # Every time, since the runtime changes: installed as the images' Dockerfiles install
+        # it, never touching the image's own torch.
+        subprocess.run([*pip, "--no-deps", "--force-reinstall", str(ROOT / "runtime")],
+                       check=True)
+    return f"ready {env.name} ({env.purpose})"
 
 
 def main() -> int:
     os.environ.pop("PYTHONPATH", None)
     for env in ENVS:
-        print(f"image envs: {build(env)}", flush=True)
+        print(f"test environments: {build(env)}", flush=True)
     return 0
 
 
