@@ -280,3 +280,105 @@ def test_fails_where_no_inference_image_exists_and_asks_for_one(source_dir):
             compiler=Compiler.training_compiler(), instance_type="ml.g5.2xlarge",
             source_dir=source_dir, entry_point="train.py",
             registration=ModelRegistration(model_package_group_name="hf"))
+
+
+# --- notification -------------------------------------------------------------------------
+
+def test_a_new_version_and_its_approval_reach_the_team_topic(source_dir):
+    from tests.delivery import refusals
+
+    stack = _stack()
+    schedule = RetrainingSchedule(stack, "Schedule", pipeline=_bert(stack, source_dir),
+                                  team="nlp", expression="cron(0 1 ? * MON *)")
+    template = Template.from_stack(stack)
+    template.has_resource_properties("AWS::Events::Rule", {
+        "EventPattern": {"source": ["aws.sagemaker"],
+                         "detail-type": ["SageMaker Model Package State Change"],
+                         "detail": {"ModelPackageGroupName": ["bert-classifier"]}},
+        "Targets": [Match.object_like({"InputTransformer": Match.object_like({
+            "InputPathsMap": Match.object_like({
+                "detail-ModelPackageArn": "$.detail.ModelPackageArn",
+                "detail-ModelApprovalStatus": "$.detail.ModelApprovalStatus"}),
+            "InputTemplate": Match.string_like_regexp(
+                r"Team nlp: model version <detail-ModelPackageArn> of group bert-classifier is "
+                r"<detail-ModelApprovalStatus> .*Console: https://console.aws.amazon.com/"
+                r"sagemaker/home\?region=<region>#/model-registry/bert-classifier")})})]})
+    rendered = template.to_json()
+    assert refusals(rendered) == []
+    (events_statement,) = [s for p in template.find_resources("AWS::SNS::TopicPolicy").values()
+                           for s in p["Properties"]["PolicyDocument"]["Statement"]
+                           if s.get("Principal") == {"Service": "events.amazonaws.com"}]
+    sources = events_statement["Condition"]["ArnEquals"]["aws:SourceArn"]
+    assert {"Fn::GetAtt": [stack.get_logical_id(schedule.model_rule.node.default_child),
+                           "Arn"]} in sources
+    assert len(sources) == 2
+
+
+def test_no_model_rule_without_a_registration(source_dir):
+    stack = _stack()
+    pipeline = TrainingPipeline(stack, "Plain", framework=Framework.xgboost("1.7-1"),
+                                instance_type="ml.m6i.12xlarge")
+    schedule = RetrainingSchedule(stack, "Schedule", pipeline=pipeline, team="tab",
+                                  expression="cron(0 1 ? * MON *)")
+    assert schedule.model_rule is None
+    Template.from_stack(stack).resource_count_is("AWS::Events::Rule", 1)
+
+
+# --- the reference platform -----------------------------------------------------------------
+
+def test_reference_teams_register_after_their_gates(reference_assembly):
+    from compiled_training.summary import render
+    from tests.delivery import refusals
+    from tests.helpers import templates
+
+    found = templates(reference_assembly)
+    gates = {}
+    for team in ("DocumentClassification", "Tabular"):
+        (definition,) = definitions(found[team])
+        gate = _gate(definition)
+        gates[team] = gate["Arguments"]["Conditions"][0]["LeftValue"]["Get"]
+        assert gate["Arguments"]["IfSteps"][0]["Type"] == "RegisterModel"
+        assert refusals(found[team]) == [], team
+    assert gates == {"DocumentClassification": ACCURACY, "Tabular": AUC}
+    assert all(GATE_STEP not in json.dumps(d) for d in definitions(found["Creative"]))
+    text = render(Path(reference_assembly.directory))
+    assert ("Tabular: registers into group tabular-xgboost, PendingManualApproval, if "
+            "validation:auc >= MinValidationAuc (default 0.75)") in text
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ({"gate_threshold": 0.9}, r"Tabular.registration.model_package_group_name: is required"),
+    ({"model_package_group_name": "t", "approval": "Approved"},
+     r"Tabular.registration.approval: is not a known key; allowed: model_package_group_name, "),
+    ({"model_package_group_name": "t", "realtime_instance_types": "ml.m5.large"},
+     r"Tabular.registration.realtime_instance_types: must be a list, got 'ml.m5.large'"),
+    ({"model_package_group_name": "t", "gate_metric": "validation_accuracy"},
+     r"Tabular: TrainingPipeline Tabular/Pipeline: registration: gate_metric must be a metric "
+     r"the training job reports \(train:auc, validation:auc\), got 'validation_accuracy'"),
+])
+def test_fails_on_a_wrong_registration_in_cdk_json(tmp_path, value, message):
+    from tests.helpers import cdk_json_context, synth_reference_app
+
+    context = cdk_json_context()
+    context["compiled-training:teams"]["Tabular"]["registration"] = value
+    with pytest.raises(ValueError, match=message):
+        synth_reference_app(tmp_path, context)
+
+
+def test_readme_registration_example_adds_to_the_import_example(tmp_path, monkeypatch):
+    import re
+
+    from tests.helpers import ROOT, SAMPLE_ENTRY_POINT
+
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+    (example,) = [b for b in blocks if "app.synth()" in b]
+    (registration,) = [b for b in blocks if "ModelRegistration(" in b]
+    (tmp_path / "training").mkdir()
+    (tmp_path / "training" / "train.py").write_text(SAMPLE_ENTRY_POINT)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CDK_OUTDIR", str(tmp_path / "cdk.out"))
+    scope: dict = {}
+    program = example.replace("app.synth()", registration + "\napp.synth()")
+    exec(compile(program, "README.md", "exec"), scope)  # raises on any nag finding
+    template = scope["app"].synth().get_stack_by_name("NlpTraining").template
+    assert "AWS::SageMaker::ModelPackageGroup" in {r["Type"] for r in template["Resources"].values()}

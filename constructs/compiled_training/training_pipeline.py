@@ -181,7 +181,7 @@ class TrainingPipeline(PipelineBase):
             summary=self.summary())
         if self.registration is not None and self.registration.group is not None:
             # Pipelines registers into the group: it must exist before the first run.
-            self.resource.add_dependency(self.registration.group)
+            self.resource.node.add_dependency(self.registration.group)
 
     def summary(self) -> dict[str, Any]:
         """What the synth summary shows; also written as the pipeline's template metadata."""
