@@ -364,21 +364,3 @@ def test_fails_on_a_wrong_registration_in_cdk_json(tmp_path, value, message):
     with pytest.raises(ValueError, match=message):
         synth_reference_app(tmp_path, context)
 
-
-def test_readme_registration_example_adds_to_the_import_example(tmp_path, monkeypatch):
-    import re
-
-    from tests.helpers import ROOT, SAMPLE_ENTRY_POINT
-
-    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
-    (example,) = [b for b in blocks if "app.synth()" in b]
-    (registration,) = [b for b in blocks if "ModelRegistration(" in b]
-    (tmp_path / "training").mkdir()
-    (tmp_path / "training" / "train.py").write_text(SAMPLE_ENTRY_POINT)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("CDK_OUTDIR", str(tmp_path / "cdk.out"))
-    scope: dict = {}
-    program = example.replace("app.synth()", registration + "\napp.synth()")
-    exec(compile(program, "README.md", "exec"), scope)  # raises on any nag finding
-    template = scope["app"].synth().get_stack_by_name("NlpTraining").template
-    assert "AWS::SageMaker::ModelPackageGroup" in {r["Type"] for r in template["Resources"].values()}
