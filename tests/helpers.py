@@ -207,6 +207,13 @@ def substitute_expressions(value: Any, parameters: dict[str, Any]) -> Any:
             path = value["Get"]
             if path.startswith("Parameters."):
                 return parameters[path.split(".", 1)[1]]
+            if path in parameters:  # a step's property, given by the caller
+                return parameters[path]
+            if path.endswith(".ModelArtifacts.S3ModelArtifacts"):
+                return "s3://output-bucket/pipeline/output/job-0123/output/model.tar.gz"
+            if path == "Execution.PipelineExecutionArn":
+                return ("arn:aws:sagemaker:us-east-1:123456789012:pipeline/pipeline/"
+                        "execution/0123456789ab")
             return "execution-0123456789ab"
         if set(value) == {"Std:Join"}:
             join = value["Std:Join"]
@@ -219,23 +226,30 @@ def substitute_expressions(value: Any, parameters: dict[str, Any]) -> Any:
 
 
 def validate_job_arguments(definition: dict[str, Any]) -> None:
-    """Each training and processing step's arguments against CreateTrainingJob and
-    CreateProcessingJob: types, required fields, ranges (botocore's ParamValidator) plus
+    """Each training, processing and model-registration step's arguments (those in a
+    condition's branches too) against CreateTrainingJob, CreateProcessingJob and
+    CreateModelPackage: types, required fields, ranges (botocore's ParamValidator) plus
     enums, lengths and patterns (walked here, since the validator does not check them)."""
     import botocore.session
     from botocore.validate import ParamValidator
 
     model = botocore.session.get_session().get_service_model("sagemaker")
     operations = {"Training": ("CreateTrainingJob", "TrainingJobName"),
-                  "Processing": ("CreateProcessingJob", "ProcessingJobName")}
+                  "Processing": ("CreateProcessingJob", "ProcessingJobName"),
+                  "RegisterModel": ("CreateModelPackage", None)}
     parameters = {p["Name"]: p["DefaultValue"] for p in definition.get("Parameters", [])}
+    steps = list(definition["Steps"])
     for step in definition["Steps"]:
+        if step["Type"] == "Condition":
+            steps += step["Arguments"].get("IfSteps", []) + step["Arguments"].get("ElseSteps", [])
+    for step in steps:
         if step["Type"] not in operations:
             continue
         operation, name_field = operations[step["Type"]]
         shape = model.operation_model(operation).input_shape
         request = substitute_expressions(step["Arguments"], parameters)
-        request[name_field] = "pipelines-execution-Step-0123456789"
+        if name_field:
+            request[name_field] = "pipelines-execution-Step-0123456789"
         report = ParamValidator().validate(request, shape)
         assert not report.has_errors(), report.generate_report()
         problems = list(_constraint_problems(request, shape, operation))
@@ -260,8 +274,9 @@ def _constraint_problems(value: Any, shape: Any, path: str):
             yield f"{path}: {value!r} is not one of {shape.name}"
         if len(value) > meta.get("max", len(value)):
             yield f"{path}: longer than {meta['max']}"
-        # The model writes Java-style classes (\p{L}); the regex module reads them.
-        if "pattern" in meta and not regex.match(meta["pattern"], value):
+        # The model writes Java-style classes (\p{L}); the regex module reads them. The API
+        # matches a whole value.
+        if "pattern" in meta and not regex.fullmatch(meta["pattern"], value):
             yield f"{path}: {value!r} does not match {meta['pattern']}"
 
 

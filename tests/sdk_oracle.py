@@ -134,3 +134,58 @@ def sdk_training_arguments(case: SdkCase, source_s3_uri: str,
     except ValueError:
         return None
     return definition["Steps"][0]["Arguments"]
+
+
+def sdk_registration_steps(*, image_uri: str, group: str, approval_status: str,
+                           metric: str, threshold: float, higher_is_better: bool,
+                           realtime: list[str], transform: list[str], content_types: list[str],
+                           response_types: list[str], metadata: dict[str, Any],
+                           description: str) -> dict[str, Any]:
+    """The SDK's gate (a ConditionStep) with its RegisterModel and Fail steps, as it writes
+    them after a training step named ``Train``: the step JSON, by name (branches included)."""
+    from sagemaker.estimator import Estimator
+    from sagemaker.workflow.condition_step import ConditionStep
+    from sagemaker.workflow.conditions import (
+        ConditionGreaterThanOrEqualTo,
+        ConditionLessThanOrEqualTo,
+    )
+    from sagemaker.workflow.execution_variables import ExecutionVariables
+    from sagemaker.workflow.fail_step import FailStep
+    from sagemaker.workflow.functions import Join
+    from sagemaker.workflow.parameters import ParameterFloat
+    from sagemaker.workflow.pipeline import Pipeline
+    from sagemaker.workflow.pipeline_definition_config import PipelineDefinitionConfig
+    from sagemaker.workflow.step_collections import RegisterModel
+    from sagemaker.workflow.steps import TrainingStep
+
+    estimator = Estimator(image_uri=image_uri, role=ROLE, instance_type="ml.m5.xlarge",
+                          instance_count=1, output_path=SDK_OUTPUT,
+                          sagemaker_session=_session())
+    train = TrainingStep(name="Train", step_args=estimator.fit())
+    name = ("Min" if higher_is_better else "Max") + "".join(
+        c for c in metric.title() if c.isalnum())
+    limit = ParameterFloat(name=name, default_value=threshold)
+    value = train.properties.FinalMetricDataList[metric].Value
+    sdk_metadata = {k: ExecutionVariables.PIPELINE_EXECUTION_ARN if v == "<execution>" else v
+                    for k, v in metadata.items()}
+    sdk_metadata.update({"gate_metric": metric, "gate_value": Join(on="", values=[value]),
+                         "gate_threshold": Join(on="", values=[limit])})
+    register = RegisterModel(
+        name="RegisterModel", estimator=estimator,
+        model_data=train.properties.ModelArtifacts.S3ModelArtifacts, image_uri=image_uri,
+        content_types=content_types, response_types=response_types,
+        inference_instances=realtime, transform_instances=transform,
+        model_package_group_name=group, approval_status=approval_status,
+        customer_metadata_properties=sdk_metadata, description=description)
+    compare = ConditionGreaterThanOrEqualTo if higher_is_better else ConditionLessThanOrEqualTo
+    below = "below" if higher_is_better else "above"
+    fail = FailStep(name="QualityGateFailed", error_message=Join(on="", values=[
+        f"Model not registered: {metric} ", value, f" is {below} the threshold {name} ",
+        limit]))
+    gate = ConditionStep(name="QualityGate", conditions=[compare(left=value, right=limit)],
+                         if_steps=[register], else_steps=[fail])
+    pipeline = Pipeline(
+        name="parity", steps=[train, gate], parameters=[limit], sagemaker_session=_session(),
+        pipeline_definition_config=PipelineDefinitionConfig(use_custom_job_prefix=False))
+    steps = json.loads(pipeline.definition())["Steps"]
+    return {"Parameters": json.loads(pipeline.definition())["Parameters"], "Gate": steps[1]}

@@ -23,21 +23,31 @@ def test_readme_example_synthesizes_with_cdk_nag(tmp_path, monkeypatch):
     assert "AWS::SageMaker::Pipeline" in kinds
 
 
-def test_readme_benchmark_example_adds_to_the_import_example(tmp_path, monkeypatch):
-    readme = (ROOT / "README.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+def _run_with_import_example(tmp_path, monkeypatch, marker: str) -> tuple[dict, dict]:
+    """The README block containing ``marker``, added to the import example's stack before its
+    app.synth(), run; returns its scope and the stack's template."""
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
     (example,) = [b for b in blocks if "app.synth()" in b]
-    (benchmark,) = [b for b in blocks if "CompilerBenchmark(" in b]
+    (addition,) = [b for b in blocks if marker in b]
     (tmp_path / "training").mkdir()
     (tmp_path / "training" / "train.py").write_text(SAMPLE_ENTRY_POINT)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CDK_OUTDIR", str(tmp_path / "cdk.out"))
-    # The benchmark joins the import example's stack, before its app.synth().
-    program = example.replace("app.synth()", benchmark + "\napp.synth()")
+    program = example.replace("app.synth()", addition + "\napp.synth()")
     scope: dict = {}
     exec(compile(program, "README.md", "exec"), scope)  # raises on any nag finding
-    template = scope["app"].synth().get_stack_by_name("NlpTraining").template
+    return scope, scope["app"].synth().get_stack_by_name("NlpTraining").template
+
+
+def test_readme_benchmark_example_adds_to_the_import_example(tmp_path, monkeypatch):
+    scope, template = _run_with_import_example(tmp_path, monkeypatch, "CompilerBenchmark(")
     pipelines = [r for r in template["Resources"].values()
                  if r["Type"] == "AWS::SageMaker::Pipeline"]
     assert len(pipelines) == 2
     assert scope["benchmark"].decision_parameter_name.startswith("/compiled-training/")
+
+
+def test_readme_registration_example_adds_to_the_import_example(tmp_path, monkeypatch):
+    _, template = _run_with_import_example(tmp_path, monkeypatch, "ModelRegistration(")
+    kinds = {r["Type"] for r in template["Resources"].values()}
+    assert "AWS::SageMaker::ModelPackageGroup" in kinds

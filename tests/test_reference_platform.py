@@ -55,7 +55,7 @@ def test_document_classification_uses_training_compiler_with_pytorchxla(referenc
     assert "DebugHookConfig" not in args
     assert args["ProfilerConfig"] == {"DisableProfiler": True}
     assert {p["Name"] for p in definition["Parameters"]} == {
-        "Epochs", "TrainDataUri", "ValidationDataUri"}
+        "Epochs", "TrainDataUri", "ValidationDataUri", "MinValidationAccuracy"}
 
 
 def test_each_team_retrains_on_its_rhythm(reference_assembly):
@@ -136,7 +136,7 @@ def test_two_synths_are_byte_identical(tmp_path):
         ("Tabular", "schedule", {"expression": "cron(0 2 * * * *)"},
          r"Tabular: RetrainingSchedule Tabular/Schedule: cron expression must set exactly one of day-of-month and day-of-week"),
         ("Tabular", "schedule", {"expression": "rate(1 day)", "parameters": {"Rounds": 5}},
-         r"Tabular: .*parameter 'Rounds' is not declared by pipeline Tabular-Pipeline-.* \(declared: NumRound, TrainDataUri, ValidationDataUri\)"),
+         r"Tabular: .*parameter 'Rounds' is not declared by pipeline Tabular-Pipeline-.* \(declared: MinValidationAuc, NumRound, TrainDataUri, ValidationDataUri\)"),
         ("Creative", "schedule", {"expression": "rate(7 days)", "time_zone": "Mars/Olympus"},
          r"Creative: schedule.time_zone must be an IANA time zone such as 'Europe/Berlin', got 'Mars/Olympus'"),
         ("Creative", "schedule", {"cron": "x"}, r"Creative.schedule.expression: is required"),

@@ -19,6 +19,7 @@ _EXPORTS = {
     "ParameterType": "job",
     "TrainingOutputBucket": "output_bucket",
     "TrainingPipeline": "training_pipeline",
+    "ModelRegistration": "registration",
     "CompilerBenchmark": "compiler_benchmark",
     "RetrainingSchedule": "schedule",
     "RuntimeImage": "runtime_image",
@@ -37,6 +38,7 @@ __all__ = [
     "Distribution",
     "Framework",
     "InputChannel",
+    "ModelRegistration",
     "Parameter",
     "ParameterType",
     "RetrainingSchedule",
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
     from .framework import Framework
     from .job import Distribution, InputChannel, Parameter, ParameterType
     from .output_bucket import TrainingOutputBucket
+    from .registration import ModelRegistration
     from .runtime_image import BuildMode, RuntimeImage
     from .schedule import RetrainingSchedule
     from .training_pipeline import TrainingPipeline

@@ -20,6 +20,7 @@ from .compiler_benchmark import CompilerBenchmark
 from .framework import Framework
 from .job import Distribution, InputChannel, Parameter
 from .nag import acknowledge
+from .registration import ModelRegistration
 from .runtime_image import BuildMode, RuntimeImage
 from .schedule import RetrainingSchedule
 from .training_pipeline import TrainingPipeline
@@ -49,6 +50,7 @@ _OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "schedule": dict,
     "runtime_image": dict,
     "benchmark": dict,
+    "registration": dict,
 }
 # `CompilerBenchmark` props a team's ``benchmark`` entry may set; the rest comes from the team's
 # pipeline (same framework, instances, code, data and hyperparameters).
@@ -60,6 +62,22 @@ _BENCHMARK_KEYS: dict[str, type | tuple[type, ...]] = {
     "quality_tolerance": (int, float),
     "spot": bool,
     "decision_parameter_name": str,
+}
+# `ModelRegistration` fields a team's ``registration`` entry may set (instance types as lists).
+_REGISTRATION_KEYS: dict[str, type | tuple[type, ...]] = {
+    "model_package_group_name": str,
+    "existing_group": bool,
+    "approval_status": str,
+    "gate_metric": str,
+    "gate_threshold": (int, float),
+    "higher_is_better": bool,
+    "inference_image_uri": str,
+    "realtime_instance_types": list,
+    "transform_instance_types": list,
+    "content_types": list,
+    "response_types": list,
+    "git_commit": str,
+    "deployment_account": str,
 }
 _SCHEDULE_KEYS: dict[str, type | tuple[type, ...]] = {
     "expression": str,
@@ -96,6 +114,11 @@ def pipeline_props(team: str, config: Mapping[str, Any], *, base_dir: Path) -> d
             raise fail("schedule.expression", "is required")
         _check_entry(fail, "schedule.", schedule, _SCHEDULE_KEYS)
     _check_entry(fail, "benchmark.", config.get("benchmark", {}), _BENCHMARK_KEYS)
+    registration = config.get("registration")
+    if registration is not None:
+        if "model_package_group_name" not in registration:
+            raise fail("registration.model_package_group_name", "is required")
+        _check_entry(fail, "registration.", registration, _REGISTRATION_KEYS)
     try:
         return _props(config, base_dir)
     except KeyError as missing:
@@ -173,6 +196,8 @@ def _props(config: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
     }
     if "max_runtime_hours" in config:
         props["max_runtime"] = Duration.minutes(round(60 * config["max_runtime_hours"]))
+    if "registration" in config:
+        props["registration"] = ModelRegistration(**config["registration"])
     return props
 
 

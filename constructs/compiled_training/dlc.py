@@ -64,18 +64,18 @@ def sdk_image_uris() -> ModuleType:
 
 
 @functools.lru_cache(maxsize=64)
-def sdk_config(name: str) -> dict[str, Any]:
+def sdk_config(name: str, scope: str = "training") -> dict[str, Any]:
     """One of the SDK's ``image_uri_config/<name>.json`` files, read without importing the SDK.
 
     Importing ``sagemaker`` costs seconds (pydantic models, sagemaker-core); the JSON files
-    are the same data ``image_uris.retrieve`` reads.
+    are the same data ``image_uris.retrieve`` reads. ``scope``: ``training`` or ``inference``.
     """
     spec = importlib.util.find_spec("sagemaker")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("the SageMaker SDK v2 (package 'sagemaker<3') is not installed")
     folder = Path(next(iter(spec.submodule_search_locations))) / "image_uri_config"
     config: dict[str, Any] = json.loads((folder / f"{name}.json").read_text())
-    return config.get("training", config)
+    return config.get(scope, config)
 
 
 def training_compiler_releases() -> list[str]:
@@ -91,16 +91,18 @@ def training_compiler_releases() -> list[str]:
 
 
 @functools.lru_cache(maxsize=256)
-def resolve_dlc(framework: Framework, training_compiler: bool, instance_type: str) -> DlcImage:
+def resolve_dlc(framework: Framework, training_compiler: bool, instance_type: str,
+                scope: str = "training") -> DlcImage:
     """The DLC for a framework, with or without Training Compiler, on an instance type.
 
-    Follows ``sagemaker.image_uris.retrieve`` for training images (tests hold it to the SDK's
-    answer). Raises ``ValueError`` naming what the SDK supports when no such image exists.
+    Follows ``sagemaker.image_uris.retrieve`` for training images, and for inference images
+    with ``scope="inference"`` (tests hold it to the SDK's answer). Raises ``ValueError``
+    naming what the SDK supports when no such image exists.
     """
-    config = sdk_config(_config_name(framework, training_compiler))
-    entry, py_version = _version_config(config, framework, training_compiler)
+    config = sdk_config(_config_name(framework, training_compiler), scope)
+    entry, py_version = _version_config(config, framework, training_compiler, scope)
     processor = _processor(framework, instance_type, config.get("processors")
-                           or entry.get("processors"))
+                           or entry.get("processors"), scope)
     # Versions as spelled: a short version names the image's short tag (as the SDK's does);
     # Framework refuses a short and a full version mixed, which no tag has.
     if framework.name == "huggingface":
@@ -113,14 +115,15 @@ def resolve_dlc(framework: Framework, training_compiler: bool, instance_type: st
                     registries=tuple(sorted(entry["registries"].items())))
 
 
-def _processor(framework: Framework, instance_type: str, available: list[str] | None) -> str | None:
+def _processor(framework: Framework, instance_type: str, available: list[str] | None,
+               scope: str) -> str | None:
     if not available:
         return None
     family = instance_family(instance_type)
     processor = family if family in available else _PROCESSORS[accelerator(instance_type)]
     if processor not in available:
         raise ValueError(
-            f"{framework.describe()} has no {processor.upper()} training image for instance "
+            f"{framework.describe()} has no {processor.upper()} {scope} image for instance "
             f"type {instance_type!r}; it has {', '.join(p.upper() for p in available)} images"
         )
     return processor
@@ -133,7 +136,7 @@ def _config_name(framework: Framework, training_compiler: bool) -> str:
 
 
 def _version_config(
-    config: dict[str, Any], framework: Framework, training_compiler: bool
+    config: dict[str, Any], framework: Framework, training_compiler: bool, scope: str
 ) -> tuple[dict[str, Any], str | None]:
     """The version's entry (for the Python version) and the Python version."""
     version = config.get("version_aliases", {}).get(framework.version, framework.version)
@@ -141,7 +144,7 @@ def _version_config(
         if training_compiler:
             raise ValueError(_no_training_compiler_message(framework))
         raise ValueError(
-            f"{framework.describe()} has no SageMaker training image; supported "
+            f"{framework.describe()} has no SageMaker {scope} image; supported "
             f"{framework.name} versions: {', '.join(config['versions'])}"
         )
     entry = config["versions"][version]

@@ -2,7 +2,8 @@
 
 An EventBridge Scheduler schedule starts the pipeline, with retries and an encrypted
 dead-letter queue (alarmed); an EventBridge rule reports the pipeline's failed and stopped
-executions to an SNS topic, and an alarm watches the failed-execution metric.
+executions to an SNS topic, and an alarm watches the failed-execution metric. A pipeline that
+registers its model gets a second rule: each new version and approval change.
 """
 
 from __future__ import annotations
@@ -176,9 +177,40 @@ class RetrainingSchedule(Construct):
             ),
             targets=[cast(events.IRuleTarget, _TopicTarget(self.topic, _message(team, pipeline)))],
         )
+        rules = [self.status_rule]
+        self.model_rule = self._model_rule(team, pipeline)
+        if self.model_rule is not None:
+            rules.append(self.model_rule)
         # A topic policy replaces SNS's default one: each sender needs its own statement.
-        self._allow_publish("events.amazonaws.com", [self.status_rule.rule_arn])
+        self._allow_publish("events.amazonaws.com", [rule.rule_arn for rule in rules])
         self._allow_publish("cloudwatch.amazonaws.com", [alarm.alarm_arn for alarm in alarms])
+
+    def _model_rule(self, team: str, pipeline: PipelineBase) -> events.Rule | None:
+        """A registered model version, and each change of its approval, reaches the team."""
+        registration = getattr(pipeline, "registration", None)  # TrainingPipeline's
+        if registration is None:
+            return None
+        group = registration.registration.group_name
+        package = events.EventField.from_path("$.detail.ModelPackageArn")
+        status = events.EventField.from_path("$.detail.ModelApprovalStatus")
+        value = events.EventField.from_path("$.detail.CustomerMetadataProperties.gate_value")
+        metric = events.EventField.from_path("$.detail.CustomerMetadataProperties.gate_metric")
+        region = events.EventField.from_path("$.region")
+        console = (f"https://console.aws.amazon.com/sagemaker/home?region={region}"
+                   f"#/model-registry/{group}")
+        message = events.RuleTargetInput.from_text(
+            f"Team {team}: model version {package} of group {group} is {status} "
+            f"({metric} {value}). Console: {console}")
+        return events.Rule(
+            self, "ModelRule",
+            description=f"Team {team}: versions and approvals in model package group {group}",
+            event_pattern=events.EventPattern(
+                source=["aws.sagemaker"],
+                detail_type=["SageMaker Model Package State Change"],
+                detail={"ModelPackageGroupName": [group]},
+            ),
+            targets=[cast(events.IRuleTarget, _TopicTarget(self.topic, message))],
+        )
 
     def _allow_publish(self, service: str, sources: list[str]) -> None:
         """Lets ``service`` publish to the topic on behalf of ``sources`` (and nothing else)."""

@@ -72,6 +72,8 @@ def render(outdir: Path, now: datetime | None = None) -> str:
     lines.append("")
     for row in rows:
         lines.append(f"{row['stack']}: image {row.get('image', '?')}; template {row['template']}")
+        if row.get("registration"):
+            lines.append(f"{row['stack']}: registers into {row['registration']}")
     lines.extend(schedules(templates, now or datetime.now(timezone.utc)))
     report = outdir / "validation-report.json"
     if report.exists():

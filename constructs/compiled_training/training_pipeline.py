@@ -21,8 +21,14 @@ from .compiler import Compiler
 from .definition import build_definition
 from .dlc import DlcImage
 from .framework import Framework
-from .job import Distribution, HyperparameterValue, InputChannel
+from .job import Distribution, HyperparameterValue, InputChannel, unique_parameters
 from .pipeline_base import PipelineBase, try_resolve_dlc
+from .registration import (
+    BoundRegistration,
+    ModelRegistration,
+    add_registration,
+    bind_registration,
+)
 from .registry import dlc_image_uri
 from .runtime_image import RuntimeImage
 
@@ -68,6 +74,7 @@ class TrainingPipeline(PipelineBase):
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         network_isolation: bool | None = None,
         inter_container_encryption: bool | None = None,
+        registration: ModelRegistration | None = None,
     ) -> None:
         """
         :param framework: the framework and version, e.g. ``Framework.pytorch("1.13.1")``.
@@ -105,6 +112,8 @@ class TrainingPipeline(PipelineBase):
         :param security_groups: when omitted with a VPC, a new group with no inbound rules.
         :param network_isolation: when omitted, off (the container may reach the network).
         :param inter_container_encryption: when omitted, on for multi-instance jobs.
+        :param registration: when omitted, a run ends with its model in S3; with it, a quality
+            gate on a reported metric, then a version in a Model Package Group.
         """
         super().__init__(scope, construct_id, pipeline_name=pipeline_name)
         compiler = compiler or Compiler.none()
@@ -148,18 +157,31 @@ class TrainingPipeline(PipelineBase):
         if compiler.advice:
             Annotations.of(self).add_warning_v2(
                 "compiled-training:TrainingPipeline:Advisor", compiler.advice)
-        self.parameters = {p.name: p for p in job.parameters}
+        self.registration: BoundRegistration | None = None
+        if registration is not None:
+            self.registration = bind_registration(self, self._subject, registration, job,
+                                                  self._registration_metadata(registration))
+        self.parameters = {p.name: p for p in unique_parameters(
+            [*job.parameters, *(self.registration.parameters if self.registration else [])])}
 
         policy = self._execution_policy([job], [self.code] if self.code else [],
                                         [repository or self._ecr_repository_arn(self.image_uri)])
         self.role = self._execution_role(policy)
         self.job = job = replace(job, role_arn=self.role.role_arn)
+        definition = build_definition(job)
+        pipeline_policy = self._pipeline_policy(self.role)
+        if self.registration is not None:
+            definition = add_registration(definition, job, self.registration.registration)
+            self.registration.allow(pipeline_policy, self)
         self._create_pipeline(
-            definition=build_definition(job),
+            definition=definition,
             description=description
             or f"Trains with {framework.describe()}, compiler: {compiler.describe()}",
-            pipeline_policy=self._pipeline_policy(self.role),
+            pipeline_policy=pipeline_policy,
             summary=self.summary())
+        if self.registration is not None and self.registration.group is not None:
+            # Pipelines registers into the group: it must exist before the first run.
+            self.resource.node.add_dependency(self.registration.group)
 
     def summary(self) -> dict[str, Any]:
         """What the synth summary shows; also written as the pipeline's template metadata."""
@@ -176,9 +198,24 @@ class TrainingPipeline(PipelineBase):
         }
         if self.compiler.profile is not None:
             summary["workload"] = asdict(self.compiler.profile)
+        if self.registration is not None:
+            summary["registration"] = self.registration.describe()
         return summary
 
     # --- wiring --------------------------------------------------------------------------
+
+    def _registration_metadata(self, registration: ModelRegistration) -> dict[str, Any]:
+        """What each model version records about how it was trained."""
+        metadata: dict[str, Any] = {
+            "pipeline": self.pipeline_name,
+            "execution": {"Get": "Execution.PipelineExecutionArn"},
+            "compiler": self.compiler.describe(),
+            "framework": self.framework.describe(),
+            "image": self.image_uri,
+        }
+        if registration.git_commit:
+            metadata["git_commit"] = registration.git_commit
+        return metadata
 
     def _image_description(self) -> str:
         if self.runtime_image is not None:
