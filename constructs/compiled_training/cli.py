@@ -23,6 +23,7 @@ import yaml
 
 from .advisor import Assessment, Verdict, WorkloadProfile, assess_workload
 from .bench import BACKENDS, WARMUP_STEPS
+from .extras import MissingExtraError, require_extra
 
 USAGE_ERROR = 2
 _FIELDS = {f.name: f for f in dataclasses.fields(WorkloadProfile)}
@@ -143,6 +144,7 @@ def plot(assessments: list[Assessment], target: Path) -> None:
     Log axes, so that the short jobs where compilation does not pay stay visible next to
     the long ones where it does. One band per expected gain; each workload is a point on it.
     """
+    require_extra("plot", "advise --plot")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -206,6 +208,7 @@ def _bench(args: argparse.Namespace) -> int:
 
 def _ab(args: argparse.Namespace) -> int:
     """The CompilerBenchmark's arms and comparison, on this machine."""
+    require_extra("bench", "bench --ab")
     from tqdm import tqdm
 
     from compiled_training_runtime.compare import Thresholds
@@ -257,13 +260,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `advise ... | head` ends quietly
-    if args.command == "bench":
-        return _bench(args)
     try:
-        assessments = [assess_workload(p) for p in load_workloads(args.workloads)]
-    except InputError as error:
-        print(f"compiled-training advise: {error}", file=sys.stderr)
+        return _bench(args) if args.command == "bench" else _advise(args)
+    except (InputError, MissingExtraError) as error:
+        print(f"compiled-training {args.command}: {error}", file=sys.stderr)
         return USAGE_ERROR
+
+
+def _advise(args: argparse.Namespace) -> int:
+    assessments = [assess_workload(p) for p in load_workloads(args.workloads)]
     print(_json(assessments) if args.json else _table(assessments))
     if args.plot:
         plot(assessments, args.plot)
