@@ -40,7 +40,7 @@ image-envs: setup-dev
 	$(PY) tests/image_envs.py
 
 test: setup-dev lint image-envs
-	$(PY) -m pytest -n 2 -q
+	$(PY) -m pytest -n 2 --dist loadgroup -q
 
 lint: setup-dev
 	$(VENV)/bin/ruff check .
