@@ -14,7 +14,14 @@ import pytest
 from aws_cdk.assertions import Match, Template
 from moto import mock_aws
 
-from compiled_training import BuildMode, Compiler, Framework, RuntimeImage, TrainingPipeline
+from compiled_training import (
+    BuildMode,
+    Compiler,
+    Framework,
+    RuntimeImage,
+    TrainingPipeline,
+    runtime_image,
+)
 from compiled_training.image_build import handler
 from compiled_training.runtime_image import stage_context
 from compiled_training.runtime_wheel import runtime_wheel
@@ -144,7 +151,7 @@ def test_runtime_wheel_is_deterministic_and_installs_with_pip(tmp_path):
         dist_info / "METADATA").read_text()
 
 
-def test_tag_changes_with_the_runtime_and_only_then(tmp_path):
+def test_tag_changes_with_the_runtime_and_only_then(tmp_path, monkeypatch):
     folder = ROOT / "images" / "training-compiler"
     _, first = stage_context(folder, {"BASE_IMAGE": "x:1"})
     _, again = stage_context(folder, {"BASE_IMAGE": "x:1"})
@@ -154,6 +161,9 @@ def test_tag_changes_with_the_runtime_and_only_then(tmp_path):
     copy.mkdir()
     (copy / "Dockerfile").write_text((folder / "Dockerfile").read_text() + "\n# changed\n")
     assert stage_context(copy, {"BASE_IMAGE": "x:1"})[1] != first
+    name, wheel = runtime_wheel()
+    monkeypatch.setattr(runtime_image, "runtime_wheel", lambda: (name, wheel + b"changed"))
+    assert stage_context(folder, {"BASE_IMAGE": "x:1"})[1] != first
 
 
 def test_local_build_is_a_docker_asset_with_the_base_image_argument():
