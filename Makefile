@@ -1,6 +1,8 @@
 # Two entry points: `make synth` (the reference platform, with a summary) and `make test`.
 # Both set everything up on a fresh machine: a virtualenv with the pinned Python packages
 # and the pinned CDK CLI from package-lock.json. No Docker engine and no AWS credentials.
+# `make synth` installs only what synthesis needs (the library and its runtime, no torch);
+# `make test` adds the extras and the test tools.
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -8,13 +10,20 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export SAGEMAKER_SUPPRESS_V2_WARNING := 1
 export AWS_EC2_METADATA_DISABLED := true
 
-.PHONY: setup synth test lint bench clean test-envs
+.PHONY: setup setup-dev synth test lint bench clean test-envs
 
 setup: $(VENV)/.installed node_modules/.installed
+
+setup-dev: setup $(VENV)/.installed-dev
 
 $(VENV)/.installed: pyproject.toml runtime/pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ./runtime -e .
+	touch $@
+
+# The plotting and benchmark extras (torch, torch-xla) and the test tools.
+$(VENV)/.installed-dev: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ./runtime -e ".[dev]"
 	touch $@
 
@@ -27,13 +36,13 @@ synth: setup
 	$(PY) -m compiled_training.summary cdk.out
 
 # The training images' own Python and torch versions, and checkov, beside the main venv.
-test-envs: setup
+test-envs: setup-dev
 	$(PY) tests/environments.py
 
-test: setup lint test-envs
-	$(PY) -m pytest -n 2 -q
+test: setup-dev lint test-envs
+	$(PY) -m pytest -n 2 --dist loadgroup -q
 
-lint: setup
+lint: setup-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 

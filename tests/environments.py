@@ -103,7 +103,17 @@ def _runs(python: str) -> bool:
                           check=False).returncode == 0
 
 
-def build(env: Environment) -> str:
+def runtime_wheel() -> Path:
+    """The runtime wheel that RuntimeImage stages into an image's build context."""
+    from compiled_training.runtime_wheel import runtime_wheel as build_wheel
+
+    name, data = build_wheel()
+    HOME.mkdir(exist_ok=True)
+    (HOME / name).write_bytes(data)
+    return HOME / name
+
+
+def build(env: Environment, wheel: Path) -> str:
     interpreter = env.interpreter()
     if interpreter is None:
         return f"skipped {env.name}: no Python {env.python} on this machine"
@@ -116,17 +126,17 @@ def build(env: Environment) -> str:
             subprocess.run([*pip, "--no-deps", *env.no_deps], check=True)
         (env.folder / ".installed").write_text(repr(env))
     if env.runtime:
-        # Every time, since the runtime changes: installed as the images' Dockerfiles install
-        # it, never touching the image's own torch.
-        subprocess.run([*pip, "--no-deps", "--force-reinstall", str(ROOT / "runtime")],
-                       check=True)
+        # Every time, since the runtime changes: the image's wheel, installed as the images'
+        # Dockerfiles install it, never touching the image's own torch.
+        subprocess.run([*pip, "--no-deps", "--force-reinstall", str(wheel)], check=True)
     return f"ready {env.name} ({env.purpose})"
 
 
 def main() -> int:
+    wheel = runtime_wheel()
     os.environ.pop("PYTHONPATH", None)
     for env in ENVS:
-        print(f"test environments: {build(env)}", flush=True)
+        print(f"test environments: {build(env, wheel)}", flush=True)
     return 0
 
 

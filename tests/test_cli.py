@@ -73,6 +73,26 @@ def test_plot_is_a_png(tmp_path, capsys):
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.parametrize(("arguments", "missing", "message"), [
+    (["advise", str(WORKLOADS), "--plot", "advise.png"], "matplotlib",
+     "compiled-training advise: advise --plot needs matplotlib (not installed): "
+     "pip install 'compiled-training[plot]'\n"),
+    (["bench", "--ab"], "torch",
+     "compiled-training bench: bench --ab needs torch (not installed): "
+     "pip install 'compiled-training[bench]'\n"),
+    (["bench", "--backends", "eager"], "transformers",
+     "compiled-training bench: bench needs transformers (not installed): "
+     "pip install 'compiled-training[bench]'\n"),
+])
+def test_fails_without_an_extra_with_one_line_naming_it(monkeypatch, tmp_path, capsys,
+                                                        arguments, missing, message):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, missing, None)  # as if not installed
+    assert main(arguments) == 2
+    assert capsys.readouterr().err == message
+    assert not list(tmp_path.iterdir())  # failed before writing or running anything
+
+
 def test_the_installed_command_runs_without_starting_the_cdk():
     result = subprocess.run([sys.executable, "-X", "importtime", "-m", "compiled_training.cli",
                              "advise", str(WORKLOADS), "--json"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -13,9 +14,18 @@ import pytest
 from aws_cdk.assertions import Match, Template
 from moto import mock_aws
 
-from compiled_training import BuildMode, Compiler, Framework, RuntimeImage, TrainingPipeline
+from compiled_training import (
+    BuildMode,
+    Compiler,
+    Framework,
+    RuntimeImage,
+    TrainingPipeline,
+    runtime_image,
+)
 from compiled_training.image_build import handler
 from compiled_training.runtime_image import stage_context
+from compiled_training.runtime_wheel import runtime_wheel
+from compiled_training_runtime import contract
 from tests.helpers import ROOT, cfn_lint
 
 BERT = Framework.pytorch("1.13.1")
@@ -116,14 +126,32 @@ def test_staged_context_holds_the_dockerfile_and_the_runtime_only(tmp_path):
     app.synth()
     (context,) = [p for p in tmp_path.glob("asset.*") if (p / "Dockerfile").exists()]
     files = sorted(p.relative_to(context).as_posix() for p in context.rglob("*") if p.is_file())
-    assert files[0] == "Dockerfile"
-    assert all(f == "Dockerfile" or f.startswith("runtime/") for f in files)
-    assert "runtime/compiled_training_runtime/contract.py" in files
-    assert not any("test" in f or "egg-info" in f or "__pycache__" in f or "cdk.out" in f
-                   for f in files)
+    assert files == ["Dockerfile", "compiled_training_runtime-0.1.0-py3-none-any.whl"]
+    with zipfile.ZipFile(context / files[1]) as wheel:
+        names = wheel.namelist()
+        assert wheel.read("compiled_training_runtime/contract.py") == (
+            Path(contract.__file__).read_bytes())
+    assert all(n.startswith(("compiled_training_runtime/",
+                             "compiled_training_runtime-0.1.0.dist-info/")) for n in names)
+    assert not any("test" in n or "egg-info" in n or "__pycache__" in n for n in names)
 
 
-def test_tag_changes_with_the_runtime_and_only_then(tmp_path):
+def test_runtime_wheel_is_deterministic_and_installs_with_pip(tmp_path):
+    name, data = runtime_wheel()
+    assert runtime_wheel() == (name, data)
+    (tmp_path / name).write_bytes(data)
+    # As the Dockerfiles install it; pip checks the wheel's name, tags and RECORD.
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--target", str(tmp_path / "site"), str(tmp_path / name)], check=True)
+    installed = tmp_path / "site" / "compiled_training_runtime"
+    assert sorted(p.name for p in installed.glob("*.py")) == sorted(
+        p.name for p in Path(contract.__file__).parent.glob("*.py"))
+    dist_info = tmp_path / "site" / "compiled_training_runtime-0.1.0.dist-info"
+    assert "Name: compiled-training-runtime\nVersion: 0.1.0\n" in (
+        dist_info / "METADATA").read_text()
+
+
+def test_tag_changes_with_the_runtime_and_only_then(tmp_path, monkeypatch):
     folder = ROOT / "images" / "training-compiler"
     _, first = stage_context(folder, {"BASE_IMAGE": "x:1"})
     _, again = stage_context(folder, {"BASE_IMAGE": "x:1"})
@@ -133,6 +161,9 @@ def test_tag_changes_with_the_runtime_and_only_then(tmp_path):
     copy.mkdir()
     (copy / "Dockerfile").write_text((folder / "Dockerfile").read_text() + "\n# changed\n")
     assert stage_context(copy, {"BASE_IMAGE": "x:1"})[1] != first
+    name, wheel = runtime_wheel()
+    monkeypatch.setattr(runtime_image, "runtime_wheel", lambda: (name, wheel + b"changed"))
+    assert stage_context(folder, {"BASE_IMAGE": "x:1"})[1] != first
 
 
 def test_local_build_is_a_docker_asset_with_the_base_image_argument():

@@ -19,6 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .extras import require_extra
+
 BACKENDS = ("eager", "torch.compile", "xla")
 TINY_BERT = {"vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 2,
              "num_attention_heads": 2, "intermediate_size": 64, "max_seq_length": 16,
@@ -99,6 +101,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def plot(results: list[dict[str, Any]], rows: list[dict[str, Any]], target: Path) -> None:
+    require_extra("plot", "the bench plot")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -136,6 +139,7 @@ def plot(results: list[dict[str, Any]], rows: list[dict[str, Any]], target: Path
 
 def bench(steps: int, backends: list[str], out: Path,
           config: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    require_extra("bench", "bench")
     from tqdm import tqdm
 
     config = {**TINY_BERT, **(config or {})}

@@ -25,6 +25,7 @@ import yaml
 
 from .advisor import Assessment, Verdict, WorkloadProfile, assess_workload, live_prices
 from .bench import BACKENDS, WARMUP_STEPS
+from .extras import MissingExtraError, require_extra
 
 USAGE_ERROR = 2
 _FIELDS = {f.name: f for f in dataclasses.fields(WorkloadProfile)}
@@ -158,6 +159,7 @@ def plot(assessments: list[Assessment], target: Path) -> None:
     Log axes, so that the short jobs where compilation does not pay stay visible next to
     the long ones where it does. One band per expected gain; each workload is a point on it.
     """
+    require_extra("plot", "advise --plot")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -225,6 +227,7 @@ def _bench(args: argparse.Namespace) -> int:
 
 def _ab(args: argparse.Namespace) -> int:
     """The CompilerBenchmark's arms and comparison, on this machine."""
+    require_extra("bench", "bench --ab")
     from tqdm import tqdm
 
     from compiled_training_runtime.compare import Thresholds
@@ -292,14 +295,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `advise ... | head` ends quietly
-    if args.command == "bench":
-        return _bench(args)
     try:
-        profiles = load_workloads(args.workloads)
-        given = load_prices(args.prices) if args.prices else {}
-    except InputError as error:
-        print(f"compiled-training advise: {error}", file=sys.stderr)
+        return _bench(args) if args.command == "bench" else _advise(args)
+    except (InputError, MissingExtraError) as error:
+        print(f"compiled-training {args.command}: {error}", file=sys.stderr)
         return USAGE_ERROR
+
+
+def _advise(args: argparse.Namespace) -> int:
+    profiles = load_workloads(args.workloads)
+    given = load_prices(args.prices) if args.prices else {}
     live = _live_prices(profiles) if args.live_prices else {}
     assessments = [assess_workload(p, prices={**live.get(p.region, {}), **given})
                    for p in profiles]

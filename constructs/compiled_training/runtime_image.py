@@ -14,6 +14,7 @@ import re
 import shutil
 import tempfile
 from enum import Enum
+from importlib import resources
 from pathlib import Path
 
 from aws_cdk import (
@@ -49,11 +50,10 @@ from .nag import (
     skip_checkov_for_function,
 )
 from .registry import dlc_image_uri
-from .sourcedir import source_files
+from .runtime_wheel import runtime_wheel
 
-ROOT = Path(__file__).resolve().parents[2]
-IMAGES_DIR = ROOT / "images"
-RUNTIME_DIR = ROOT / "runtime"
+# The top-level images/ folder, shipped inside the package (see pyproject.toml).
+IMAGES_DIR = Path(str(resources.files("compiled_training.dockerfiles")))
 HANDLER_DIR = Path(__file__).resolve().parent / "image_build"
 # ECR's repository-name rule (CreateRepository), 2-256 characters.
 _REPOSITORY_NAME = re.compile(r"^(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*$")
@@ -99,8 +99,9 @@ class RuntimeImage(Construct):
         :param removal_policy: when omitted, RETAIN; DESTROY also empties the repository.
         :param instance_type: the training instance type the image is for (GPU or CPU DLC);
             when omitted, a GPU instance.
-        :param dockerfile_dir: when omitted, ``images/training-compiler`` for Training
-            Compiler and ``images/torch-compile`` otherwise.
+        :param dockerfile_dir: a folder with a Dockerfile that installs the runtime wheel;
+            when omitted, the library's ``training-compiler`` Dockerfile for Training Compiler
+            and ``torch-compile`` otherwise (``images/`` in its repository).
         """
         super().__init__(scope, construct_id)
         where = f"RuntimeImage {self.node.path}"
@@ -322,14 +323,15 @@ BUILD_SPEC = {
 
 
 def stage_context(dockerfile_dir: Path, build_args: dict[str, str]) -> tuple[Path, str]:
-    """The build context (the Dockerfile and the runtime, nothing else) and its tag.
+    """The build context (the Dockerfile and the installed runtime's wheel, nothing else) and
+    its tag.
 
     The tag is a content hash of the context and the build arguments: unchanged inputs give
     an unchanged template, a changed runtime a new tag.
     """
-    files = {Path("Dockerfile"): (dockerfile_dir / "Dockerfile").read_bytes()}
-    for relative in source_files(RUNTIME_DIR):
-        files[Path("runtime") / relative] = (RUNTIME_DIR / relative).read_bytes()
+    wheel_name, wheel = runtime_wheel()
+    files = {Path("Dockerfile"): (dockerfile_dir / "Dockerfile").read_bytes(),
+             Path(wheel_name): wheel}
     digest = hashlib.sha256(json.dumps(build_args, sort_keys=True).encode())
     for path in sorted(files, key=lambda p: p.as_posix()):
         digest.update(path.as_posix().encode() + b"\0" + files[path] + b"\0")
