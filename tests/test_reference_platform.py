@@ -138,7 +138,7 @@ def test_two_synths_are_byte_identical(tmp_path):
         ("Tabular", "schedule", {"expression": "rate(1 day)", "parameters": {"Rounds": 5}},
          r"Tabular: .*parameter 'Rounds' is not declared by pipeline Tabular-Pipeline-.* \(declared: NumRound, TrainDataUri, ValidationDataUri\)"),
         ("Creative", "schedule", {"expression": "rate(7 days)", "time_zone": "Mars/Olympus"},
-         r"Creative: schedule.time_zone must be an IANA time zone such as 'Europe/Berlin', got 'Mars/Olympus'"),
+         r"Creative: RetrainingSchedule Creative/Schedule: time_zone must be an IANA time zone such as 'Europe/Berlin', got 'Mars/Olympus'"),
         ("Creative", "schedule", {"cron": "x"}, r"Creative.schedule.expression: is required"),
     ],
 )

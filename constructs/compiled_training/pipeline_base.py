@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import Annotations, ArnFormat, Aws, Duration, Names, Resource, Stack
+from aws_cdk import Annotations, ArnFormat, Aws, Duration, Names, Resource, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -28,7 +28,14 @@ from . import rules
 from .compiler import Compiler
 from .dlc import DlcImage, resolve_dlc
 from .framework import Framework
-from .job import Distribution, HyperparameterValue, InputChannel, Parameter, TrainingJob
+from .job import (
+    Distribution,
+    HyperparameterValue,
+    InputChannel,
+    Parameter,
+    ParameterValue,
+    TrainingJob,
+)
 from .output_bucket import TrainingOutputBucket
 from .policy import InlinePolicy
 from .sourcedir import write_sourcedir
@@ -53,6 +60,7 @@ class PipelineBase(Resource):
             service="sagemaker", resource="pipeline", resource_name=self._pipeline_name.lower())
         self.parameters: dict[str, Parameter] = {}
         """The pipeline parameters an execution (or a schedule) may override, by name."""
+        self._channels: dict[str, InputChannel] = {}
 
     # --- IPipeline (properties, so that jsii can read them) ---------------------------------
 
@@ -77,6 +85,18 @@ class PipelineBase(Resource):
 
     def grant_start_pipeline_execution(self, grantee: iam.IGrantable) -> iam.Grant:
         return self.grant_start_execution(grantee)
+
+    def override_problem(self, name: str, value: ParameterValue) -> str | None:
+        """Why an execution could not run with ``value`` for parameter ``name`` (a type-checked
+        value), or None: a channel's data URI must stay where the execution role may read."""
+        for channel in self._channels.values():
+            uri = channel.s3_uri
+            if (isinstance(uri, Parameter) and uri.name == name
+                    and not Token.is_unresolved(uri.default)
+                    and not str(value).startswith(str(uri.default))):
+                return (f"parameter {name!r} is channel {channel.name!r}'s data URI: the "
+                        f"execution role may read under {uri.default} only, got {value!r}")
+        return None
 
     # --- consumers -----------------------------------------------------------------------
 
@@ -213,7 +233,7 @@ class PipelineBase(Resource):
         for asset in code:
             policy.allow(["s3:GetObject"], [
                 f"arn:{Aws.PARTITION}:s3:::{asset.s3_bucket_name}/{asset.s3_object_key}"])
-        channels = {c.name: c for job in jobs for c in job.channels}
+        channels = self._channels = {c.name: c for job in jobs for c in job.channels}
         for channel in channels.values():
             bucket, key_prefix = split_s3(channel.default_uri)
             policy.allow_prefix(bucket, key_prefix, ["s3:GetObject"],
