@@ -316,6 +316,22 @@ def test_spot_arms_draw_a_warning(source_dir):
         "/Team/Benchmark", Match.string_like_regexp("spot arms can be interrupted.*benchmark on demand"))
 
 
+def test_a_derived_name_warns_that_a_rename_strands_comparisons_and_deletes_the_verdict(
+        source_dir):
+    stack = _stack()
+    name = _benchmark(stack, source_dir).pipeline_name
+    Annotations.from_stack(stack).has_warning("/Team/Benchmark", Match.string_like_regexp(
+        f"renaming or moving the construct renames the pipeline, moves its S3 prefix {name}/ in "
+        f"the output bucket and leaves its checkpoints and comparisons under the old one and "
+        f"replaces its verdict parameter /compiled-training/{name}/decision, deleting the "
+        f"recorded verdict; pass pipeline_name='{name}' to keep them "
+        r"\[ack: compiled-training:CompilerBenchmark:NamedByPath\]$"))
+    named = _stack()
+    _benchmark(named, source_dir, pipeline_name="sd-compiler-trial")
+    Annotations.from_stack(named).has_no_warning("/Team/Benchmark", Match.string_like_regexp(
+        "pipeline_name is omitted"))
+
+
 def test_decision_function_writes_only_its_parameter(monkeypatch):
     # AWS itself cannot exist here: moto stands in for SSM.
     from moto import mock_aws

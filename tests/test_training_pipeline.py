@@ -422,9 +422,20 @@ def test_warns_on_a_multi_node_compiler_job_without_efa(source_dir):
     Annotations.from_stack(stack).has_warning("/Team/Bert", Match.string_like_regexp("has no EFA"))
 
 
+def test_a_name_derived_from_the_construct_path_warns_that_a_rename_strands_the_data(source_dir):
+    stack = _stack()
+    name = _pipeline(stack, source_dir).pipeline_name
+    Annotations.from_stack(stack).has_warning("/Team/Bert", Match.string_like_regexp(
+        f"^pipeline_name is omitted, so the pipeline is named '{name}' after this construct's id "
+        f"and path: renaming or moving the construct renames the pipeline, moves its S3 prefix "
+        f"{name}/ in the output bucket and leaves its models, outputs and checkpoints under the "
+        f"old one; pass pipeline_name='{name}' to keep them "
+        r"\[ack: compiled-training:TrainingPipeline:NamedByPath\]$"))
+
+
 def test_no_warning_for_the_recommended_setup(source_dir):
     stack = _stack()
-    _pipeline(stack, source_dir, instance_count=2)
+    _pipeline(stack, source_dir, instance_count=2, pipeline_name="nlp-bert")
     Annotations.from_stack(stack).has_no_warning("*", Match.any_value())
 
 

@@ -130,7 +130,8 @@ class CompilerBenchmark(PipelineBase):
             GPU (so that both sides use every GPU), none otherwise.
         :param comparison_instance_type: when omitted, ``ml.m5.large``.
         :param decision_parameter_name: when omitted,
-            ``/compiled-training/<pipeline name>/decision``.
+            ``/compiled-training/<pipeline name>/decision`` (with a derived pipeline name, a
+            rename of the construct replaces it and deletes the verdict: a warning says so).
         :param spot: when omitted, on-demand. Spot interruptions distort a wall-clock
             comparison, so spot arms draw a warning.
         Other props as in `TrainingPipeline`.
@@ -227,6 +228,9 @@ class CompilerBenchmark(PipelineBase):
                 f"faster within {self.quality_tolerance.default:g} of {self.quality_metric}"),
             pipeline_policy=pipeline_policy,
             summary=self.summary())
+        self._warn_if_named_by_path(*[self._prefix_moves("its checkpoints and comparisons"), *(
+            [f"replaces its verdict parameter {self.decision_parameter_name}, deleting the "
+             "recorded verdict"] if decision_parameter_name is None else [])])
 
     def grant_read_decision(self, grantee: iam.IGrantable) -> iam.Grant:
         """Lets ``grantee`` (the production side: a deploy role, a pipeline's role) read the

@@ -54,6 +54,7 @@ class PipelineBase(Resource):
     def __init__(self, scope: Construct, construct_id: str, *,
                  pipeline_name: str | None) -> None:
         super().__init__(scope, construct_id)
+        self._named_by_path = pipeline_name is None
         self._pipeline_name = pipeline_name or Names.unique_resource_name(
             self, max_length=80, separator="-")
         self._pipeline_arn = Stack.of(self).format_arn(
@@ -209,6 +210,21 @@ class PipelineBase(Resource):
     @property
     def _subject(self) -> str:
         return f"{type(self).__name__} {self.node.path}"
+
+    def _warn_if_named_by_path(self, *moves: str) -> None:
+        """A name derived from the construct path changes with the construct's id or place, and
+        so does everything the name carries (``moves`` says what)."""
+        if self._named_by_path:
+            Annotations.of(self).add_warning_v2(
+                f"compiled-training:{type(self).__name__}:NamedByPath",
+                f"pipeline_name is omitted, so the pipeline is named {self.pipeline_name!r} "
+                f"after this construct's id and path: renaming or moving the construct renames "
+                f"the pipeline, {' and '.join(moves)}; pass pipeline_name="
+                f"{self.pipeline_name!r} to keep them")
+
+    def _prefix_moves(self, holding: str) -> str:
+        return (f"moves its S3 prefix {self.pipeline_name}/ in the output bucket and leaves "
+                f"{holding} under the old one")
 
     def _check(self, jobs: Mapping[str, TrainingJob]) -> None:
         """Raises every rule a job breaks in one message; warns (acknowledgeably) about the
