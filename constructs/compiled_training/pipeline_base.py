@@ -250,6 +250,12 @@ class PipelineBase(Resource):
             policy.allow(["s3:GetObject"], [
                 f"arn:{Aws.PARTITION}:s3:::{asset.s3_bucket_name}/{asset.s3_object_key}"])
         channels = self._channels = {c.name: c for job in jobs for c in job.channels}
+        wildcards = [f"channel {c.name!r} URI must not contain '*' or '?' (the execution role's "
+                     f"S3 grant is built from it and IAM reads them as wildcards: "
+                     f"'s3://bucket/*' would grant the whole bucket), got {c.default_uri!r}"
+                     for c in channels.values() if {"*", "?"} & set(c.default_uri)]
+        if wildcards:
+            raise ValueError(f"{self._subject}: " + "; ".join(wildcards))
         for channel in channels.values():
             bucket, key_prefix = split_s3(channel.default_uri)
             policy.allow_prefix(bucket, key_prefix, ["s3:GetObject"],
@@ -318,9 +324,16 @@ class PipelineBase(Resource):
             why = ("Pipelines name jobs at run time; the tag conditions limit create, describe "
                    "and stop to jobs tagged with this pipeline's name.")
             verb = verbs[kind]
-            policy.allow([f"sagemaker:Create{verb}", "sagemaker:AddTags"], [jobs], why=why,
-                         conditions={"StringEquals": {
-                             f"aws:RequestTag/{PIPELINE_TAG}": self.pipeline_name}})
+            own_tag = {f"aws:RequestTag/{PIPELINE_TAG}": self.pipeline_name}
+            policy.allow([f"sagemaker:Create{verb}"], [jobs], why=why,
+                         conditions={"StringEquals": own_tag})
+            # Tags only as its own job is created, and only its own tag: retagging another
+            # pipeline's job would hand it describe and stop. SageMaker adds its own
+            # sagemaker: tags to a job it creates (the execution, the step).
+            policy.allow(["sagemaker:AddTags"], [jobs], why=why, conditions={
+                "StringEquals": {**own_tag, "sagemaker:TaggingAction": f"Create{verb}"},
+                "ForAllValues:StringLike": {"aws:TagKeys": [PIPELINE_TAG, "sagemaker:*"]},
+            })
             policy.allow([f"sagemaker:Describe{verb}", f"sagemaker:Stop{verb}"], [jobs],
                          why=why, conditions={"StringEquals": {
                              f"aws:ResourceTag/{PIPELINE_TAG}": self.pipeline_name}})
