@@ -59,7 +59,7 @@ SPEEDUP_THRESHOLD_PARAMETER = "SpeedupThreshold"
 QUALITY_TOLERANCE_PARAMETER = "QualityTolerance"
 # Each threshold parameter's field in the recorded verdict, and the values the props allow.
 VERDICT_FIELDS = {SPEEDUP_THRESHOLD_PARAMETER: "speedup_threshold",
-                    QUALITY_TOLERANCE_PARAMETER: "quality_tolerance"}
+                  QUALITY_TOLERANCE_PARAMETER: "quality_tolerance"}
 SPEEDUP_THRESHOLD_LIMITS = (0.0, 10.0)
 QUALITY_TOLERANCE_LIMITS = (0.0, 100.0)
 UNDECIDED = {"verdict": "undecided", "reason": "no benchmark execution has finished yet"}
@@ -250,9 +250,11 @@ class CompilerBenchmark(PipelineBase):
                 f"faster within {self.quality_tolerance.default:g} of {self.quality_metric}"),
             pipeline_policy=pipeline_policy,
             summary=self.summary())
-        self._warn_if_named_by_path(*[self._prefix_moves("its checkpoints and comparisons"), *(
-            [f"replaces its verdict parameter {self.decision_parameter_name}, deleting the "
-             "recorded verdict"] if decision_parameter_name is None else [])])
+        moves = [self._prefix_moves("its checkpoints and comparisons")]
+        if decision_parameter_name is None:
+            moves.append(f"replaces its verdict parameter {self.decision_parameter_name}, "
+                         "deleting the recorded verdict")
+        self._warn_if_named_by_path(*moves)
 
     def override_problem(self, name: str, value: ParameterValue) -> str | None:
         if name in self.threshold_ranges:
