@@ -172,6 +172,10 @@ def test_verdict_is_recorded_then_a_hold_fails_the_execution_with_the_reason(sou
     assert record["Arguments"]["verdict"] == {"Std:JsonGet": {
         "PropertyFile": {"Get": "Steps.Compare.PropertyFiles.Comparison"},
         "Path": "decision.verdict"}}
+    # The verdict records the thresholds the comparison judged by, as it wrote them down.
+    assert record["Arguments"]["speedup_threshold"]["Std:JsonGet"]["Path"] == "thresholds.speedup"
+    assert (record["Arguments"]["quality_tolerance"]["Std:JsonGet"]["Path"]
+            == "thresholds.quality_tolerance")
     decision = steps["ShipDecision"]
     assert decision["DependsOn"] == ["RecordDecision"]
     conditions = decision["Arguments"]["Conditions"]
@@ -285,16 +289,21 @@ def test_roles_are_least_privilege(source_dir):
 
 def test_decision_parameter_starts_undecided_and_the_function_may_write_only_it(source_dir):
     stack = _stack()
-    _benchmark(stack, source_dir, decision_parameter_name="/creative/sd/compiler-decision")
+    _benchmark(stack, source_dir, decision_parameter_name="/creative/sd/compiler-decision",
+               speedup_threshold=0.25, quality_tolerance=0.05)
     template = Template.from_stack(stack)
     template.has_resource_properties("AWS::SSM::Parameter", {
         "Name": "/creative/sd/compiler-decision", "Type": "String",
         "Value": json.dumps({"verdict": "undecided",
                              "reason": "no benchmark execution has finished yet"},
                             separators=(",", ":"))})
+    # The range each threshold may take per execution: the bar set at synth or a stricter one.
     template.has_resource_properties("AWS::Lambda::Function", {
         "Handler": "handler.handler",
-        "Environment": {"Variables": {"DECISION_PARAMETER": Match.any_value()}}})
+        "Environment": {"Variables": {
+            "DECISION_PARAMETER": Match.any_value(),
+            "THRESHOLD_RANGES": '{"quality_tolerance": [0.0, 0.05], '
+                                '"speedup_threshold": [0.25, 10.0]}'}}})
 
 
 def test_torch_compile_is_benchmarked_on_one_pytorch_2_image(source_dir):
@@ -316,15 +325,31 @@ def test_spot_arms_draw_a_warning(source_dir):
         "/Team/Benchmark", Match.string_like_regexp("spot arms can be interrupted.*benchmark on demand"))
 
 
+def test_a_derived_name_warns_that_a_rename_strands_comparisons_and_deletes_the_verdict(
+        source_dir):
+    stack = _stack()
+    name = _benchmark(stack, source_dir).pipeline_name
+    Annotations.from_stack(stack).has_warning("/Team/Benchmark", Match.string_like_regexp(
+        f"leaves its checkpoints and comparisons under the old one and replaces its verdict "
+        f"parameter /compiled-training/{name}/decision, deleting the recorded verdict; pass "
+        f"pipeline_name='{name}'"))
+    named = _stack()
+    _benchmark(named, source_dir, pipeline_name="sd-compiler-trial")
+    Annotations.from_stack(named).has_no_warning("/Team/Benchmark", Match.string_like_regexp(
+        "pipeline_name is omitted"))
+
+
 def test_decision_function_writes_only_its_parameter(monkeypatch):
     # AWS itself cannot exist here: moto stands in for SSM.
     from moto import mock_aws
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setenv("DECISION_PARAMETER", "/compiled-training/p/decision")
+    monkeypatch.setenv("THRESHOLD_RANGES", DEPLOYED_RANGES)
     event = {"verdict": "ship", "arm": "compiler-large-batch", "speedup": 0.54,
              "quality_drop": 0.05, "global_batch_size": 48, "learning_rate": 7.5e-05,
-             "reason": "ship: ...", "comparison": "s3://b/p/comparison/x",
+             "reason": "ship: ...", "speedup_threshold": 0.2, "quality_tolerance": 0.1,
+             "comparison": "s3://b/p/comparison/x",
              "execution": "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/x",
              "unexpected": "ignored"}
     with mock_aws():
@@ -336,9 +361,62 @@ def test_decision_function_writes_only_its_parameter(monkeypatch):
         stored = json.loads(ssm.get_parameter(Name="/compiled-training/p/decision")
                             ["Parameter"]["Value"])
         assert stored["verdict"] == "hold" and "unexpected" not in stored
+        assert (stored["speedup_threshold"], stored["quality_tolerance"]) == (0.2, 0.1)
         assert len(ssm.describe_parameters()["Parameters"]) == 1
         with pytest.raises(ValueError, match="verdict must be one of ship, hold, got 'maybe'"):
             decision_handler.handler({**event, "verdict": "maybe"})
+
+
+DEPLOYED_RANGES = '{"quality_tolerance": [0.0, 0.1], "speedup_threshold": [0.2, 10.0]}'
+RECORDED = {"verdict": "ship", "arm": "compiler", "speedup": 0.05, "quality_drop": 0.0,
+            "global_batch_size": 32, "learning_rate": 5e-05, "reason": "ship: ...",
+            "speedup_threshold": 0.2, "quality_tolerance": 0.1,
+            "comparison": "s3://b/p/comparison/x",
+            "execution": "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/x"}
+
+
+@pytest.mark.parametrize(("thresholds", "message"), [
+    ({"speedup_threshold": 0.0}, r"speedup_threshold 0.0 is outside 0.2-10"),
+    ({"quality_tolerance": 5.0}, r"quality_tolerance 5.0 is outside 0-0.1"),
+    ({"speedup_threshold": 0.01, "quality_tolerance": 1.0},
+     r"quality_tolerance 1.0 is outside 0-0.1; speedup_threshold 0.01 is outside 0.2-10"),
+])
+def test_fails_to_record_a_verdict_judged_by_a_lowered_bar(monkeypatch, thresholds, message):
+    # Whoever may start an execution may set its thresholds: lowering the bar to record
+    # "ship" is refused, and the verdict recorded before stays. moto stands in for SSM.
+    from moto import mock_aws
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("DECISION_PARAMETER", "/compiled-training/p/decision")
+    monkeypatch.setenv("THRESHOLD_RANGES", DEPLOYED_RANGES)
+    with mock_aws():
+        import boto3
+
+        ssm = boto3.client("ssm")
+        decision_handler.handler({**RECORDED, "verdict": "hold", "speedup_threshold": 0.3})
+        with pytest.raises(ValueError, match=r"nothing recorded: the verdict was judged by "
+                                             r"thresholds outside the range fixed when the "
+                                             r"benchmark was deployed .*: " + message):
+            decision_handler.handler({**RECORDED, **thresholds})
+        stored = json.loads(ssm.get_parameter(Name="/compiled-training/p/decision")
+                            ["Parameter"]["Value"])
+        assert (stored["verdict"], stored["speedup_threshold"]) == ("hold", 0.3)
+
+
+def test_fails_when_a_schedule_would_lower_the_bar(source_dir):
+    from compiled_training import RetrainingSchedule
+
+    stack = _stack()
+    benchmark = _benchmark(stack, source_dir, speedup_threshold=0.25)
+    for parameters, message in (
+            ({"SpeedupThreshold": 0.1}, r"parameter 'SpeedupThreshold' must be within 0.25-10, "
+                                        r"the bar set at synth or a stricter one .*, got 0.1"),
+            ({"QualityTolerance": 0.5}, r"parameter 'QualityTolerance' must be within 0-0.1, "
+                                        r".*got 0.5")):
+        with pytest.raises(ValueError, match=message):
+            RetrainingSchedule(stack, f"Lower{len(message)}", pipeline=benchmark,
+                               team="creative", expression="rate(7 days)",
+                               parameters=parameters)
 
 
 # --- failures -------------------------------------------------------------------------------

@@ -105,6 +105,24 @@ def test_cdk_nag_has_no_unacknowledged_finding(reference_assembly):
     assert all(not p.get("violations") for p in report["pluginReports"])
 
 
+def test_a_deploy_after_cdk_destroy_meets_no_retained_namesake(reference_assembly):
+    # A retained resource outlives its stack; with a literal name the next deploy fails on it.
+    for stack, template in templates(reference_assembly).items():
+        for logical_id, resource in template["Resources"].items():
+            if resource.get("DeletionPolicy") in ("Retain", "RetainExceptOnCreate"):
+                named = {key: value for key, value in resource.get("Properties", {}).items()
+                         if key.endswith("Name") and isinstance(value, str)}
+                assert named == {}, (stack, logical_id, named)
+
+
+def test_synth_output_carries_no_warning(reference_assembly):
+    manifest = json.loads((Path(reference_assembly.directory) / "manifest.json").read_text())
+    warnings = [(path, entry["data"]) for artifact in manifest["artifacts"].values()
+                for path, entries in (artifact.get("metadata") or {}).items()
+                for entry in entries if entry["type"] == "aws:cdk:warning"]
+    assert warnings == []
+
+
 def test_two_synths_are_byte_identical(tmp_path):
     first = synth_reference_app(tmp_path / "a")
     second = synth_reference_app(tmp_path / "b")
@@ -138,7 +156,7 @@ def test_two_synths_are_byte_identical(tmp_path):
         ("Tabular", "schedule", {"expression": "rate(1 day)", "parameters": {"Rounds": 5}},
          r"Tabular: .*parameter 'Rounds' is not declared by pipeline Tabular-Pipeline-.* \(declared: MinValidationAuc, NumRound, TrainDataUri, ValidationDataUri\)"),
         ("Creative", "schedule", {"expression": "rate(7 days)", "time_zone": "Mars/Olympus"},
-         r"Creative: schedule.time_zone must be an IANA time zone such as 'Europe/Berlin', got 'Mars/Olympus'"),
+         r"Creative: RetrainingSchedule Creative/Schedule: time_zone must be an IANA time zone such as 'Europe/Berlin', got 'Mars/Olympus'"),
         ("Creative", "schedule", {"cron": "x"}, r"Creative.schedule.expression: is required"),
     ],
 )

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import aws_cdk as cdk
 import boto3
+import botocore.session
 import pytest
 from aws_cdk.assertions import Match, Template
+from botocore.stub import Stubber
 from moto import mock_aws
 
 from compiled_training import (
@@ -89,6 +91,17 @@ def test_build_logs_in_to_the_regions_dlc_registry_and_the_target(region, accoun
     assert any("docker login" in c and "$DLC_REGISTRY" in c for c in commands)
     assert any("docker login" in c and "${REPOSITORY_URI%%/*}" in c for c in commands)
     assert any(c.startswith("docker push $REPOSITORY_URI:$IMAGE_TAG") for c in commands)
+
+
+def test_build_handler_may_look_up_tags_in_the_target_repository_only():
+    stack = _stack()
+    _image(stack)
+    policies = Template.from_stack(stack).find_resources("AWS::IAM::Policy")
+    (statements,) = [p["Properties"]["PolicyDocument"]["Statement"] for p in policies.values()
+                     if "RuntimeOnEventServiceRole" in json.dumps(p["Properties"]["Roles"])]
+    (describe,) = [s for s in statements if s["Action"] == "ecr:DescribeImages"]
+    (logical_id, attribute) = describe["Resource"]["Fn::GetAtt"]
+    assert logical_id.startswith("RuntimeRepository") and attribute == "Arn"
 
 
 def test_build_role_pulls_only_the_dlc_and_pushes_only_the_target():
@@ -219,6 +232,7 @@ def test_fails_in_a_region_without_the_dlc():
 @mock_aws
 def test_handler_starts_a_build_and_reports_success(monkeypatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    boto3.client("ecr").create_repository(repositoryName="team/r")
     client = boto3.client("codebuild")
     client.create_project(name="build", source={"type": "S3", "location": "bucket/context.zip"},
                           artifacts={"type": "NO_ARTIFACTS"},
@@ -226,7 +240,7 @@ def test_handler_starts_a_build_and_reports_success(monkeypatch):
                                        "computeType": "BUILD_GENERAL1_SMALL"},
                           serviceRole="arn:aws:iam::123456789012:role/r")
     event = {"RequestType": "Create", "ResourceProperties": {
-        "ProjectName": "build", "RepositoryUri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/r",
+        "ProjectName": "build", "RepositoryUri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/team/r",
         "ImageTag": "abc"}}
     started = handler.on_event(event, None)
     assert started["PhysicalResourceId"].endswith("/r:abc")
@@ -252,3 +266,60 @@ def test_handler_starts_nothing_on_delete():
              "ResourceProperties": {"RepositoryUri": "r", "ImageTag": "abc"}}
     assert handler.on_event(event, None) == {"PhysicalResourceId": "r:abc"}
     assert handler.is_complete(event, None) == {"IsComplete": True}
+
+
+# --- redeploys: botocore's Stubber answers as ECR and CodeBuild would (AWS itself cannot be
+# reached here); a stub with no answer queued fails the test on any call it does not expect.
+
+REPOSITORY_URI = "123456789012.dkr.ecr.us-east-1.amazonaws.com/nlp/bert"
+BUILD_EVENT = {"RequestType": "Update", "ResourceProperties": {
+    "ProjectName": "build", "RepositoryUri": REPOSITORY_URI, "ImageTag": "0123456789abcdef0123"}}
+LOOKUP = {"registryId": "123456789012", "repositoryName": "nlp/bert",
+          "imageIds": [{"imageTag": "0123456789abcdef0123"}]}
+
+
+@pytest.fixture
+def stubbed(monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    session = botocore.session.get_session()
+    clients = {name: session.create_client(name, region_name="us-east-1")
+               for name in ("ecr", "codebuild")}
+    monkeypatch.setattr(handler.boto3, "client", lambda name, **_: clients[name])
+    stubs = {name: Stubber(client) for name, client in clients.items()}
+    for stub in stubs.values():
+        stub.activate()
+    yield stubs
+    for stub in stubs.values():
+        stub.assert_no_pending_responses()
+        stub.deactivate()
+
+
+def test_handler_skips_the_build_when_the_tag_is_already_pushed(stubbed):
+    # A rollback (or a retry) asks again for a tag pushed before: the tag is immutable, so a
+    # build could only fail to push and leave the stack in UPDATE_ROLLBACK_FAILED.
+    stubbed["ecr"].add_response("describe_images", {"imageDetails": [{
+        "registryId": "123456789012", "repositoryName": "nlp/bert",
+        "imageDigest": "sha256:" + "0" * 64, "imageTags": ["0123456789abcdef0123"]}]}, LOOKUP)
+    result = handler.on_event(BUILD_EVENT, None)
+    image_uri = f"{REPOSITORY_URI}:0123456789abcdef0123"
+    assert result == {"PhysicalResourceId": image_uri, "Data": {"ImageUri": image_uri}}
+    assert handler.is_complete({**BUILD_EVENT, **result}, None) == {"IsComplete": True}
+
+
+def test_handler_builds_a_tag_the_repository_lacks(stubbed):
+    stubbed["ecr"].add_client_error("describe_images", "ImageNotFoundException",
+                                    http_status_code=400, expected_params=LOOKUP)
+    stubbed["codebuild"].add_response("start_build", {"build": {"id": "build:1"}}, {
+        "projectName": "build", "environmentVariablesOverride": [
+            {"name": "IMAGE_TAG", "value": "0123456789abcdef0123", "type": "PLAINTEXT"}]})
+    result = handler.on_event(BUILD_EVENT, None)
+    assert result["Data"] == {"ImageUri": f"{REPOSITORY_URI}:0123456789abcdef0123",
+                              "BuildId": "build:1"}
+
+
+def test_handler_fails_the_deployment_when_the_repository_cannot_be_read(stubbed):
+    stubbed["ecr"].add_client_error("describe_images", "RepositoryNotFoundException",
+                                    http_status_code=400, expected_params=LOOKUP)
+    with pytest.raises(Exception, match="RepositoryNotFoundException"):
+        handler.on_event(BUILD_EVENT, None)

@@ -7,10 +7,10 @@ from datetime import datetime, timezone
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_sns as sns
-from aws_cdk.assertions import Match, Template
+from aws_cdk.assertions import Annotations, Match, Template
 
-from compiled_training import Compiler, Framework, Parameter, TrainingPipeline
-from compiled_training.schedule import RetrainingSchedule
+from compiled_training import Compiler, Framework, InputChannel, Parameter, TrainingPipeline
+from compiled_training.schedule import RetrainingSchedule, group_name
 
 
 def _pipeline(stack: cdk.Stack, source_dir) -> TrainingPipeline:
@@ -21,12 +21,14 @@ def _pipeline(stack: cdk.Stack, source_dir) -> TrainingPipeline:
         hyperparameters={"epochs": Parameter.integer("Epochs", 3),
                          "warmup": Parameter.float("WarmupRatio", 0.1),
                          "tag": Parameter.string("RunTag", "nightly")},
+        channels=[InputChannel("train", Parameter.string("TrainDataUri",
+                                                         "s3://nlp-data/bert/train/"))],
     )
 
 
-def _schedule(source_dir, **overrides):
-    stack = cdk.Stack(cdk.App(), "Team", env=cdk.Environment(account="123456789012",
-                                                             region="us-east-1"))
+def _schedule(source_dir, stack_name="Team", **overrides):
+    stack = cdk.Stack(cdk.App(), stack_name, env=cdk.Environment(account="123456789012",
+                                                                 region="us-east-1"))
     pipeline = _pipeline(stack, source_dir)
     props = {"pipeline": pipeline, "team": "nlp", "expression": "cron(0 1 ? * MON,WED,FRI *)",
              "time_zone": cdk.TimeZone.EUROPE_BERLIN}
@@ -43,7 +45,7 @@ def test_schedule_starts_the_pipeline_with_retries_dead_letters_and_overrides(so
         "ScheduleExpression": "cron(0 1 ? * MON,WED,FRI *)",
         "ScheduleExpressionTimezone": "Europe/Berlin",
         "FlexibleTimeWindow": {"Mode": "FLEXIBLE", "MaximumWindowInMinutes": 30},
-        "GroupName": "nlp-retraining",
+        "GroupName": "Team-nlp-retraining",
         "State": "ENABLED",
         "Target": Match.object_like({
             "RetryPolicy": {"MaximumEventAgeInSeconds": 21600, "MaximumRetryAttempts": 3},
@@ -110,13 +112,48 @@ def test_schedules_of_a_team_share_one_group(source_dir):
     Template.from_stack(stack).resource_count_is("AWS::Scheduler::ScheduleGroup", 1)
 
 
+def test_two_stacks_of_one_team_get_two_groups_deleted_with_their_stacks(source_dir):
+    # WHEN the same team deploys two stacks (an account and region hold one group per name)
+    names = []
+    for stack_name in ("NlpTraining", "NlpExperiments"):
+        stack, _, _ = _schedule(source_dir, stack_name=stack_name)
+        (group,) = Template.from_stack(stack).find_resources(
+            "AWS::Scheduler::ScheduleGroup").values()
+        names.append(group["Properties"]["Name"])
+        # THEN a group holds no data: it goes with its stack, no retained one blocks a redeploy
+        assert group["DeletionPolicy"] == "Delete"
+    assert names == ["NlpTraining-nlp-retraining", "NlpExperiments-nlp-retraining"]
+
+
+def test_a_long_group_name_stays_within_the_api_limit_and_unique():
+    long_stack = "S" * 128
+    first, second = group_name(long_stack, "a" * 40), group_name(long_stack, "b" * 40)
+    assert len(first) == len(second) == 64 and first != second
+    assert group_name("Team", "nlp") == "Team-nlp-retraining"
+
+
+def test_a_passed_end_date_draws_a_warning_and_leaves_the_template_alone(source_dir):
+    passed, _, _ = _schedule(source_dir, end_date=datetime(2020, 1, 1, tzinfo=timezone.utc))
+    future, _, _ = _schedule(source_dir, end_date=datetime(2199, 1, 1, tzinfo=timezone.utc))
+    Annotations.from_stack(passed).has_warning("/Team/Retrain", Match.string_like_regexp(
+        r"end_date 2020-01-01T00:00:00\+00:00 has passed: the schedule would never start"))
+    Annotations.from_stack(future).has_no_warning("/Team/Retrain", Match.any_value())
+
+
+def test_a_data_uri_override_under_the_readable_prefix_passes(source_dir):
+    stack, _, _ = _schedule(source_dir, parameters={"TrainDataUri": "s3://nlp-data/bert/train/2026/"})
+    Template.from_stack(stack).has_resource_properties("AWS::Scheduler::Schedule", {
+        "Target": Match.object_like({"SageMakerPipelineParameters": {"PipelineParameterList": [
+            {"Name": "TrainDataUri", "Value": "s3://nlp-data/bert/train/2026/"}]}})})
+
+
 @pytest.mark.parametrize(("overrides", "message"), [
     ({"expression": "cron(0 1 * * MON *)"}, r"exactly one of day-of-month and day-of-week to '\?'"),
     ({"expression": "cron(0 25 ? * MON *)"}, r"hours value must be within 0-23, got '25'"),
     ({"expression": "cron(0 1 ? * MON)"}, r"must have six fields"),
     ({"expression": "0 1 * * *"}, r"must start with cron\(, rate\( or at\("),
     ({"expression": "rate(2 hour)"}, r"singular unit for 1 and the plural otherwise"),
-    ({"parameters": {"Epoch": 4}}, r"parameter 'Epoch' is not declared by pipeline .* \(declared: Epochs, RunTag, WarmupRatio\)"),
+    ({"parameters": {"Epoch": 4}}, r"parameter 'Epoch' is not declared by pipeline .* \(declared: Epochs, RunTag, TrainDataUri, WarmupRatio\)"),
     ({"parameters": {"Epochs": "four"}}, r"parameter 'Epochs' is Integer, got str 'four'"),
     ({"parameters": {"Epochs": True}}, r"parameter 'Epochs' is Integer, got bool True"),
     ({"parameters": {f"P{i}": 1 for i in range(201)}}, r"at most 200 pipeline parameters, got 201"),
@@ -125,6 +162,19 @@ def test_schedules_of_a_team_share_one_group(source_dir):
     ({"flexible_window": cdk.Duration.hours(25)}, r"flexible_window must be 1 to 1440 minutes"),
     ({"start_date": datetime(2027, 1, 1, tzinfo=timezone.utc),
       "end_date": datetime(2026, 1, 1, tzinfo=timezone.utc)}, r"end_date .* must be after start_date"),
+    ({"expression": "cron(0 \uff12 * * ? *)"},
+     r"schedule expression must be ASCII \(digits 0-9\), got '\uff12' in 'cron\(0 \uff12 \* \* \? \*\)'"),
+    ({"expression": "cron(" + ",".join(["1"] * 130) + " 2 * * ? *)"},
+     r"schedule expression must be at most 256 characters, got 275"),
+    ({"time_zone": cdk.TimeZone.of("Mars/Olympus")},
+     r"time_zone must be an IANA time zone such as 'Europe/Berlin', got 'Mars/Olympus'"),
+    ({"parameters": {"RunTag": ""}}, r"parameter 'RunTag' must be 1-1,024 characters as text, got 0"),
+    ({"parameters": {"RunTag": "x" * 1025}},
+     r"parameter 'RunTag' must be 1-1,024 characters as text, got 1,025"),
+    ({"parameters": {"WarmupRatio": float("nan")}}, r"parameter 'WarmupRatio' must be a finite number, got nan"),
+    ({"parameters": {"TrainDataUri": "s3://other-team/bert/train/"}},
+     r"parameter 'TrainDataUri' is channel 'train'\'s data URI: the execution role may read under "
+     r"s3://nlp-data/bert/train/ only, got 's3://other-team/bert/train/'"),
 ])
 def test_fails_before_cloudformation_with_a_clear_message(source_dir, overrides, message):
     with pytest.raises(ValueError, match=message):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -214,6 +215,46 @@ def test_pipeline_role_creates_only_tagged_jobs_and_passes_only_the_execution_ro
     assert pass_role["Resource"] == {"Fn::GetAtt": [stack.resolve(execution_role), "Arn"]}
 
 
+def test_pipeline_role_tags_only_its_own_jobs_with_its_own_tag_as_it_creates_them(source_dir):
+    # Retagging another pipeline's job would let this role describe and stop it.
+    stack = _stack()
+    pipeline = _pipeline(stack, source_dir)
+    statements = _statements(Template.from_stack(stack), "BertPipelineRole")
+    (add_tags,) = [s for s in statements if "sagemaker:AddTags" in s["Action"]]
+    assert add_tags["Action"] == "sagemaker:AddTags"
+    assert add_tags["Condition"] == {
+        "StringEquals": {"aws:RequestTag/compiled-training:pipeline": pipeline.pipeline_name,
+                         "sagemaker:TaggingAction": "CreateTrainingJob"},
+        "ForAllValues:StringLike": {"aws:TagKeys": ["compiled-training:pipeline",
+                                                    "sagemaker:*"]},
+    }
+
+
+@pytest.mark.parametrize(("region", "account"), [("us-east-1", "123456789012"),
+                                                 (None, {"Ref": "AWS::AccountId"})])
+def test_sagemaker_may_assume_the_roles_for_this_account_only(source_dir, region, account):
+    stack = _stack(region)
+    _pipeline(stack, source_dir)
+    roles = Template.from_stack(stack).find_resources("AWS::IAM::Role")
+    for prefix in ("BertExecutionRole", "BertPipelineRole"):
+        (role,) = [r for lid, r in roles.items() if lid.startswith(prefix)]
+        assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"] == [{
+            "Action": "sts:AssumeRole", "Effect": "Allow",
+            "Principal": {"Service": "sagemaker.amazonaws.com"},
+            "Condition": {"StringEquals": {"aws:SourceAccount": account}},
+        }]
+
+
+@pytest.mark.parametrize("uri", ["s3://team-data/*", "s3://team-data/bert/train-?/"])
+def test_fails_on_wildcards_in_a_channel_uri_that_iam_would_widen(source_dir, uri):
+    with pytest.raises(ValueError, match=(
+            r"TrainingPipeline Team/Bert: channel 'train' URI must not contain '\*' or '\?' "
+            r"\(the execution role's S3 grant is built from it and IAM reads them as wildcards: "
+            r"'s3://bucket/\*' would grant the whole bucket\), got " + re.escape(repr(uri)))):
+        _pipeline(_stack(), source_dir, channels=[
+            InputChannel("train", Parameter.string("TrainDataUri", uri))])
+
+
 def test_grants_start_execution_and_plugs_into_scheduler(source_dir):
     stack = _stack()
     pipeline = _pipeline(stack, source_dir)
@@ -422,9 +463,20 @@ def test_warns_on_a_multi_node_compiler_job_without_efa(source_dir):
     Annotations.from_stack(stack).has_warning("/Team/Bert", Match.string_like_regexp("has no EFA"))
 
 
+def test_a_name_derived_from_the_construct_path_warns_that_a_rename_strands_the_data(source_dir):
+    stack = _stack()
+    name = _pipeline(stack, source_dir).pipeline_name
+    Annotations.from_stack(stack).has_warning("/Team/Bert", Match.string_like_regexp(
+        f"^pipeline_name is omitted, so the pipeline is named '{name}' after this construct's id "
+        f"and path: renaming or moving the construct renames the pipeline, moves its S3 prefix "
+        f"{name}/ in the output bucket and leaves its models, outputs and checkpoints under the "
+        f"old one; pass pipeline_name='{name}' to keep them "
+        r"\[ack: compiled-training:TrainingPipeline:NamedByPath\]$"))
+
+
 def test_no_warning_for_the_recommended_setup(source_dir):
     stack = _stack()
-    _pipeline(stack, source_dir, instance_count=2)
+    _pipeline(stack, source_dir, instance_count=2, pipeline_name="nlp-bert")
     Annotations.from_stack(stack).has_no_warning("*", Match.any_value())
 
 

@@ -36,6 +36,9 @@ PROCESSING_ROOT = "/opt/ml/processing"
 # What the decision function receives from the comparison's decision, besides its context.
 DECISION_FIELDS = ("verdict", "arm", "speedup", "quality_drop", "global_batch_size",
                    "learning_rate", "reason")
+# ... and the thresholds the comparison judged by, as it wrote them down.
+THRESHOLD_FIELDS = {"speedup_threshold": "thresholds.speedup",
+                    "quality_tolerance": "thresholds.quality_tolerance"}
 # The comparison code travels as an archive of the runtime package; the image's own Python
 # runs it (standard library only). PROCESSING_ROOT may be overridden so that tests run this
 # very script against a local folder.
@@ -155,6 +158,7 @@ def _compare_step(arms: Mapping[str, TrainingJob], job: ComparisonJob) -> dict[s
 
 def _record_step(job: ComparisonJob) -> dict[str, Any]:
     arguments: dict[str, Any] = {name: decision_value(name) for name in DECISION_FIELDS}
+    arguments.update({name: comparison_value(path) for name, path in THRESHOLD_FIELDS.items()})
     arguments["comparison"] = job.output_s3_uri
     arguments["execution"] = {"Get": "Execution.PipelineExecutionArn"}
     return {
@@ -192,9 +196,14 @@ def _decision_step(job: ComparisonJob) -> dict[str, Any]:
 
 def decision_value(name: str) -> dict[str, Any]:
     """A field of the comparison's decision, read from the comparison step's property file."""
+    return comparison_value(f"decision.{name}")
+
+
+def comparison_value(path: str) -> dict[str, Any]:
+    """A value of the comparison step's property file (``comparison.json``)."""
     return {"Std:JsonGet": {"PropertyFile": {"Get": f"Steps.{COMPARE_STEP}.PropertyFiles."
                                                     f"{PROPERTY_FILE}"},
-                            "Path": f"decision.{name}"}}
+                            "Path": path}}
 
 
 def _run_output(arm: TrainingJob) -> dict[str, Any]:

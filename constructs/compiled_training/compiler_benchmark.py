@@ -3,6 +3,7 @@ decided in one SageMaker pipeline."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -34,7 +35,14 @@ from .compiler import Compiler, CompilerKind
 from .dlc import DlcImage, resolve_dlc
 from .framework import Framework
 from .instances import gpus_per_instance
-from .job import Distribution, HyperparameterValue, InputChannel, Parameter, TrainingJob
+from .job import (
+    Distribution,
+    HyperparameterValue,
+    InputChannel,
+    Parameter,
+    ParameterValue,
+    TrainingJob,
+)
 from .nag import (
     LOG_GROUP_WITHOUT_KMS,
     allow_redundant_role_dependency,
@@ -49,6 +57,11 @@ DECISION_HANDLER_DIR = Path(__file__).parent / "decision"
 RUNTIME_PACKAGE_DIR = Path(compiled_training_runtime.__file__).parent
 SPEEDUP_THRESHOLD_PARAMETER = "SpeedupThreshold"
 QUALITY_TOLERANCE_PARAMETER = "QualityTolerance"
+# Each threshold parameter's field in the recorded verdict, and the values the props allow.
+VERDICT_FIELDS = {SPEEDUP_THRESHOLD_PARAMETER: "speedup_threshold",
+                  QUALITY_TOLERANCE_PARAMETER: "quality_tolerance"}
+SPEEDUP_THRESHOLD_LIMITS = (0.0, 10.0)
+QUALITY_TOLERANCE_LIMITS = (0.0, 100.0)
 UNDECIDED = {"verdict": "undecided", "reason": "no benchmark execution has finished yet"}
 
 
@@ -120,9 +133,13 @@ class CompilerBenchmark(PipelineBase):
         :param quality_metric: ``validation_accuracy`` (the default; tolerance in
             percentage points) or ``validation_loss``.
         :param speedup_threshold: least wall-clock speedup to ship, as a fraction; when
-            omitted, 0.2 (20 % faster). A pipeline parameter, ``SpeedupThreshold``.
+            omitted, 0.2 (20 % faster). A pipeline parameter, ``SpeedupThreshold``, that an
+            execution may raise (up to 10), never lower: the decision function refuses to
+            record a verdict judged by a lower one, and a schedule's override is checked at
+            synth.
         :param quality_tolerance: most quality lost to ship; when omitted, 0.1 points. A
-            pipeline parameter, ``QualityTolerance``.
+            pipeline parameter, ``QualityTolerance``, that an execution may tighten (down to
+            0), never loosen, enforced the same way.
         :param distribution: the compiler arms' distribution; when omitted, ``pytorchxla``
             for Training Compiler on more than one GPU, ``torch_distributed`` for
             torch.compile on more than one GPU, none otherwise.
@@ -130,7 +147,8 @@ class CompilerBenchmark(PipelineBase):
             GPU (so that both sides use every GPU), none otherwise.
         :param comparison_instance_type: when omitted, ``ml.m5.large``.
         :param decision_parameter_name: when omitted,
-            ``/compiled-training/<pipeline name>/decision``.
+            ``/compiled-training/<pipeline name>/decision`` (with a derived pipeline name, a
+            rename of the construct replaces it and deletes the verdict: a warning says so).
         :param spot: when omitted, on-demand. Spot interruptions distort a wall-clock
             comparison, so spot arms draw a warning.
         Other props as in `TrainingPipeline`.
@@ -144,14 +162,17 @@ class CompilerBenchmark(PipelineBase):
         self.quality_metric = quality_metric or "validation_accuracy"
         self._validate(compiler, channels, hyperparameters or {}, large_batch_size,
                        speedup_threshold, quality_tolerance)
-        self.speedup_threshold = Parameter.float(
-            SPEEDUP_THRESHOLD_PARAMETER,
-            contract.DEFAULT_SPEEDUP_THRESHOLD if speedup_threshold is None
-            else float(speedup_threshold))
-        self.quality_tolerance = Parameter.float(
-            QUALITY_TOLERANCE_PARAMETER,
-            contract.DEFAULT_QUALITY_TOLERANCE if quality_tolerance is None
-            else float(quality_tolerance))
+        speedup = (contract.DEFAULT_SPEEDUP_THRESHOLD if speedup_threshold is None
+                   else float(speedup_threshold))
+        tolerance = (contract.DEFAULT_QUALITY_TOLERANCE if quality_tolerance is None
+                     else float(quality_tolerance))
+        self.speedup_threshold = Parameter.float(SPEEDUP_THRESHOLD_PARAMETER, speedup)
+        self.quality_tolerance = Parameter.float(QUALITY_TOLERANCE_PARAMETER, tolerance)
+        self.threshold_ranges = {
+            SPEEDUP_THRESHOLD_PARAMETER: (speedup, SPEEDUP_THRESHOLD_LIMITS[1]),
+            QUALITY_TOLERANCE_PARAMETER: (QUALITY_TOLERANCE_LIMITS[0], tolerance)}
+        """What an execution may set each threshold parameter to: the bar set here or a
+        stricter one."""
         if spot:
             Annotations.of(self).add_warning_v2(
                 "compiled-training:CompilerBenchmark:Spot",
@@ -192,7 +213,9 @@ class CompilerBenchmark(PipelineBase):
                                         or f"/compiled-training/{self.pipeline_name}/decision")
         """Where the verdict goes: a JSON object with ``verdict`` ("ship", "hold" or
         "undecided"), ``arm``, ``speedup``, ``quality_drop``, ``global_batch_size``,
-        ``learning_rate``, ``reason``, ``comparison`` (S3) and ``execution``."""
+        ``learning_rate``, ``reason``, the thresholds it was judged by
+        (``speedup_threshold``, ``quality_tolerance``), ``comparison`` (S3) and
+        ``execution``."""
         self.decision_parameter = ssm.StringParameter(
             self, "DecisionParameter",
             parameter_name=self.decision_parameter_name,
@@ -227,6 +250,20 @@ class CompilerBenchmark(PipelineBase):
                 f"faster within {self.quality_tolerance.default:g} of {self.quality_metric}"),
             pipeline_policy=pipeline_policy,
             summary=self.summary())
+        moves = [self._prefix_moves("its checkpoints and comparisons")]
+        if decision_parameter_name is None:
+            moves.append(f"replaces its verdict parameter {self.decision_parameter_name}, "
+                         "deleting the recorded verdict")
+        self._warn_if_named_by_path(*moves)
+
+    def override_problem(self, name: str, value: ParameterValue) -> str | None:
+        if name in self.threshold_ranges:
+            low, high = self.threshold_ranges[name]
+            if not low <= float(value) <= high:
+                return (f"parameter {name!r} must be within {low:g}-{high:g}, the bar set at "
+                        f"synth or a stricter one (the decision function refuses to record a "
+                        f"verdict judged by another), got {value!r}")
+        return super().override_problem(name, value)
 
     def grant_read_decision(self, grantee: iam.IGrantable) -> iam.Grant:
         """Lets ``grantee`` (the production side: a deploy role, a pipeline's role) read the
@@ -309,8 +346,9 @@ class CompilerBenchmark(PipelineBase):
         if self.quality_metric not in contract.QUALITY_METRICS:
             problems.append(f"quality_metric must be one of "
                             f"{', '.join(contract.QUALITY_METRICS)}, got {self.quality_metric!r}")
-        for field, value, low, high in (("speedup_threshold", speedup_threshold, 0.0, 10.0),
-                                        ("quality_tolerance", quality_tolerance, 0.0, 100.0)):
+        for field, value, (low, high) in (
+                ("speedup_threshold", speedup_threshold, SPEEDUP_THRESHOLD_LIMITS),
+                ("quality_tolerance", quality_tolerance, QUALITY_TOLERANCE_LIMITS)):
             if value is not None and not low <= value <= high:
                 problems.append(f"{field} must be between {low:g} and {high:g}, got {value!r}")
         if large_batch_size is not None:
@@ -360,7 +398,12 @@ class CompilerBenchmark(PipelineBase):
             role=role,
             log_group=log_group,
             timeout=Duration.seconds(30),
-            environment={"DECISION_PARAMETER": self.decision_parameter.parameter_name},
+            environment={
+                "DECISION_PARAMETER": self.decision_parameter.parameter_name,
+                "THRESHOLD_RANGES": json.dumps({VERDICT_FIELDS[name]: list(bounds) for
+                                                name, bounds in self.threshold_ranges.items()},
+                                               sort_keys=True),
+            },
             description=f"Records the verdict of compiler benchmark {self.pipeline_name}",
         )
         resource = function.node.default_child

@@ -8,9 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
-from zoneinfo import available_timezones
 
-from aws_cdk import Duration, Stack, TimeZone
+from aws_cdk import Annotations, Duration, Stack, TimeZone
 
 from constructs import Construct
 
@@ -234,9 +233,6 @@ def _compiler(key: str, name: str, torch_compile_mode: str) -> Compiler:
 def schedule_props(schedule: Mapping[str, Any]) -> dict[str, Any]:
     """`RetrainingSchedule` keyword arguments from a team's ``schedule`` entry."""
     time_zone = schedule.get("time_zone")
-    if time_zone is not None and time_zone not in available_timezones():
-        raise ValueError(f"schedule.time_zone must be an IANA time zone such as "
-                         f"'Europe/Berlin', got {time_zone!r}")
     window = schedule.get("flexible_window_minutes")
     return {
         "expression": schedule["expression"],
@@ -272,7 +268,13 @@ class TeamStack(Stack):
                         team_config["benchmark"], props,
                         team_config.get("torch_compile_mode", "default")))
             for pipeline in (self.pipeline, self.benchmark):
-                if pipeline is not None and pipeline.compiler.is_training_compiler:
+                if pipeline is None:
+                    continue
+                Annotations.of(pipeline).acknowledge_warning(
+                    f"compiled-training:{type(pipeline).__name__}:NamedByPath",
+                    "A team's stack fixes these construct ids in code; cdk.json cannot rename "
+                    "them, so the derived pipeline names stay.")
+                if pipeline.compiler.is_training_compiler:
                     # cdk-nag 3 fails a synth on any unacknowledged finding, informational too.
                     acknowledge(pipeline.resource, "CompiledTraining-CT9",
                                 f"Team {construct_id} runs Training Compiler's last release on "

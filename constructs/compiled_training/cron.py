@@ -23,6 +23,7 @@ _RANGES = {"minutes": (0, 59), "hours": (0, 23), "day-of-month": (1, 31), "month
 _NAMES = {"month": MONTHS, "day-of-week": DAYS}
 _RATE = re.compile(r"^rate\((?P<value>\d+) (?P<unit>minutes?|hours?|days?)\)$")
 _AT = re.compile(r"^at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)$")
+MAX_EXPRESSION_LENGTH = 256  # CreateSchedule's ScheduleExpression
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,14 @@ class Cron:
 
 def validate_expression(expression: str) -> None:
     """Raises ``ValueError`` naming what is wrong with a schedule expression."""
+    if len(expression) > MAX_EXPRESSION_LENGTH:
+        raise ValueError(f"schedule expression must be at most {MAX_EXPRESSION_LENGTH} "
+                         f"characters, got {len(expression)}: {expression[:40]!r}...")
+    foreign = next((c for c in expression if not c.isascii()), None)
+    if foreign is not None:
+        # Python reads '２' as a digit; EventBridge reads 0-9 only.
+        raise ValueError(f"schedule expression must be ASCII (digits 0-9), got {foreign!r} in "
+                         f"{expression!r}")
     if expression.startswith("cron("):
         parse_cron(expression)
     elif expression.startswith("rate("):

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import Annotations, ArnFormat, Aws, Duration, Names, Resource, Stack
+from aws_cdk import Annotations, ArnFormat, Aws, Duration, Names, Resource, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -28,7 +28,14 @@ from . import rules
 from .compiler import Compiler
 from .dlc import DlcImage, resolve_dlc
 from .framework import Framework
-from .job import Distribution, HyperparameterValue, InputChannel, Parameter, TrainingJob
+from .job import (
+    Distribution,
+    HyperparameterValue,
+    InputChannel,
+    Parameter,
+    ParameterValue,
+    TrainingJob,
+)
 from .output_bucket import TrainingOutputBucket
 from .policy import InlinePolicy
 from .sourcedir import write_sourcedir
@@ -47,12 +54,14 @@ class PipelineBase(Resource):
     def __init__(self, scope: Construct, construct_id: str, *,
                  pipeline_name: str | None) -> None:
         super().__init__(scope, construct_id)
+        self._named_by_path = pipeline_name is None
         self._pipeline_name = pipeline_name or Names.unique_resource_name(
             self, max_length=80, separator="-")
         self._pipeline_arn = Stack.of(self).format_arn(
             service="sagemaker", resource="pipeline", resource_name=self._pipeline_name.lower())
         self.parameters: dict[str, Parameter] = {}
         """The pipeline parameters an execution (or a schedule) may override, by name."""
+        self._channels: dict[str, InputChannel] = {}
 
     # --- IPipeline (properties, so that jsii can read them) ---------------------------------
 
@@ -77,6 +86,18 @@ class PipelineBase(Resource):
 
     def grant_start_pipeline_execution(self, grantee: iam.IGrantable) -> iam.Grant:
         return self.grant_start_execution(grantee)
+
+    def override_problem(self, name: str, value: ParameterValue) -> str | None:
+        """Why an execution could not run with ``value`` for parameter ``name`` (a type-checked
+        value), or None: a channel's data URI must stay where the execution role may read."""
+        for channel in self._channels.values():
+            uri = channel.s3_uri
+            if (isinstance(uri, Parameter) and uri.name == name
+                    and not Token.is_unresolved(uri.default)
+                    and not str(value).startswith(str(uri.default))):
+                return (f"parameter {name!r} is channel {channel.name!r}'s data URI: the "
+                        f"execution role may read under {uri.default} only, got {value!r}")
+        return None
 
     # --- consumers -----------------------------------------------------------------------
 
@@ -190,6 +211,21 @@ class PipelineBase(Resource):
     def _subject(self) -> str:
         return f"{type(self).__name__} {self.node.path}"
 
+    def _warn_if_named_by_path(self, *moves: str) -> None:
+        """A name derived from the construct path changes with the construct's id or place, and
+        so does everything the name carries (``moves`` says what)."""
+        if self._named_by_path:
+            Annotations.of(self).add_warning_v2(
+                f"compiled-training:{type(self).__name__}:NamedByPath",
+                f"pipeline_name is omitted, so the pipeline is named {self.pipeline_name!r} "
+                f"after this construct's id and path: renaming or moving the construct renames "
+                f"the pipeline, {' and '.join(moves)}; pass pipeline_name="
+                f"{self.pipeline_name!r} to keep them")
+
+    def _prefix_moves(self, holding: str) -> str:
+        return (f"moves its S3 prefix {self.pipeline_name}/ in the output bucket and leaves "
+                f"{holding} under the old one")
+
     def _check(self, jobs: Mapping[str, TrainingJob]) -> None:
         """Raises every rule a job breaks in one message; warns (acknowledgeably) about the
         rest, each warning once with the arms it concerns. Keys name arms; "" a lone job."""
@@ -213,7 +249,13 @@ class PipelineBase(Resource):
         for asset in code:
             policy.allow(["s3:GetObject"], [
                 f"arn:{Aws.PARTITION}:s3:::{asset.s3_bucket_name}/{asset.s3_object_key}"])
-        channels = {c.name: c for job in jobs for c in job.channels}
+        channels = self._channels = {c.name: c for job in jobs for c in job.channels}
+        wildcards = [f"channel {c.name!r} URI must not contain '*' or '?' (the execution role's "
+                     f"S3 grant is built from it and IAM reads them as wildcards: "
+                     f"'s3://bucket/*' would grant the whole bucket), got {c.default_uri!r}"
+                     for c in channels.values() if {"*", "?"} & set(c.default_uri)]
+        if wildcards:
+            raise ValueError(f"{self._subject}: " + "; ".join(wildcards))
         for channel in channels.values():
             bucket, key_prefix = split_s3(channel.default_uri)
             policy.allow_prefix(bucket, key_prefix, ["s3:GetObject"],
@@ -282,9 +324,16 @@ class PipelineBase(Resource):
             why = ("Pipelines name jobs at run time; the tag conditions limit create, describe "
                    "and stop to jobs tagged with this pipeline's name.")
             verb = verbs[kind]
-            policy.allow([f"sagemaker:Create{verb}", "sagemaker:AddTags"], [jobs], why=why,
-                         conditions={"StringEquals": {
-                             f"aws:RequestTag/{PIPELINE_TAG}": self.pipeline_name}})
+            own_tag = {f"aws:RequestTag/{PIPELINE_TAG}": self.pipeline_name}
+            policy.allow([f"sagemaker:Create{verb}"], [jobs], why=why,
+                         conditions={"StringEquals": own_tag})
+            # Tags only as its own job is created, and only its own tag: retagging another
+            # pipeline's job would hand it describe and stop. SageMaker adds its own
+            # sagemaker: tags to a job it creates (the execution, the step).
+            policy.allow(["sagemaker:AddTags"], [jobs], why=why, conditions={
+                "StringEquals": {**own_tag, "sagemaker:TaggingAction": f"Create{verb}"},
+                "ForAllValues:StringLike": {"aws:TagKeys": [PIPELINE_TAG, "sagemaker:*"]},
+            })
             policy.allow([f"sagemaker:Describe{verb}", f"sagemaker:Stop{verb}"], [jobs],
                          why=why, conditions={"StringEquals": {
                              f"aws:ResourceTag/{PIPELINE_TAG}": self.pipeline_name}})

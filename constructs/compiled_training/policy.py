@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import Aws
+from aws_cdk import Aws, Stack
 from aws_cdk import aws_iam as iam
 
 from constructs import Construct
 
 from .nag import acknowledge_wildcards
+
+SAGEMAKER = "sagemaker.amazonaws.com"
 
 
 class InlinePolicy:
@@ -45,10 +47,14 @@ class InlinePolicy:
                    conditions={"StringLike": {"s3:prefix": [f"{key_prefix}*"]}})
 
     def role(self, scope: Construct, construct_id: str, description: str, *,
-             service: str = "sagemaker.amazonaws.com") -> iam.Role:
+             service: str = SAGEMAKER) -> iam.Role:
+        # SageMaker says on whose behalf it assumes a role; a role only this account's
+        # pipelines and jobs may use is no confused deputy. (Lambda sends no such key.)
+        conditions = ({"StringEquals": {"aws:SourceAccount": Stack.of(scope).account}}
+                      if service == SAGEMAKER else None)
         role = iam.Role(
             scope, construct_id,
-            assumed_by=iam.ServicePrincipal(service),
+            assumed_by=iam.ServicePrincipal(service, conditions=conditions),
             description=description,
             # One document from JSON: one call into jsii instead of one per statement.
             inline_policies={"Permissions": iam.PolicyDocument.from_json(

@@ -93,7 +93,9 @@ class RuntimeImage(Construct):
             immutable tags, the last 20 images kept, encrypted (with ``kms_key`` or
             AES-256), retained when the stack is deleted.
         :param repository_name: for the created repository; when omitted, CloudFormation
-            names it.
+            names it. A given name is yours to keep unique: the repository is retained when
+            the stack is deleted, so a deploy after ``cdk destroy`` fails on the name until the
+            retained repository is deleted, or passed back in with ``repository=``.
         :param kms_key: encrypts the created repository and the build; when omitted, the
             repository uses AES-256 and the build a new key with rotation.
         :param removal_policy: when omitted, RETAIN; DESTROY also empties the repository.
@@ -265,6 +267,10 @@ class RuntimeImage(Construct):
                 actions=["codebuild:StartBuild" if name == "on_event"
                          else "codebuild:BatchGetBuilds"],
                 resources=[project.project_arn]))
+            if name == "on_event":  # no build when the tag is already pushed (rollbacks)
+                function.add_to_role_policy(iam.PolicyStatement(
+                    actions=["ecr:DescribeImages"],
+                    resources=[self.repository.repository_arn]))
             acknowledge(function, "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:"
                                   "policy/service-role/AWSLambdaBasicExecutionRole]",
                         "The AWS-managed basic execution role only lets the function write "

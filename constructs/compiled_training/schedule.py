@@ -8,13 +8,17 @@ registers its model gets a second rule: each new version and approval change.
 
 from __future__ import annotations
 
+import hashlib
+import math
 import re
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timezone
+from functools import cache
 from typing import cast
+from zoneinfo import available_timezones
 
 import jsii
-from aws_cdk import Annotations, Duration, Stack, TimeZone
+from aws_cdk import Annotations, Duration, RemovalPolicy, Stack, TimeZone, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_events as events
@@ -32,8 +36,11 @@ from .job import ParameterType
 from .nag import acknowledge, skip_checkov
 from .pipeline_base import PipelineBase
 
-# EventBridge Scheduler's SageMakerPipelineParameters: at most 200 entries.
+# EventBridge Scheduler's SageMakerPipelineParameters: at most 200 entries, each value
+# 1-1,024 characters; CreateScheduleGroup's Name: 1-64 characters.
 MAX_PIPELINE_PARAMETERS = 200
+MAX_PARAMETER_VALUE_LENGTH = 1024
+MAX_GROUP_NAME_LENGTH = 64
 EXECUTION_STATUSES = ("Failed", "Stopped")
 _TEAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
 _PYTHON_TYPES: dict[ParameterType, tuple[type, ...]] = {
@@ -69,16 +76,23 @@ class RetrainingSchedule(Construct):
     ) -> None:
         """
         :param pipeline: the pipeline to start.
-        :param team: names the schedule group (one per team and stack) and every message.
+        :param team: names the schedule group (one per team and stack, named after both, so
+            that two stacks of one team never collide; deleted with the stack: it holds no
+            data) and every message.
         :param expression: exactly one schedule: ``cron(...)`` (six fields, EventBridge's
             rules), ``rate(...)`` or one-time ``at(...)``; checked at synth.
-        :param time_zone: when omitted, UTC.
+        :param time_zone: an IANA time zone (``TimeZone.EUROPE_BERLIN``, ``TimeZone.of(
+            "Europe/Berlin")``); when omitted, UTC.
         :param flexible_window: when omitted, the schedule starts on time (no window).
         :param start_date: when omitted, the schedule starts now.
-        :param end_date: when omitted, it never ends.
+        :param end_date: when omitted, it never ends. It must be after ``start_date``; one that
+            has already passed when the app is synthesized draws a warning (the schedule would
+            never fire), not an error, so that the same code synthesizes on any day.
         :param enabled: when omitted, enabled.
         :param parameters: pipeline parameter overrides; each must be a parameter the
-            pipeline declares, with a value of its type. When omitted, the defaults run.
+            pipeline declares, with a finite value of its type, 1-1,024 characters once
+            written as text, and one the pipeline's roles can follow (a channel's data URI
+            under the prefix its execution role may read). When omitted, the defaults run.
         :param retry_attempts: when omitted, 3 retries of a failed start.
         :param max_event_age: when omitted, 6 hours; older starts go to the dead-letter queue.
         :param topic: when omitted, an SNS topic encrypted with a new customer-managed key.
@@ -93,6 +107,10 @@ class RetrainingSchedule(Construct):
             validate_expression(expression)
         except ValueError as error:
             raise ValueError(f"{where}: {error}") from None
+        if (time_zone is not None and not Token.is_unresolved(time_zone.timezone_name)
+                and time_zone.timezone_name not in _time_zones()):
+            raise ValueError(f"{where}: time_zone must be an IANA time zone such as "
+                             f"'Europe/Berlin', got {time_zone.timezone_name!r}")
         if start_date and end_date and end_date <= start_date:
             raise ValueError(f"{where}: end_date ({end_date.isoformat()}) must be after "
                              f"start_date ({start_date.isoformat()})")
@@ -103,6 +121,13 @@ class RetrainingSchedule(Construct):
         if not 0 <= attempts <= 185:
             raise ValueError(f"{where}: retry_attempts must be 0-185, got {attempts}")
         overrides = _checked_parameters(where, pipeline, parameters or {})
+        if end_date is not None and end_date.tzinfo is not None and end_date <= datetime.now(
+                timezone.utc):
+            # The synth clock decides only this warning, never the template.
+            Annotations.of(self).add_warning_v2(
+                "compiled-training:RetrainingSchedule:EndDatePassed",
+                f"end_date {end_date.isoformat()} has passed: the schedule would never start "
+                f"{pipeline.pipeline_name}; move end_date or remove the schedule")
 
         self.pipeline = pipeline
         self.team = team
@@ -270,24 +295,54 @@ def _checked_parameters(
             continue
         kind = declared[name].type
         is_bool = isinstance(value, bool)
+        text = _text(value)
         if not isinstance(value, _PYTHON_TYPES[kind]) or (is_bool and kind is not
                                                           ParameterType.BOOLEAN):
             problems.append(f"parameter {name!r} is {kind.value}, got "
                             f"{type(value).__name__} {value!r}")
+        elif isinstance(value, float) and not math.isfinite(value):
+            problems.append(f"parameter {name!r} must be a finite number, got {value!r}")
+        elif not 1 <= len(text) <= MAX_PARAMETER_VALUE_LENGTH:
+            problems.append(f"parameter {name!r} must be 1-{MAX_PARAMETER_VALUE_LENGTH:,} "
+                            f"characters as text, got {len(text):,}")
+        elif problem := pipeline.override_problem(name, value):
+            problems.append(problem)
     if problems:
         raise ValueError(f"{where}: " + "; ".join(problems))
-    return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in overrides.items()}
+    return {k: _text(v) for k, v in overrides.items()}
+
+
+def _text(value: str | int | float | bool) -> str:
+    """A parameter value as EventBridge Scheduler passes it: text."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+@cache
+def _time_zones() -> frozenset[str]:
+    return frozenset(available_timezones())
 
 
 def _team_group(scope: Construct, team: str) -> scheduler.ScheduleGroup:
-    """One schedule group per team and stack, shared by the team's schedules."""
+    """One schedule group per team and stack, shared by the team's schedules; deleted with the
+    stack (it holds no data), so that a later deploy never meets a retained one."""
     stack = Stack.of(scope)
     construct_id = f"ScheduleGroup{team}"
     existing = stack.node.try_find_child(construct_id)
     if isinstance(existing, scheduler.ScheduleGroup):
         return existing
     return scheduler.ScheduleGroup(stack, construct_id,
-                                   schedule_group_name=f"{team}-retraining")
+                                   schedule_group_name=group_name(stack.stack_name, team),
+                                   removal_policy=RemovalPolicy.DESTROY)
+
+
+def group_name(stack_name: str, team: str) -> str:
+    """``<stack>-<team>-retraining``: stack names are unique in an account and region, so two
+    stacks of one team get two groups. A longer name keeps its start and a hash of the whole."""
+    name = f"{stack_name}-{team}-retraining"
+    if len(name) <= MAX_GROUP_NAME_LENGTH:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[:MAX_GROUP_NAME_LENGTH - len(digest) - 1]}-{digest}"
 
 
 @jsii.implements(events.IRuleTarget)

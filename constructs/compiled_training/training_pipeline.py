@@ -93,7 +93,9 @@ class TrainingPipeline(PipelineBase):
         :param distribution: when omitted, ``pytorchxla`` for a Training Compiler job on more
             than one GPU where the version has it (PyTorch 1.12+, Hugging Face PyTorch 1.11+),
             none otherwise.
-        :param pipeline_name: when omitted, derived from the construct path (stable).
+        :param pipeline_name: names the pipeline and its S3 prefix of models, outputs and
+            checkpoints. When omitted, derived from the construct path, with a warning:
+            renaming or moving the construct would then move the prefix and strand the data.
         :param output_bucket: when omitted, the stack's shared `TrainingOutputBucket` (one
             per KMS key): encrypted (with ``kms_key`` or S3-managed), versioned, SSL only,
             public access blocked, access-logged, retained when the stack is deleted. Each
@@ -182,6 +184,7 @@ class TrainingPipeline(PipelineBase):
         if self.registration is not None and self.registration.group is not None:
             # Pipelines registers into the group: it must exist before the first run.
             self.resource.node.add_dependency(self.registration.group)
+        self._warn_if_named_by_path(self._prefix_moves("its models, outputs and checkpoints"))
 
     def summary(self) -> dict[str, Any]:
         """What the synth summary shows; also written as the pipeline's template metadata."""
