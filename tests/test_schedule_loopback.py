@@ -51,16 +51,20 @@ def test_schedules_round_trip_through_the_scheduler_api(reference_assembly, endp
     assert created == 3
 
 
-def test_status_rules_round_trip_through_the_events_api(reference_assembly, endpoint):
+def test_notification_rules_round_trip_through_the_events_api(reference_assembly, endpoint):
     client = _client("events", endpoint)
+    created = 0
     for stack in reference_assembly.stacks:
-        (rule,) = _resources(stack.template, "AWS::Events::Rule")
-        name = f"{stack.stack_name}-status"
-        client.put_rule(Name=name, EventPattern=json.dumps(rule["EventPattern"]),
-                        Description=rule["Description"], State=rule["State"])
-        client.put_targets(Rule=name, Targets=rule["Targets"])
-        stored = client.describe_rule(Name=name)
-        assert json.loads(stored["EventPattern"]) == rule["EventPattern"]
-        assert stored["Description"] == rule["Description"]
-        (target,) = client.list_targets_by_rule(Rule=name)["Targets"]
-        assert target == rule["Targets"][0]
+        # Each team's status rule, and where the team registers models, its model rule.
+        for i, rule in enumerate(_resources(stack.template, "AWS::Events::Rule")):
+            name = f"{stack.stack_name}-{i}"
+            client.put_rule(Name=name, EventPattern=json.dumps(rule["EventPattern"]),
+                            Description=rule["Description"], State=rule["State"])
+            client.put_targets(Rule=name, Targets=rule["Targets"])
+            stored = client.describe_rule(Name=name)
+            assert json.loads(stored["EventPattern"]) == rule["EventPattern"]
+            assert stored["Description"] == rule["Description"]
+            (target,) = client.list_targets_by_rule(Rule=name)["Targets"]
+            assert target == rule["Targets"][0]
+            created += 1
+    assert created == 5  # three status rules, two model rules (DocumentClassification, Tabular)
