@@ -10,7 +10,8 @@ from typing import Any
 
 import aws_cdk as cdk
 import jsonschema
-import regex
+
+from compiled_training import api_shapes
 
 ROOT = Path(__file__).resolve().parent.parent
 # A user's entry point as every launcher takes it: the pytorchxla launcher imports the script
@@ -200,69 +201,27 @@ def condition_outcome(condition_step: dict[str, Any], parameters: dict[str, Any]
 
 # --- botocore's job input shapes ----------------------------------------------
 
+# What a run-time value (an execution id, a job name) renders as here.
+RUN_TIME_VALUE = "execution-0123456789ab"
+
+
 def substitute_expressions(value: Any, parameters: dict[str, Any]) -> Any:
     """Pipeline expressions replaced by what they evaluate to at run time."""
-    if isinstance(value, dict):
-        if set(value) == {"Get"}:
-            path = value["Get"]
-            if path.startswith("Parameters."):
-                return parameters[path.split(".", 1)[1]]
-            return "execution-0123456789ab"
-        if set(value) == {"Std:Join"}:
-            join = value["Std:Join"]
-            return join["On"].join(str(substitute_expressions(v, parameters))
-                                   for v in join["Values"])
-        return {k: substitute_expressions(v, parameters) for k, v in value.items()}
-    if isinstance(value, list):
-        return [substitute_expressions(v, parameters) for v in value]
-    return value
+    return api_shapes.substitute_expressions(value, parameters, RUN_TIME_VALUE)
 
 
 def validate_job_arguments(definition: dict[str, Any]) -> None:
-    """Each training and processing step's arguments against CreateTrainingJob and
-    CreateProcessingJob: types, required fields, ranges (botocore's ParamValidator) plus
-    enums, lengths and patterns (walked here, since the validator does not check them)."""
-    import botocore.session
+    """Each training and processing step's request against CreateTrainingJob and
+    CreateProcessingJob: botocore's own ParamValidator (types, required members, minimums),
+    then the library's check of the same shapes (which adds maximums, enums, lengths and
+    full-match patterns)."""
     from botocore.validate import ParamValidator
 
-    model = botocore.session.get_session().get_service_model("sagemaker")
-    operations = {"Training": ("CreateTrainingJob", "TrainingJobName"),
-                  "Processing": ("CreateProcessingJob", "ProcessingJobName")}
-    parameters = {p["Name"]: p["DefaultValue"] for p in definition.get("Parameters", [])}
-    for step in definition["Steps"]:
-        if step["Type"] not in operations:
-            continue
-        operation, name_field = operations[step["Type"]]
-        shape = model.operation_model(operation).input_shape
-        request = substitute_expressions(step["Arguments"], parameters)
-        request[name_field] = "pipelines-execution-Step-0123456789"
-        report = ParamValidator().validate(request, shape)
+    for _, operation, request in api_shapes.job_requests(definition, RUN_TIME_VALUE):
+        report = ParamValidator().validate(request, api_shapes.operation_input(operation))
         assert not report.has_errors(), report.generate_report()
-        problems = list(_constraint_problems(request, shape, operation))
-        assert not problems, "\n".join(problems)
-
-
-def _constraint_problems(value: Any, shape: Any, path: str):
-    if shape.type_name == "structure":
-        for name, member in shape.members.items():
-            if name in value:
-                yield from _constraint_problems(value[name], member, f"{path}.{name}")
-    elif shape.type_name == "list":
-        for i, item in enumerate(value):
-            yield from _constraint_problems(item, shape.member, f"{path}[{i}]")
-    elif shape.type_name == "map":
-        for key, item in value.items():
-            yield from _constraint_problems(key, shape.key, f"{path} key")
-            yield from _constraint_problems(item, shape.value, f"{path}[{key}]")
-    elif shape.type_name == "string":
-        meta = shape.metadata
-        if shape.enum and value not in shape.enum:
-            yield f"{path}: {value!r} is not one of {shape.name}"
-        if len(value) > meta.get("max", len(value)):
-            yield f"{path}: longer than {meta['max']}"
-        # The model writes Java-style classes (\p{L}); the regex module reads them.
-        if "pattern" in meta and not regex.match(meta["pattern"], value):
-            yield f"{path}: {value!r} does not match {meta['pattern']}"
+    problems = api_shapes.definition_problems(definition, RUN_TIME_VALUE)
+    assert not problems, "\n".join(problems)
 
 
 def cfn_lint(template_path: str) -> list[str]:
