@@ -44,6 +44,7 @@ from .nag import (
 from .pipeline_base import PipelineBase, execution_scoped, shared_archive_asset, try_resolve_dlc
 from .policy import InlinePolicy
 from .registry import dlc_image_uri
+from .typecheck import check_arguments
 
 DECISION_HANDLER_DIR = Path(__file__).parent / "decision"
 RUNTIME_PACKAGE_DIR = Path(compiled_training_runtime.__file__).parent
@@ -135,6 +136,7 @@ class CompilerBenchmark(PipelineBase):
             comparison, so spot arms draw a warning.
         Other props as in `TrainingPipeline`.
         """
+        check_arguments(CompilerBenchmark.__init__, locals())
         super().__init__(scope, construct_id, pipeline_name=pipeline_name)
         compiler = compiler or Compiler.training_compiler()
         self.framework = framework

@@ -50,6 +50,7 @@ from .nag import (
 )
 from .registry import dlc_image_uri
 from .sourcedir import source_files
+from .typecheck import check_arguments
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES_DIR = ROOT / "images"
@@ -102,6 +103,7 @@ class RuntimeImage(Construct):
         :param dockerfile_dir: when omitted, ``images/training-compiler`` for Training
             Compiler and ``images/torch-compile`` otherwise.
         """
+        check_arguments(RuntimeImage.__init__, locals())
         super().__init__(scope, construct_id)
         where = f"RuntimeImage {self.node.path}"
         self.build_mode = build_mode or BuildMode.CLOUD

@@ -25,6 +25,7 @@ from .job import Distribution, HyperparameterValue, InputChannel
 from .pipeline_base import PipelineBase, try_resolve_dlc
 from .registry import dlc_image_uri
 from .runtime_image import RuntimeImage
+from .typecheck import check_arguments
 
 
 @jsii.implements(sagemaker.IPipeline)
@@ -106,6 +107,7 @@ class TrainingPipeline(PipelineBase):
         :param network_isolation: when omitted, off (the container may reach the network).
         :param inter_container_encryption: when omitted, on for multi-instance jobs.
         """
+        check_arguments(TrainingPipeline.__init__, locals())
         super().__init__(scope, construct_id, pipeline_name=pipeline_name)
         compiler = compiler or Compiler.none()
         instance_count = 1 if instance_count is None else instance_count
