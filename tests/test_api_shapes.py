@@ -50,7 +50,7 @@ def test_every_pattern_of_the_operations_reads_as_python(operation):
     ("train!", "ChannelName", r"Field must match \[A-Za-z0-9\\.\\-_\]\+, got 'train!'"),
     ("s3:/bucket", "S3Uri", r"Field must match \(https\|s3\)://"),
     ("a" * 65, "ChannelName", r"Field must be at most 64 characters, got 'a+'\.\.\. \(65 characters\)"),
-    ("", "ChannelName", r"Field must be at least 1 characters, got ''"),
+    ("", "ChannelName", r"Field must be at least 1 character, got ''"),
     ("ml.g5.mega", "TrainingInstanceType", r"Field must be one of TrainingInstanceType values, got 'ml.g5.mega'"),
     ("Pipe", "S3DataType", r"Field must be one of ManifestFile, S3Prefix, AugmentedManifestFile.*, got 'Pipe'"),
     (2**31, "TrainingInstanceCount", r"Field must be at most 2147483647, got 2147483648"),

@@ -357,6 +357,11 @@ def test_fails_on_a_request_sagemaker_would_refuse(source_dir, overrides, messag
         _pipeline(_stack(), source_dir, **overrides)
 
 
+def test_fails_on_a_long_pipeline_name_once_not_again_for_its_tag(source_dir):
+    with pytest.raises(ValueError, match=r"^TrainingPipeline Team/Bert: pipeline_name must be at most 256 characters, got 'a+'\.\.\. \(257 characters\)$"):
+        _pipeline(_stack(), source_dir, pipeline_name="a" * 257)
+
+
 def test_fails_on_every_request_problem_in_one_message(source_dir):
     with pytest.raises(ValueError, match=r"has 3 problems:\n"
                                          r"  - max_runtime: .* got 2505600 seconds \(29 days\)\n"

@@ -151,7 +151,7 @@ def test_fails_on_a_wrong_type_for_runtime_image(overrides, message):
     (lambda: Parameter.float("Lr", float("nan")), ValueError, r"^Parameter 'Lr': default \(Float\) must be a finite number, got nan$"),
     (lambda: Parameter.float("Lr", "0.1"), TypeError, r"^Parameter 'Lr': default \(Float\) must be a float, got str '0.1'$"),
     (lambda: Parameter.boolean("Debug", "false"), TypeError, r"^Parameter 'Debug': default \(Boolean\) must be a bool, got str 'false'$"),
-    (lambda: Parameter.string("", "x"), ValueError, r"^Parameter '': name must be at least 1 characters, got ''$"),
+    (lambda: Parameter.string("", "x"), ValueError, r"^Parameter '': name must be at least 1 character, got ''$"),
     (lambda: Parameter("Lr", "Float", 0.1), TypeError, r"^Parameter 'Lr': type must be a ParameterType, got str 'Float'$"),
     (lambda: InputChannel("train", 3), TypeError, r"^InputChannel: s3_uri must be a str or Parameter, got int 3$"),
     (lambda: InputChannel("train", "s3://d/t/", sharded="yes"), TypeError, r"^InputChannel: sharded must be a bool, got str 'yes'$"),

@@ -143,7 +143,7 @@ def _bounds(path: str, measure: Any, limits: Mapping[str, Any], unit: str,
 
 
 def _with_unit(number: Any, unit: str) -> str:
-    text = f"{shown(number)}{unit}"
+    text = f"{shown(number)}{unit.removesuffix('s') if number == 1 else unit}"
     if unit == " seconds" and isinstance(number, int) and number and number % 86400 == 0:
         text += f" ({number // 86400} days)"
     return text

@@ -3,6 +3,7 @@ decided in one SageMaker pipeline."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -24,6 +25,7 @@ from compiled_training_runtime import contract
 from constructs import Construct
 
 from . import rules
+from .api_shapes import shown
 from .benchmark_definition import (
     ComparisonJob,
     arm_step_name,
@@ -192,6 +194,10 @@ class CompilerBenchmark(PipelineBase):
 
         self.decision_parameter_name = (decision_parameter_name
                                         or f"/compiled-training/{self.pipeline_name}/decision")
+        if not re.fullmatch(r"[A-Za-z0-9_.\-/]{1,2048}", self.decision_parameter_name):
+            raise ValueError(f"{self._subject}: decision_parameter_name must be 1-2048 letters, "
+                             f"digits and . _ - / (SSM's rule), got "
+                             f"{shown(self.decision_parameter_name)}")
         """Where the verdict goes: a JSON object with ``verdict`` ("ship", "hold" or
         "undecided"), ``arm``, ``speedup``, ``quality_drop``, ``global_batch_size``,
         ``learning_rate``, ``reason``, ``comparison`` (S3) and ``execution``."""

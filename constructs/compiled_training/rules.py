@@ -68,6 +68,7 @@ _PROPS = (
     ("HyperParameters", "hyperparameters"),
     ("InputDataConfig", "channels"),
     ("AlgorithmSpecification.TrainingImage", "image_uri"),
+    ("Tags", "pipeline_name"),  # the pipeline tag's value
 )
 _PIPELINE_NAMES: WeakKeyDictionary[Any, dict[tuple[str, str, str], str]] = WeakKeyDictionary()
 
@@ -113,7 +114,7 @@ def check(job: TrainingJob) -> Findings:
         if message:
             errors.append(Finding(rule, message))
 
-    error("PipelineName", check_api_string("pipeline_name", job.pipeline_name, "PipelineName"))
+    error("pipeline_name", check_api_string("pipeline_name", job.pipeline_name, "PipelineName"))
     _check_resources(job, error)
     _check_hyperparameters(job, error)
     _check_channels(job, error)
