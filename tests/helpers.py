@@ -124,8 +124,13 @@ def definitions(template: dict[str, Any]) -> list[dict[str, Any]]:
 # --- the published pipeline-definition schema --------------------------------------------
 
 @cache
-def _schema() -> dict[str, Any]:
-    return json.loads(SCHEMA_PATH.read_text())
+def _schema_validator() -> Any:
+    """The schema's validator, the schema itself checked once (jsonschema.validate checks it
+    again on every call, about a second each)."""
+    schema = json.loads(SCHEMA_PATH.read_text())
+    validator = jsonschema.validators.validator_for(schema)
+    validator.check_schema(schema)
+    return validator(schema)
 
 
 def validate_envelope(definition: dict[str, Any]) -> None:
@@ -153,10 +158,10 @@ def validate_envelope(definition: dict[str, Any]) -> None:
         if step["Type"] == "Condition":
             branches += step["Arguments"].get("IfSteps", []) + step["Arguments"].get("ElseSteps", [])
         _blank(step)
-    jsonschema.validate(envelope, _schema())
+    _schema_validator().validate(envelope)
     for step in branches:
         _blank(step)
-    jsonschema.validate({"Version": envelope["Version"], "Steps": branches}, _schema())
+    _schema_validator().validate({"Version": envelope["Version"], "Steps": branches})
 
 
 def _blank(step: dict[str, Any]) -> None:
