@@ -351,6 +351,11 @@ def test_fails_with_all_problems_in_one_message(source_dir):
      r"description must be at most 3072 characters, got 'x+'\.\.\. \(3073 characters\)$"),
     ({"description": "Trains BERT.\nOwner: nlp"},
      r"description must match \.\*, got 'Trains BERT.\\nOwner: nlp' \(a line break is not allowed\)$"),
+    # What a template cannot carry: YAML readers (cfn-lint's) refuse these unescaped.
+    ({"description": "Trains\x7fBERT"},
+     r"description must not contain the control character U\+007F, which a template cannot carry; got 'Trains\\x7fBERT'$"),
+    ({"hyperparameters": {"note": Parameter.string("Note", "a\x9fb")}},
+     r"definition.Parameters\[0\].DefaultValue must not contain the control character U\+009F"),
 ])
 def test_fails_on_a_request_sagemaker_would_refuse(source_dir, overrides, message):
     with pytest.raises(ValueError, match=r"^TrainingPipeline Team/Bert: " + message):

@@ -58,6 +58,8 @@ class Findings:
         if self.errors:
             lines = "\n".join(f"  - {e.message}" for e in self.errors)
             raise ValueError(f"{subject} has {len(self.errors)} problems:\n{lines}")
+
+
 # The props that members of a CreateTrainingJob request come from, for the messages.
 _PROPS = (
     ("ResourceConfig.InstanceCount", "instance_count"),
@@ -225,11 +227,30 @@ def check_pipeline(definition: Mapping[str, Any], description: str, pipeline_nam
     errors = [Finding("Request", problem) for problem in definition_problems(definition)]
     errors.append(Finding("Description", check_api_string("description", description,
                                                           "PipelineDescription") or ""))
+    errors += [Finding("Template", problem) for problem in _unprintable(
+        {"description": description, "definition": definition}, "")]
     if taken_by:
         errors.append(Finding("PipelineName", f"pipeline_name {pipeline_name!r} is already used "
                                               f"by {taken_by} in this app (same account and "
                                               "region); pipeline names must be unique"))
     return Findings([e for e in errors if e.message], [])
+
+
+# What JSON.stringify leaves unescaped in a template but YAML readers refuse (cfn-lint does):
+# DEL, the C1 controls but NEL, and the noncharacters U+FFFE and U+FFFF.
+_UNPRINTABLE = re.compile("[\x7f-\x84\x86-\x9f\ufffe\uffff]")
+
+
+def _unprintable(value: Any, path: str) -> list[str]:
+    """Strings (a definition's included) with a character a template cannot carry."""
+    if isinstance(value, dict):
+        return [p for key, item in value.items() for p in _unprintable(item, f"{path}.{key}")]
+    if isinstance(value, list):
+        return [p for i, item in enumerate(value) for p in _unprintable(item, f"{path}[{i}]")]
+    found = _UNPRINTABLE.search(value) if isinstance(value, str) else None
+    return [f"{path.lstrip('.')} must not contain the control character "
+            f"U+{ord(found[0]):04X}, which a template cannot carry; got {shown(value)}"
+            ] if found else []
 
 
 def pipeline_names(app: Any) -> dict[tuple[str, str, str], str]:
