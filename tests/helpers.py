@@ -10,7 +10,8 @@ from typing import Any
 
 import aws_cdk as cdk
 import jsonschema
-import regex
+
+from compiled_training import api_shapes
 
 ROOT = Path(__file__).resolve().parent.parent
 # A user's entry point as every launcher takes it: the pytorchxla launcher imports the script
@@ -123,8 +124,13 @@ def definitions(template: dict[str, Any]) -> list[dict[str, Any]]:
 # --- the published pipeline-definition schema --------------------------------------------
 
 @cache
-def _schema() -> dict[str, Any]:
-    return json.loads(SCHEMA_PATH.read_text())
+def _schema_validator() -> Any:
+    """The schema's validator, the schema itself checked once (jsonschema.validate checks it
+    again on every call, about a second each)."""
+    schema = json.loads(SCHEMA_PATH.read_text())
+    validator = jsonschema.validators.validator_for(schema)
+    validator.check_schema(schema)
+    return validator(schema)
 
 
 def validate_envelope(definition: dict[str, Any]) -> None:
@@ -152,10 +158,10 @@ def validate_envelope(definition: dict[str, Any]) -> None:
         if step["Type"] == "Condition":
             branches += step["Arguments"].get("IfSteps", []) + step["Arguments"].get("ElseSteps", [])
         _blank(step)
-    jsonschema.validate(envelope, _schema())
+    _schema_validator().validate(envelope)
     for step in branches:
         _blank(step)
-    jsonschema.validate({"Version": envelope["Version"], "Steps": branches}, _schema())
+    _schema_validator().validate({"Version": envelope["Version"], "Steps": branches})
 
 
 def _blank(step: dict[str, Any]) -> None:
@@ -200,84 +206,37 @@ def condition_outcome(condition_step: dict[str, Any], parameters: dict[str, Any]
 
 # --- botocore's job input shapes ----------------------------------------------
 
+# What a run-time value (an execution id, a job name) renders as here.
+RUN_TIME_VALUE = "execution-0123456789ab"
+
+
 def substitute_expressions(value: Any, parameters: dict[str, Any]) -> Any:
     """Pipeline expressions replaced by what they evaluate to at run time."""
-    if isinstance(value, dict):
-        if set(value) == {"Get"}:
-            path = value["Get"]
-            if path.startswith("Parameters."):
-                return parameters[path.split(".", 1)[1]]
-            if path in parameters:  # a step's property, given by the caller
-                return parameters[path]
-            if path.endswith(".ModelArtifacts.S3ModelArtifacts"):
-                return "s3://output-bucket/pipeline/output/job-0123/output/model.tar.gz"
-            if path == "Execution.PipelineExecutionArn":
-                return ("arn:aws:sagemaker:us-east-1:123456789012:pipeline/pipeline/"
-                        "execution/0123456789ab")
-            return "execution-0123456789ab"
-        if set(value) == {"Std:Join"}:
-            join = value["Std:Join"]
-            return join["On"].join(str(substitute_expressions(v, parameters))
-                                   for v in join["Values"])
-        return {k: substitute_expressions(v, parameters) for k, v in value.items()}
-    if isinstance(value, list):
-        return [substitute_expressions(v, parameters) for v in value]
-    return value
+    return api_shapes.substitute_expressions(value, parameters, _run_time_value)
+
+
+def _run_time_value(path: str) -> str:
+    """A plausible value for what only an execution knows, by the expression's path."""
+    if path.endswith(".ModelArtifacts.S3ModelArtifacts"):
+        return "s3://output-bucket/pipeline/output/job-0123/output/model.tar.gz"
+    if path == "Execution.PipelineExecutionArn":
+        return "arn:aws:sagemaker:us-east-1:123456789012:pipeline/pipeline/execution/0123456789ab"
+    return RUN_TIME_VALUE
 
 
 def validate_job_arguments(definition: dict[str, Any]) -> None:
-    """Each training, processing and model-registration step's arguments (those in a
+    """Each training, processing and model-registration step's request (those in a
     condition's branches too) against CreateTrainingJob, CreateProcessingJob and
-    CreateModelPackage: types, required fields, ranges (botocore's ParamValidator) plus
-    enums, lengths and patterns (walked here, since the validator does not check them)."""
-    import botocore.session
+    CreateModelPackage: botocore's own ParamValidator (types, required members, minimums),
+    then the library's check of the same shapes (which adds maximums, enums, lengths and
+    full-match patterns)."""
     from botocore.validate import ParamValidator
 
-    model = botocore.session.get_session().get_service_model("sagemaker")
-    operations = {"Training": ("CreateTrainingJob", "TrainingJobName"),
-                  "Processing": ("CreateProcessingJob", "ProcessingJobName"),
-                  "RegisterModel": ("CreateModelPackage", None)}
-    parameters = {p["Name"]: p["DefaultValue"] for p in definition.get("Parameters", [])}
-    steps = list(definition["Steps"])
-    for step in definition["Steps"]:
-        if step["Type"] == "Condition":
-            steps += step["Arguments"].get("IfSteps", []) + step["Arguments"].get("ElseSteps", [])
-    for step in steps:
-        if step["Type"] not in operations:
-            continue
-        operation, name_field = operations[step["Type"]]
-        shape = model.operation_model(operation).input_shape
-        request = substitute_expressions(step["Arguments"], parameters)
-        if name_field:
-            request[name_field] = "pipelines-execution-Step-0123456789"
-        report = ParamValidator().validate(request, shape)
+    for _, operation, request in api_shapes.job_requests(definition, _run_time_value):
+        report = ParamValidator().validate(request, api_shapes.operation_input(operation))
         assert not report.has_errors(), report.generate_report()
-        problems = list(_constraint_problems(request, shape, operation))
-        assert not problems, "\n".join(problems)
-
-
-def _constraint_problems(value: Any, shape: Any, path: str):
-    if shape.type_name == "structure":
-        for name, member in shape.members.items():
-            if name in value:
-                yield from _constraint_problems(value[name], member, f"{path}.{name}")
-    elif shape.type_name == "list":
-        for i, item in enumerate(value):
-            yield from _constraint_problems(item, shape.member, f"{path}[{i}]")
-    elif shape.type_name == "map":
-        for key, item in value.items():
-            yield from _constraint_problems(key, shape.key, f"{path} key")
-            yield from _constraint_problems(item, shape.value, f"{path}[{key}]")
-    elif shape.type_name == "string":
-        meta = shape.metadata
-        if shape.enum and value not in shape.enum:
-            yield f"{path}: {value!r} is not one of {shape.name}"
-        if len(value) > meta.get("max", len(value)):
-            yield f"{path}: longer than {meta['max']}"
-        # The model writes Java-style classes (\p{L}); the regex module reads them. The API
-        # matches a whole value.
-        if "pattern" in meta and not regex.fullmatch(meta["pattern"], value):
-            yield f"{path}: {value!r} does not match {meta['pattern']}"
+    problems = api_shapes.definition_problems(definition, _run_time_value)
+    assert not problems, "\n".join(problems)
 
 
 def cfn_lint(template_path: str) -> list[str]:

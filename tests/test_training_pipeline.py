@@ -340,8 +340,8 @@ def test_every_definition_variant_passes_the_validators(source_dir):
     ({"framework": Framework.pytorch("2.1.0")},
      r"Training Compiler does not support PyTorch 2.1.0: AWS froze it .*PyTorch 1.12.0; PyTorch 1.13.1.*Compiler.torch_compile\(\)"),
     ({"hyperparameters": {"sagemaker_program": "x.py"}}, r"'sagemaker_program' is reserved"),
-    ({"hyperparameters": {"notes": "x" * 2501}}, r"hyperparameter 'notes' must be at most 2500 characters, got 'x+'\.\.\. \(2501 characters\)$"),
-    ({"hyperparameters": {"k" * 257: 1}}, r"hyperparameter name 'k+' must be at most 256 characters"),
+    ({"hyperparameters": {"notes": "x" * 2499}}, r"hyperparameters: HyperParameters\['notes'\] must be at most 2500 characters, got '\"x+'\.\.\. \(2501 characters\) \(as sent: with the sagemaker_\* entries compiled-training adds, values JSON-encoded\)$"),
+    ({"hyperparameters": {"k" * 257: 1}}, r"hyperparameters: HyperParameters key must be at most 256 characters, got 'k+'\.\.\. \(257 characters\)"),
     ({"pipeline_name": "bert_training"}, r"pipeline_name must match \[a-zA-Z0-9\]\(-\*\[a-zA-Z0-9\]\)\{0,255\}, got 'bert_training'"),
     ({"pipeline_name": "a" * 257}, r"pipeline_name must be at most 256 characters, got 'aaaa.*\.\.\. \(257 characters\)"),
     ({"channels": [InputChannel("train", "s3://a-bucket/x/"), InputChannel("train", "s3://a-bucket/y/")]},
@@ -364,6 +364,85 @@ def test_fails_with_all_problems_in_one_message(source_dir):
     with pytest.raises(ValueError, match=r"has 2 problems:\n  - instance_count .*\n  - .*reserved"):
         _pipeline(_stack(), source_dir, instance_count=0,
                   hyperparameters={"sagemaker_region": "eu-west-1"})
+
+
+# The request as SageMaker receives it: botocore's shapes, checked in the library at synth.
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"instance_count": 2**31},
+     r"instance_count: ResourceConfig.InstanceCount must be at most 2147483647, got 2147483648$"),
+    ({"volume_size_gib": 10**10},
+     r"volume_size_gib: ResourceConfig.VolumeSizeInGB must be at most 2147483647, got 10000000000$"),
+    ({"max_runtime": cdk.Duration.days(29)},
+     r"max_runtime: StoppingCondition.MaxRuntimeInSeconds must be at most 2419200 seconds \(28 days\), got 2505600 seconds \(29 days\)$"),
+    ({"channels": [InputChannel(f"c{i}", f"s3://team-data/{i}/") for i in range(21)]},
+     r"channels: InputDataConfig must be at most 20 items, got 21 items$"),
+    ({"channels": [InputChannel("train", "s3://team-data/" + "a" * 1010)]},
+     r"channels: InputDataConfig\[0\].DataSource.S3DataSource.S3Uri must be at most 1024 characters, got 's3://team-data/a+'\.\.\. \(1025 characters\)$"),
+    ({"channels": [InputChannel("train", Parameter.string("TrainUri", "s3://team-data/" + "a" * 1010))]},
+     r"channels: InputDataConfig\[0\].DataSource.S3DataSource.S3Uri must be at most 1024 characters"),
+    ({"channels": [InputChannel("train!", "s3://team-data/x/")]},
+     r"channels: InputDataConfig\[0\].ChannelName must match \[A-Za-z0-9\\.\\-_\]\+, got 'train!'$"),
+    ({"hyperparameters": {"text": "é" * 500}},
+     r"hyperparameters: HyperParameters\['text'\] must be at most 2500 characters, got '\"\\\\u00e9.*'\.\.\. \(3002 characters\)"),
+    ({"hyperparameters": {f"h{i}": i for i in range(97)}},
+     r"hyperparameters: HyperParameters must be at most 100 items, got 104 items \(as sent: with the sagemaker_\* entries compiled-training adds"),
+    ({"hyperparameters": {"lr": Parameter.string("Lr", "x" * 2600)}},
+     r"hyperparameters: HyperParameters\['lr'\] must be at most 2500 characters, got 'x+'\.\.\. \(2600 characters\)"),
+    ({"description": "x" * 3073},
+     r"description must be at most 3072 characters, got 'x+'\.\.\. \(3073 characters\)$"),
+    ({"description": "Trains BERT.\nOwner: nlp"},
+     r"description must match \.\*, got 'Trains BERT.\\nOwner: nlp' \(a line break is not allowed\)$"),
+    # What a template cannot carry: YAML readers (cfn-lint's) refuse these unescaped.
+    ({"description": "Trains\x7fBERT"},
+     r"description must not contain the control character U\+007F, which a template cannot carry; got 'Trains\\x7fBERT'$"),
+    ({"hyperparameters": {"note": Parameter.string("Note", "a\x9fb")}},
+     r"definition.Parameters\[0\].DefaultValue must not contain the control character U\+009F"),
+])
+def test_fails_on_a_request_sagemaker_would_refuse(source_dir, overrides, message):
+    with pytest.raises(ValueError, match=r"^TrainingPipeline Team/Bert: " + message):
+        _pipeline(_stack(), source_dir, **overrides)
+
+
+def test_fails_on_a_long_pipeline_name_once_not_again_for_its_tag(source_dir):
+    with pytest.raises(ValueError, match=r"^TrainingPipeline Team/Bert: pipeline_name must be at most 256 characters, got 'a+'\.\.\. \(257 characters\)$"):
+        _pipeline(_stack(), source_dir, pipeline_name="a" * 257)
+
+
+def test_fails_on_every_request_problem_in_one_message(source_dir):
+    with pytest.raises(ValueError, match=r"has 3 problems:\n"
+                                         r"  - max_runtime: .* got 2505600 seconds \(29 days\)\n"
+                                         r"  - volume_size_gib: .* got 10000000000\n"
+                                         r"  - instance_count: .* got 2147483648$"):
+        _pipeline(_stack(), source_dir, instance_count=2**31, volume_size_gib=10**10,
+                  max_runtime=cdk.Duration.days(29))
+
+
+def test_accepts_the_limits_themselves(source_dir):
+    stack = _stack()
+    _pipeline(stack, source_dir, max_runtime=cdk.Duration.days(28), description="x" * 3072,
+              channels=[InputChannel(f"c{i}", f"s3://team-data/{i}/") for i in range(20)],
+              hyperparameters={"text": "é" * 415})  # 2,492 characters encoded
+    validate_job_arguments(_definition(stack))
+
+
+def test_fails_on_a_pipeline_name_used_twice_in_one_stack(source_dir):
+    stack = _stack()
+    _pipeline(stack, source_dir, pipeline_name="bert")
+    with pytest.raises(ValueError, match=r"^TrainingPipeline Team/Roberta: pipeline_name 'Bert' is already used by Team/Bert in this app \(same account and region\); pipeline names must be unique$"):
+        TrainingPipeline(stack, "Roberta", framework=BERT, instance_type="ml.g5.xlarge",
+                         source_dir=source_dir, entry_point="train.py", pipeline_name="Bert")
+
+
+def test_fails_on_a_pipeline_name_used_twice_in_one_app(source_dir):
+    app = cdk.App()
+    env = cdk.Environment(account="123456789012", region="us-east-1")
+    _pipeline(cdk.Stack(app, "One", env=env), source_dir, pipeline_name="bert")
+    with pytest.raises(ValueError, match=r"pipeline_name 'bert' is already used by One/Bert"):
+        _pipeline(cdk.Stack(app, "Two", env=env), source_dir, pipeline_name="bert")
+    # Another region is another namespace.
+    _pipeline(cdk.Stack(app, "Three", env=cdk.Environment(account="123456789012",
+                                                         region="eu-west-1")),
+              source_dir, pipeline_name="bert")
 
 
 def test_fails_in_a_region_without_the_dlc_naming_the_supported_ones(source_dir):

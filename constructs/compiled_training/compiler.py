@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from compiled_training_runtime import contract
 
+from .typecheck import check_arguments
+
 if TYPE_CHECKING:
     from .advisor import WorkloadProfile
 
@@ -37,11 +39,13 @@ class Compiler:
         Frozen by AWS: the last releases are PyTorch 1.12.0 / 1.13.1 and Hugging Face
         PyTorch 1.9-1.11. ``debug`` dumps compiler logs and slows training down.
         """
+        check_arguments(Compiler.training_compiler, locals())
         return Compiler(CompilerKind.TRAINING_COMPILER, debug=debug)
 
     @staticmethod
     def torch_compile(*, mode: str = "default") -> Compiler:
         """``torch.compile`` on a current PyTorch 2.x Deep Learning Container."""
+        check_arguments(Compiler.torch_compile, locals())
         if mode not in contract.TORCH_COMPILE_MODES:
             raise ValueError(
                 f"Compiler.torch_compile mode must be one of "
@@ -64,6 +68,7 @@ class Compiler:
         compiler. Set ``framework_version`` on the profile to the pipeline's PyTorch version:
         without it, Training Compiler is assumed where it fits.
         """
+        check_arguments(Compiler.auto, locals())
         from .advisor import Verdict, assess_workload, compiler_name
 
         assessment = assess_workload(profile)

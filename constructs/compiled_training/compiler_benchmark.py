@@ -4,6 +4,7 @@ decided in one SageMaker pipeline."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +26,7 @@ from compiled_training_runtime import contract
 from constructs import Construct
 
 from . import rules
+from .api_shapes import shown
 from .benchmark_definition import (
     ComparisonJob,
     arm_step_name,
@@ -52,6 +54,7 @@ from .nag import (
 from .pipeline_base import PipelineBase, execution_scoped, shared_archive_asset, try_resolve_dlc
 from .policy import InlinePolicy
 from .registry import dlc_image_uri
+from .typecheck import check_arguments
 
 DECISION_HANDLER_DIR = Path(__file__).parent / "decision"
 RUNTIME_PACKAGE_DIR = Path(compiled_training_runtime.__file__).parent
@@ -153,6 +156,7 @@ class CompilerBenchmark(PipelineBase):
             comparison, so spot arms draw a warning.
         Other props as in `TrainingPipeline`.
         """
+        check_arguments(CompilerBenchmark.__init__, locals())
         super().__init__(scope, construct_id, pipeline_name=pipeline_name)
         compiler = compiler or Compiler.training_compiler()
         self.framework = framework
@@ -216,6 +220,10 @@ class CompilerBenchmark(PipelineBase):
         ``learning_rate``, ``reason``, the thresholds it was judged by
         (``speedup_threshold``, ``quality_tolerance``), ``comparison`` (S3) and
         ``execution``."""
+        if not re.fullmatch(r"[A-Za-z0-9_.\-/]{1,2048}", self.decision_parameter_name):
+            raise ValueError(f"{self._subject}: decision_parameter_name must be 1-2048 letters, "
+                             f"digits and . _ - / (SSM's rule), got "
+                             f"{shown(self.decision_parameter_name)}")
         self.decision_parameter = ssm.StringParameter(
             self, "DecisionParameter",
             parameter_name=self.decision_parameter_name,

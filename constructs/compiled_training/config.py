@@ -122,8 +122,8 @@ def pipeline_props(team: str, config: Mapping[str, Any], *, base_dir: Path) -> d
         return _props(config, base_dir)
     except KeyError as missing:
         raise fail(str(missing.args[0]), "is required") from None
-    except ValueError as error:
-        raise TeamConfigError(f"cdk.json {CONTEXT_KEY}.{team}: {error}") from None
+    except (ValueError, TypeError) as error:
+        raise _prefixed(team, error) from None
 
 
 def _check_entry(fail: Callable[[str, str], TeamConfigError], where: str,
@@ -285,8 +285,14 @@ class TeamStack(Stack):
                 self.schedule = RetrainingSchedule(
                     self, "Schedule", pipeline=self.pipeline, team=construct_id,
                     **schedule_props(team_config["schedule"]))
-        except ValueError as error:
-            raise TeamConfigError(f"cdk.json {CONTEXT_KEY}.{construct_id}: {error}") from None
+        except (ValueError, TypeError) as error:
+            raise _prefixed(construct_id, error) from None
+
+
+def _prefixed(team: str, error: ValueError | TypeError) -> Exception:
+    """The error with the team's cdk.json entry named first; a wrong type stays a TypeError."""
+    message = f"cdk.json {CONTEXT_KEY}.{team}: {error}"
+    return TypeError(message) if isinstance(error, TypeError) else TeamConfigError(message)
 
 
 def _runtime_image_props(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .typecheck import check_arguments
+
 _VERSION = re.compile(r"^\d+(\.\d+){0,2}(-\d+)?$")
 _PY_VERSION = re.compile(r"^py3\d{0,2}$")
 
@@ -22,6 +24,7 @@ class Framework:
     def pytorch(version: str, *, py_version: str | None = None) -> Framework:
         """The PyTorch estimator's images. When ``py_version`` is omitted, the newest Python
         the SDK lists for that version is used."""
+        check_arguments(Framework.pytorch, locals())
         return Framework("pytorch", _checked("Framework.pytorch version", version),
                          pytorch_version=version, py_version=_checked_py(py_version))
 
@@ -31,6 +34,7 @@ class Framework:
     ) -> Framework:
         """The Hugging Face estimator's images: a Transformers and a PyTorch version, both
         short (``"4.21"``, ``"1.11"``) or both full (``"4.21.1"``, ``"1.11.0"``)."""
+        check_arguments(Framework.huggingface, locals())
         transformers = _checked("Framework.huggingface transformers_version", transformers_version)
         pytorch = _checked("Framework.huggingface pytorch_version", pytorch_version)
         if transformers.count(".") != pytorch.count("."):
@@ -46,6 +50,7 @@ class Framework:
     @staticmethod
     def xgboost(version: str) -> Framework:
         """SageMaker's built-in XGBoost algorithm image (for example ``1.7-1``); CPU."""
+        check_arguments(Framework.xgboost, locals())
         return Framework("xgboost", _checked("Framework.xgboost version", version))
 
     @property

@@ -14,6 +14,7 @@ from typing import Any
 
 from .compiler import Compiler
 from .framework import Framework
+from .typecheck import check_arguments, check_parameter
 
 
 class Distribution(str, Enum):
@@ -45,6 +46,9 @@ class Parameter:
     name: str
     type: ParameterType
     default: ParameterValue
+
+    def __post_init__(self) -> None:
+        check_parameter(self)
 
     @staticmethod
     def string(name: str, default: str) -> Parameter:
@@ -84,6 +88,9 @@ class InputChannel:
     """Split objects across nodes (``ShardedByS3Key``) instead of copying all to each."""
     content_type: str | None = None
     """MIME type, for built-in algorithms that need it (``text/csv`` for XGBoost)."""
+
+    def __post_init__(self) -> None:
+        check_arguments(InputChannel, vars(self))
 
     @property
     def default_uri(self) -> str:

@@ -241,6 +241,16 @@ class PipelineBase(Resource):
             Annotations.of(self).add_warning_v2(
                 f"compiled-training:{type(self).__name__}:{rule}", concerns + message)
 
+    def _check_pipeline(self, definition: dict[str, Any], description: str) -> None:
+        """Raises every problem of the pipeline as SageMaker receives it (`rules.check_pipeline`);
+        then claims its name in the app."""
+        stack = Stack.of(self)
+        names = rules.pipeline_names(self.node.root)
+        key = (stack.account, stack.region, self.pipeline_name.lower())
+        rules.check_pipeline(definition, description, self.pipeline_name,
+                             names.get(key)).raise_errors(self._subject)
+        names[key] = self.node.path
+
     def _execution_policy(self, jobs: Sequence[TrainingJob],
                           code: Sequence[s3_assets.Asset],
                           repository_arns: Sequence[str]) -> InlinePolicy:
@@ -343,6 +353,7 @@ class PipelineBase(Resource):
 
     def _create_pipeline(self, *, definition: dict[str, Any], description: str,
                          pipeline_policy: InlinePolicy, summary: dict[str, Any]) -> None:
+        self._check_pipeline(definition, description)
         self.pipeline_role = pipeline_policy.role(
             self, "PipelineRole", f"Runs SageMaker pipeline {self.pipeline_name}")
         stack = Stack.of(self)

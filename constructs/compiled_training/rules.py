@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from aws_cdk import Token
 
+from .api_shapes import (
+    api_shape,
+    definition_problems,
+    request_problems,
+    shape_problems,
+    shown,
+)
 from .compiler import CompilerKind
+from .definition import training_job_arguments
 from .dlc import resolve_dlc
 from .entry_point import entry_point_problems
 from .framework import Framework
@@ -26,7 +36,7 @@ from .instances import (
     instance_family,
     is_gpu,
 )
-from .job import Distribution, Parameter, TrainingJob
+from .job import Distribution, TrainingJob
 
 RESERVED_HYPERPARAMETER_PREFIX = "sagemaker_"
 
@@ -50,16 +60,19 @@ class Findings:
             raise ValueError(f"{subject} has {len(self.errors)} problems:\n{lines}")
 
 
-@functools.lru_cache(maxsize=1)
-def _sagemaker_model() -> Any:
-    import botocore.session
-
-    return botocore.session.get_session().get_service_model("sagemaker")
-
-
-def api_shape(name: str) -> Any:
-    """A shape of botocore's SageMaker service model, e.g. ``TrainingInstanceType``."""
-    return _sagemaker_model().shape_for(name)
+# The props that members of a CreateTrainingJob request come from, for the messages.
+_PROPS = (
+    ("ResourceConfig.InstanceCount", "instance_count"),
+    ("ResourceConfig.VolumeSizeInGB", "volume_size_gib"),
+    ("ResourceConfig.InstanceType", "instance_type"),
+    ("StoppingCondition.MaxRuntimeInSeconds", "max_runtime"),
+    ("StoppingCondition.MaxWaitTimeInSeconds", "max_wait"),
+    ("HyperParameters", "hyperparameters"),
+    ("InputDataConfig", "channels"),
+    ("AlgorithmSpecification.TrainingImage", "image_uri"),
+    ("Tags", "pipeline_name"),  # the pipeline tag's value
+)
+_PIPELINE_NAMES: WeakKeyDictionary[Any, dict[tuple[str, str, str], str]] = WeakKeyDictionary()
 
 
 def training_instance_types() -> list[str]:
@@ -90,20 +103,8 @@ def pytorchxla_supported(framework: Framework) -> bool:
 
 def check_api_string(field: str, value: str, shape_name: str) -> str | None:
     """The message for a string the API's shape rejects (length, pattern, enum), or None."""
-    if Token.is_unresolved(value):
-        return None
-    shape = api_shape(shape_name)
-    meta = shape.metadata
-    shown = repr(value) if len(value) <= 60 else f"{value[:40]!r}... ({len(value)} characters)"
-    if len(value) < meta.get("min", 0):
-        return f"{field} must be at least {meta['min']} characters, got {shown}"
-    if len(value) > meta.get("max", len(value)):
-        return f"{field} must be at most {meta['max']} characters, got {shown}"
-    if "pattern" in meta and not re.fullmatch(meta["pattern"], value):
-        return f"{field} must match {meta['pattern']}, got {shown}"
-    if shape.enum and value not in shape.enum:
-        return f"{field} must be one of the API's {shape_name} values, got {shown}"
-    return None
+    problem = next(shape_problems(value, api_shape(shape_name), field), None)
+    return str(problem) if problem else None
 
 
 def check(job: TrainingJob) -> Findings:
@@ -115,10 +116,11 @@ def check(job: TrainingJob) -> Findings:
         if message:
             errors.append(Finding(rule, message))
 
-    error("PipelineName", check_api_string("pipeline_name", job.pipeline_name, "PipelineName"))
+    error("pipeline_name", check_api_string("pipeline_name", job.pipeline_name, "PipelineName"))
     _check_resources(job, error)
     _check_hyperparameters(job, error)
     _check_channels(job, error)
+    _check_request(job, error, {e.rule for e in errors})
     _check_framework(job, error)
     needs_dlc = not job.image_uri and not job.compiler.is_training_compiler
     if needs_dlc and known_instance_type(job.instance_type) and not _trainium(job.instance_type):
@@ -146,7 +148,7 @@ def _check_resources(job: TrainingJob, error: Any) -> None:
     instance_type = job.instance_type
     if not Token.is_unresolved(instance_type) and not known_instance_type(instance_type):
         hint = " (local mode does not exist in a pipeline)" if "local" in instance_type else ""
-        error("InstanceType", f"instance_type must be a SageMaker training instance type such as "
+        error("instance_type", f"instance_type must be a SageMaker training instance type such as "
                               f"'ml.g5.48xlarge', got {instance_type!r}{hint}")
     if _trainium(instance_type):
         error("Trainium", f"instance_type {instance_type!r} is AWS Trainium, which "
@@ -160,7 +162,7 @@ def _check_resources(job: TrainingJob, error: Any) -> None:
         ("max_attempts", job.max_attempts, 1),
     ):
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-            error("Range", f"{field} must be an integer of at least {minimum}, got {value!r}")
+            error(field, f"{field} must be an integer of at least {minimum}, got {shown(value)}")
     if job.max_attempts > 20:
         error("Range", f"max_attempts must be at most 20, got {job.max_attempts}")
     if job.spot and job.max_wait_seconds is not None and (
@@ -173,30 +175,12 @@ def _check_resources(job: TrainingJob, error: Any) -> None:
 
 
 def _check_hyperparameters(job: TrainingJob, error: Any) -> None:
-    names = list(job.hyperparameters)
-    limit = api_shape("HyperParameters").metadata.get("max", 100)
-    if len(names) > limit:
-        error("Hyperparameters", f"hyperparameters may hold at most {limit} entries, "
-                                 f"got {len(names)}")
-    for name, value in job.hyperparameters.items():
-        if not isinstance(name, str):
-            error("Hyperparameters", f"hyperparameter names must be strings, got {name!r}")
-            continue
-        error("Hyperparameters", check_api_string(f"hyperparameter name {name!r}", name,
-                                                  "HyperParameterKey"))
-        if name.startswith(RESERVED_HYPERPARAMETER_PREFIX) and job.framework.runs_script:
+    """Names and values as sent are the request's to check (`_check_request`)."""
+    for name in job.hyperparameters:
+        if str(name).startswith(RESERVED_HYPERPARAMETER_PREFIX) and job.framework.runs_script:
             error("Hyperparameters", f"hyperparameter {name!r} is reserved for SageMaker's "
                                      "settings; use the construct's props (compiler, "
                                      "distribution, entry_point) instead")
-        if isinstance(value, Parameter):
-            continue
-        if not isinstance(value, (str, int, float, bool)):
-            error("Hyperparameters", f"hyperparameter {name!r} must be a str, int, float, bool "
-                                     f"or Parameter, got {type(value).__name__}")
-            continue
-        encoded = str(value)
-        error("Hyperparameters", check_api_string(f"hyperparameter {name!r}", encoded,
-                                                  "HyperParameterValue"))
 
 
 def _check_channels(job: TrainingJob, error: Any) -> None:
@@ -205,10 +189,74 @@ def _check_channels(job: TrainingJob, error: Any) -> None:
         if channel.name in seen:
             error("Channels", f"channel names must be unique, got {channel.name!r} twice")
         seen.add(channel.name)
-        error("Channels", check_api_string("channel name", channel.name, "ChannelName"))
         uri = channel.default_uri
         if not Token.is_unresolved(uri) and not re.fullmatch(r"s3://[a-z0-9.\-]{3,63}(/.*)?", uri):
-            error("Channels", f"channel {channel.name!r} must be an s3:// URI, got {uri!r}")
+            error("channels", f"channel {channel.name!r} must be an s3:// URI, got {shown(uri)}")
+
+
+def _check_request(job: TrainingJob, error: Any, reported: set[str]) -> None:
+    """The job's CreateTrainingJob request as SageMaker receives it: the generated
+    ``sagemaker_*`` hyperparameters included, values encoded, parameters at their defaults.
+    A prop whose rule already failed is not reported twice."""
+    try:
+        defaults = {p.name: p.default for p in job.parameters}
+    except ValueError as conflict:
+        error("Parameters", str(conflict))
+        return
+    # The role is created after these checks (its ARN is a token); a missing image is
+    # reported by the image rules.
+    pending = {"RoleArn": not job.role_arn,
+               "AlgorithmSpecification.TrainingImage": not job.image_uri}
+    encoded = " (as sent: with the sagemaker_* entries compiled-training adds, values " \
+              "JSON-encoded)" if job.framework.runs_script else ""
+    for problem in request_problems("CreateTrainingJob", training_job_arguments(job), defaults):
+        prop = next((p for prefix, p in _PROPS if problem.path.startswith(prefix)), None)
+        if pending.get(problem.path) or prop in reported:
+            continue
+        if prop is None:
+            error("Request", f"CreateTrainingJob {problem}")
+        else:
+            error(prop, f"{prop}: {problem}{encoded if prop == 'hyperparameters' else ''}")
+
+
+def check_pipeline(definition: Mapping[str, Any], description: str, pipeline_name: str,
+                   taken_by: str | None) -> Findings:
+    """The pipeline as SageMaker receives it: every job step's request (the benchmark's
+    comparison too), its description, and its name, which ``taken_by`` (a construct path)
+    may already use in the same app (see `pipeline_names`)."""
+    errors = [Finding("Request", problem) for problem in definition_problems(definition)]
+    errors.append(Finding("Description", check_api_string("description", description,
+                                                          "PipelineDescription") or ""))
+    errors += [Finding("Template", problem) for problem in _unprintable(
+        {"description": description, "definition": definition}, "")]
+    if taken_by:
+        errors.append(Finding("PipelineName", f"pipeline_name {pipeline_name!r} is already used "
+                                              f"by {taken_by} in this app (same account and "
+                                              "region); pipeline names must be unique"))
+    return Findings([e for e in errors if e.message], [])
+
+
+# What JSON.stringify leaves unescaped in a template but YAML readers refuse (cfn-lint does):
+# DEL, the C1 controls but NEL, and the noncharacters U+FFFE and U+FFFF.
+_UNPRINTABLE = re.compile("[\x7f-\x84\x86-\x9f\ufffe\uffff]")
+
+
+def _unprintable(value: Any, path: str) -> list[str]:
+    """Strings (a definition's included) with a character a template cannot carry."""
+    if isinstance(value, dict):
+        return [p for key, item in value.items() for p in _unprintable(item, f"{path}.{key}")]
+    if isinstance(value, list):
+        return [p for i, item in enumerate(value) for p in _unprintable(item, f"{path}[{i}]")]
+    found = _UNPRINTABLE.search(value) if isinstance(value, str) else None
+    return [f"{path.lstrip('.')} must not contain the control character "
+            f"U+{ord(found[0]):04X}, which a template cannot carry; got {shown(value)}"
+            ] if found else []
+
+
+def pipeline_names(app: Any) -> dict[tuple[str, str, str], str]:
+    """The pipeline names taken in an app, (account, region, lowercased name) -> path:
+    SageMaker's ARNs are lowercase, so names differing in case collide."""
+    return _PIPELINE_NAMES.setdefault(app, {})
 
 
 def _check_framework(job: TrainingJob, error: Any) -> None:

@@ -51,6 +51,7 @@ from .nag import (
 )
 from .registry import dlc_image_uri
 from .runtime_wheel import runtime_wheel
+from .typecheck import check_arguments
 
 # The top-level images/ folder, shipped inside the package (see pyproject.toml).
 IMAGES_DIR = Path(str(resources.files("compiled_training.dockerfiles")))
@@ -105,6 +106,7 @@ class RuntimeImage(Construct):
             when omitted, the library's ``training-compiler`` Dockerfile for Training Compiler
             and ``torch-compile`` otherwise (``images/`` in its repository).
         """
+        check_arguments(RuntimeImage.__init__, locals())
         super().__init__(scope, construct_id)
         where = f"RuntimeImage {self.node.path}"
         self.build_mode = build_mode or BuildMode.CLOUD

@@ -35,6 +35,7 @@ from .cron import validate_expression
 from .job import ParameterType
 from .nag import acknowledge, skip_checkov
 from .pipeline_base import PipelineBase
+from .typecheck import check_arguments
 
 # EventBridge Scheduler's SageMakerPipelineParameters: at most 200 entries, each value
 # 1-1,024 characters; CreateScheduleGroup's Name: 1-64 characters.
@@ -98,6 +99,7 @@ class RetrainingSchedule(Construct):
         :param topic: when omitted, an SNS topic encrypted with a new customer-managed key.
         :param notify_on_success: when omitted, only failed and stopped runs are reported.
         """
+        check_arguments(RetrainingSchedule.__init__, locals(), whole_minutes=["flexible_window"])
         super().__init__(scope, construct_id)
         where = f"RetrainingSchedule {self.node.path}"
         if not _TEAM.match(team):

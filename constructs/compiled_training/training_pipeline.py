@@ -31,6 +31,7 @@ from .registration import (
 )
 from .registry import dlc_image_uri
 from .runtime_image import RuntimeImage
+from .typecheck import check_arguments
 
 
 @jsii.implements(sagemaker.IPipeline)
@@ -117,6 +118,7 @@ class TrainingPipeline(PipelineBase):
         :param registration: when omitted, a run ends with its model in S3; with it, a quality
             gate on a reported metric, then a version in a Model Package Group.
         """
+        check_arguments(TrainingPipeline.__init__, locals())
         super().__init__(scope, construct_id, pipeline_name=pipeline_name)
         compiler = compiler or Compiler.none()
         instance_count = 1 if instance_count is None else instance_count
