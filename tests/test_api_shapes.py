@@ -158,3 +158,11 @@ def test_the_test_helper_is_the_library_check_and_refuses_a_matching_prefix():
             "S3DataType": "S3Prefix", "S3Uri": "s3://b/d"}}}]}}]}
     with pytest.raises(AssertionError, match=r"step Train: InputDataConfig\[0\].ChannelName must match"):
         validate_job_arguments(definition)
+
+
+def test_a_quantified_end_anchor_reads_as_java_reads_it():
+    # CustomerMetadataKey's pattern ends in `${1,128}`: Java accepts it, Python's re does not.
+    from compiled_training.api_shapes import api_shape, java_regex
+
+    pattern = java_regex(api_shape("CustomerMetadataKey").metadata["pattern"])
+    assert pattern.fullmatch("pipeline:execution") and not pattern.fullmatch("tab\there")

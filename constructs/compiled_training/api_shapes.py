@@ -216,6 +216,13 @@ def java_regex(pattern: str, ascii_value: bool = False) -> re.Pattern[str]:
             in_class = True
         elif char == "]":
             in_class = False
+        quantified_end = re.match(r"\$\{\d*,?\d*\}", pattern[i:])
+        if char == "$" and not in_class and quantified_end:
+            # Java takes a quantifier on the end anchor (``$``{1,128}, CustomerMetadataKey) as
+            # the anchor itself; the length is the shape's min and max, checked apart.
+            out.append("$")
+            i += len(quantified_end[0])
+            continue
         out.append(_JAVA_DOT if char == "." and not in_class else char)
         i += 1
     return re.compile("".join(out))
