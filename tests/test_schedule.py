@@ -171,7 +171,8 @@ def test_a_data_uri_override_under_the_readable_prefix_passes(source_dir):
     ({"parameters": {"RunTag": ""}}, r"parameter 'RunTag' must be 1-1,024 characters as text, got 0"),
     ({"parameters": {"RunTag": "x" * 1025}},
      r"parameter 'RunTag' must be 1-1,024 characters as text, got 1,025"),
-    ({"parameters": {"WarmupRatio": float("nan")}}, r"parameter 'WarmupRatio' must be a finite number, got nan"),
+    # Refused at the boundary (typecheck), before it could reach jsii.
+    ({"parameters": {"WarmupRatio": float("nan")}}, r"RetrainingSchedule Team/Retrain: parameters\['WarmupRatio'\] must be a finite number, got nan"),
     ({"parameters": {"TrainDataUri": "s3://other-team/bert/train/"}},
      r"parameter 'TrainDataUri' is channel 'train'\'s data URI: the execution role may read under "
      r"s3://nlp-data/bert/train/ only, got 's3://other-team/bert/train/'"),

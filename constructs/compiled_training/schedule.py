@@ -9,7 +9,6 @@ registers its model gets a second rule: each new version and approval change.
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -302,8 +301,6 @@ def _checked_parameters(
                                                           ParameterType.BOOLEAN):
             problems.append(f"parameter {name!r} is {kind.value}, got "
                             f"{type(value).__name__} {value!r}")
-        elif isinstance(value, float) and not math.isfinite(value):
-            problems.append(f"parameter {name!r} must be a finite number, got {value!r}")
         elif not 1 <= len(text) <= MAX_PARAMETER_VALUE_LENGTH:
             problems.append(f"parameter {name!r} must be 1-{MAX_PARAMETER_VALUE_LENGTH:,} "
                             f"characters as text, got {len(text):,}")
