@@ -21,7 +21,6 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_ssm as ssm
 
-import compiled_training_runtime
 from compiled_training_runtime import contract
 from constructs import Construct
 
@@ -54,10 +53,10 @@ from .nag import (
 from .pipeline_base import PipelineBase, execution_scoped, shared_archive_asset, try_resolve_dlc
 from .policy import InlinePolicy
 from .registry import dlc_image_uri
+from .runtime_wheel import PACKAGE_DIR as RUNTIME_PACKAGE_DIR
 from .typecheck import check_arguments
 
 DECISION_HANDLER_DIR = Path(__file__).parent / "decision"
-RUNTIME_PACKAGE_DIR = Path(compiled_training_runtime.__file__).parent
 SPEEDUP_THRESHOLD_PARAMETER = "SpeedupThreshold"
 QUALITY_TOLERANCE_PARAMETER = "QualityTolerance"
 # Each threshold parameter's field in the recorded verdict, and the values the props allow.
