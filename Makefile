@@ -33,7 +33,7 @@ node_modules/.installed: package.json package-lock.json
 
 synth: setup
 	npx cdk synth --quiet
-	$(PY) -m compiled_training.summary cdk.out
+	$(PY) -m compiled_training.tools.summary cdk.out
 
 # The training images' own Python and torch versions, and checkov, beside the main venv.
 test-envs: setup-dev

@@ -105,7 +105,7 @@ def _runs(python: str) -> bool:
 
 def runtime_wheel() -> Path:
     """The runtime wheel that RuntimeImage stages into an image's build context."""
-    from compiled_training.runtime_wheel import runtime_wheel as build_wheel
+    from compiled_training.image.runtime_wheel import runtime_wheel as build_wheel
 
     name, data = build_wheel()
     HOME.mkdir(exist_ok=True)

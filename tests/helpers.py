@@ -11,7 +11,7 @@ from typing import Any
 import aws_cdk as cdk
 import jsonschema
 
-from compiled_training import api_shapes
+from compiled_training._internal import api_shapes
 
 ROOT = Path(__file__).resolve().parent.parent
 # A user's entry point as every launcher takes it: the pytorchxla launcher imports the script

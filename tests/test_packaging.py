@@ -117,10 +117,9 @@ def test_docker_contexts_hold_the_installed_dockerfile_and_runtime_wheel_only(py
     assert dockerfiles == {(site / "compiled_training" / "dockerfiles" / image /
                             "Dockerfile").read_bytes()
                            for image in ("training-compiler", "torch-compile")}
-    handlers = {(p / "handler.py").read_bytes() for p in consumer.glob("asset.*")
-                if (p / "handler.py").exists()}
-    assert handlers == {(site / "compiled_training" / folder / "handler.py").read_bytes()
-                        for folder in ("image_build", "decision")}
+    handlers = {f.read_bytes() for p in consumer.glob("asset.*") for f in p.glob("*.py")}
+    assert handlers == {(site / "compiled_training" / "_internal" / "handlers" /
+                         f"{name}.py").read_bytes() for name in ("image_build", "decision")}
     checkout = str(ROOT).encode()
     assert not any(checkout in p.read_bytes() for p in consumer.rglob("*") if p.is_file())
 
@@ -141,7 +140,7 @@ def test_fails_without_an_extra_with_one_line_naming_it(python, tmp_path, argume
 
 
 def test_each_extra_installs_the_modules_its_message_names():
-    from compiled_training.extras import EXTRAS
+    from compiled_training.tools.extras import EXTRAS
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]

@@ -32,7 +32,7 @@ from compiled_training import (
     RetrainingSchedule,
     TrainingPipeline,
 )
-from compiled_training.job import ParameterType
+from compiled_training.pipelines.job import ParameterType
 from tests.helpers import cfn_lint, definitions, validate_envelope, validate_job_arguments
 
 ENV = cdk.Environment(account="123456789012", region="us-east-1")

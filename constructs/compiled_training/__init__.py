@@ -10,24 +10,24 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "Compiler": "compiler",
-    "CompilerKind": "compiler",
-    "Framework": "framework",
-    "Distribution": "job",
-    "InputChannel": "job",
-    "Parameter": "job",
-    "ParameterType": "job",
-    "TrainingOutputBucket": "output_bucket",
-    "TrainingPipeline": "training_pipeline",
-    "ModelRegistration": "registration",
-    "CompilerBenchmark": "compiler_benchmark",
-    "RetrainingSchedule": "schedule",
-    "RuntimeImage": "runtime_image",
-    "BuildMode": "runtime_image",
-    "WorkloadProfile": "advisor",
-    "Verdict": "advisor",
-    "assess_workload": "advisor",
-    "CompiledTrainingChecks": "checks",
+    "Compiler": "pipelines.compiler",
+    "CompilerKind": "pipelines.compiler",
+    "Framework": "pipelines.framework",
+    "Distribution": "pipelines.job",
+    "InputChannel": "pipelines.job",
+    "Parameter": "pipelines.job",
+    "ParameterType": "pipelines.job",
+    "TrainingOutputBucket": "pipelines.output_bucket",
+    "TrainingPipeline": "pipelines.training_pipeline",
+    "ModelRegistration": "pipelines.registration",
+    "CompilerBenchmark": "pipelines.compiler_benchmark",
+    "RetrainingSchedule": "schedules.retraining_schedule",
+    "RuntimeImage": "image.runtime_image",
+    "BuildMode": "image.runtime_image",
+    "WorkloadProfile": "advice.advisor",
+    "Verdict": "advice.advisor",
+    "assess_workload": "advice.advisor",
+    "CompiledTrainingChecks": "nag.rule_pack",
 }
 __all__ = [
     "BuildMode",
@@ -51,17 +51,17 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .advisor import Verdict, WorkloadProfile, assess_workload
-    from .checks import CompiledTrainingChecks
-    from .compiler import Compiler, CompilerKind
-    from .compiler_benchmark import CompilerBenchmark
-    from .framework import Framework
-    from .job import Distribution, InputChannel, Parameter, ParameterType
-    from .output_bucket import TrainingOutputBucket
-    from .registration import ModelRegistration
-    from .runtime_image import BuildMode, RuntimeImage
-    from .schedule import RetrainingSchedule
-    from .training_pipeline import TrainingPipeline
+    from compiled_training.advice.advisor import Verdict, WorkloadProfile, assess_workload
+    from compiled_training.image.runtime_image import BuildMode, RuntimeImage
+    from compiled_training.nag.rule_pack import CompiledTrainingChecks
+    from compiled_training.pipelines.compiler import Compiler, CompilerKind
+    from compiled_training.pipelines.compiler_benchmark import CompilerBenchmark
+    from compiled_training.pipelines.framework import Framework
+    from compiled_training.pipelines.job import Distribution, InputChannel, Parameter, ParameterType
+    from compiled_training.pipelines.output_bucket import TrainingOutputBucket
+    from compiled_training.pipelines.registration import ModelRegistration
+    from compiled_training.pipelines.training_pipeline import TrainingPipeline
+    from compiled_training.schedules.retraining_schedule import RetrainingSchedule
 
 
 def __getattr__(name: str) -> Any:

@@ -24,8 +24,8 @@ from compiled_training_runtime import contract
 from compiled_training_runtime.compare import ArmRun, Thresholds, compare, main, to_markdown
 from compiled_training_runtime.local import pack_output
 from tests.helpers import condition_outcome
+from tests.pipelines.test_compiler_benchmark import benchmark_definition
 from tests.runtime.harness import TINY_BERT, metrics, opt_ml, run_direct
-from tests.test_compiler_benchmark import benchmark_definition
 
 XLA = {"sagemaker_training_compiler_enabled": True}
 ARMS = {
@@ -64,8 +64,8 @@ def _run_compare_step(step: dict, root: Path, timings: dict[str, tuple[int, int]
                       thresholds: dict[str, float]) -> subprocess.CompletedProcess[str]:
     """The step's container, here: its entry point and arguments, with SageMaker's timings
     (mocked: they come from AWS) and threshold parameters filled in."""
-    from compiled_training.compiler_benchmark import RUNTIME_PACKAGE_DIR
-    from compiled_training.sourcedir import write_sourcedir
+    from compiled_training._internal.sourcedir import write_sourcedir
+    from compiled_training.pipelines.compiler_benchmark import RUNTIME_PACKAGE_DIR
 
     (root / "input" / "code").mkdir(parents=True, exist_ok=True)
     shutil.copy(write_sourcedir(RUNTIME_PACKAGE_DIR), root / "input" / "code")

@@ -1,0 +1,222 @@
+"""Types at the boundary: each public constructor and factory checks its arguments here,
+against its own annotations, before anything reaches jsii.
+
+A wrong type is a ``TypeError`` naming the construct (its path) or the factory, the field,
+what was given and what is wanted. Values of the right type that nothing downstream can
+carry are a ``ValueError``: non-finite floats (NaN stops the jsii kernel), integers longer
+than any SageMaker field, naive datetimes (their meaning depends on the synth machine's
+clock), and durations in fractions of the unit that is meant (seconds, or minutes).
+Python's ``bool`` is an ``int``: neither stands for the other here.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import sys
+import types
+import typing
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Union, get_args, get_origin
+
+if TYPE_CHECKING:
+    from compiled_training.pipelines.job import Parameter
+
+# No SageMaker field holds more digits (a hyperparameter value holds 2,500 characters);
+# printing longer integers even trips Python's own digit limit.
+_MAX_INT_DIGITS = 2500
+# Integer pipeline parameters travel in the template's JSON, exact up to JavaScript's 2**53.
+_MAX_SAFE_INTEGER = 2**53 - 1
+Problem = tuple[type[Exception], str]
+
+
+def check_arguments(function: Callable[..., Any], arguments: Mapping[str, Any], *,
+                    whole_minutes: Sequence[str] = ()) -> None:
+    """Checks a call's arguments (the callee's ``locals()``, first thing) against the callee's
+    annotations. A constructor's messages name its class and construct path; a factory's its
+    qualified name. ``whole_minutes`` names the Duration props meant in minutes."""
+    subject = function.__qualname__.removesuffix(".__init__")
+    if "scope" in arguments:
+        subject = _construct_subject(subject, arguments["scope"], arguments["construct_id"])
+    hints = _hints(function)
+    problems = [problem for name, hint in hints.items() if name in arguments
+                for problem in _problems(arguments[name], hint, name, name in whole_minutes)]
+    _raise(subject, problems)
+
+
+def check_parameter(parameter: Parameter) -> None:
+    """A pipeline parameter: a name the API accepts, a default of its declared type."""
+    from compiled_training._internal.api_shapes import api_shape, shape_problems
+    from compiled_training.pipelines.job import ParameterType
+
+    name, kind, default = parameter.name, parameter.type, parameter.default
+    problems: list[Problem] = []
+    if not isinstance(name, str):
+        problems.append((TypeError, f"name must be a str, got {_given(name)}"))
+    else:
+        problems += [(ValueError, f"name {problem.message}") for problem in shape_problems(
+            name, api_shape("PipelineParameterName"), "name")]
+    if not isinstance(kind, ParameterType):
+        problems.append((TypeError, f"type must be a ParameterType, got {_given(kind)}"))
+    else:
+        wanted = {ParameterType.STRING: str, ParameterType.INTEGER: int,
+                  ParameterType.FLOAT: float, ParameterType.BOOLEAN: bool}[kind]
+        problems += _problems(default, wanted, f"default ({kind.value})", False)
+        if kind is ParameterType.INTEGER and isinstance(default, int) and (
+                abs(default) > _MAX_SAFE_INTEGER):
+            problems.append((ValueError, f"default (Integer) must be within "
+                                         f"±{_MAX_SAFE_INTEGER} (2**53 - 1, what the "
+                                         f"template's JSON carries exactly), got "
+                                         f"{_given(default)}"))
+    _raise(f"Parameter {_shown(name)}", problems)
+
+
+def _raise(subject: str, problems: list[Problem]) -> None:
+    """One error for all problems: a TypeError if any is a wrong type, else a ValueError."""
+    if not problems:
+        return
+    kind = TypeError if any(k is TypeError for k, _ in problems) else ValueError
+    if len(problems) == 1:
+        raise kind(f"{subject}: {problems[0][1]}")
+    lines = "\n".join(f"  - {message}" for _, message in problems)
+    raise kind(f"{subject} has {len(problems)} problems:\n{lines}")
+
+
+def _construct_subject(name: str, scope: Any, construct_id: Any) -> str:
+    from constructs import Construct
+
+    if not isinstance(construct_id, str):
+        raise TypeError(f"{name}: construct_id must be a str, got {_given(construct_id)}")
+    if not isinstance(scope, Construct):
+        raise TypeError(f"{name} {construct_id}: scope must be a Construct, got {_given(scope)}")
+    parent = scope.node.path
+    return f"{name} {parent}/{construct_id}" if parent else f"{name} {construct_id}"
+
+
+@functools.cache
+def _hints(function: Callable[..., Any]) -> dict[str, Any]:
+    hints = typing.get_type_hints(function, localns=_deferred_names())
+    hints.pop("return", None)
+    return hints
+
+
+def _deferred_names() -> dict[str, Any]:
+    """Names the modules import for type checkers only (an import cycle otherwise)."""
+    from compiled_training.advice.advisor import WorkloadProfile
+
+    return {"WorkloadProfile": WorkloadProfile}
+
+
+def _problems(value: Any, hint: Any, field: str, whole_minutes: bool) -> Iterator[Problem]:
+    """The wrong type, or else the unusable values, of ``value`` against ``hint``."""
+    origin = get_origin(hint)
+    if hint is Any:
+        return
+    if origin in (Union, types.UnionType):
+        # The first member the value is an instance of says what is wrong inside it.
+        member = next((m for m in get_args(hint) if _is_instance(value, m)), None)
+        if member is None:
+            yield TypeError, f"{field} must be {_describe(hint)}, got {_given(value)}"
+        else:
+            yield from _problems(value, member, field, whole_minutes)
+        return
+    if not _is_instance(value, hint):
+        yield TypeError, f"{field} must be {_describe(hint)}, got {_given(value)}"
+        return
+    if origin is not None and issubclass(origin, Mapping):
+        key_hint, value_hint = get_args(hint)
+        for key, item in value.items():
+            yield from _problems(key, key_hint, f"{field} key {_shown(key)}", whole_minutes)
+            yield from _problems(item, value_hint, f"{field}[{_shown(key)}]", whole_minutes)
+    elif origin is not None:
+        (item_hint,) = get_args(hint)
+        for index, item in enumerate(value):
+            yield from _problems(item, item_hint, f"{field}[{index}]", whole_minutes)
+    else:
+        yield from _unusable(value, field, whole_minutes)
+
+
+def _is_instance(value: Any, hint: Any) -> bool:
+    origin = get_origin(hint) or hint
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint in (int, float):
+        return isinstance(value, (int, float) if hint is float else int) and (
+            not isinstance(value, bool))
+    if origin in (Sequence, list, tuple):
+        return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+    if _is_jsii_interface(origin):
+        return _implements(value, origin)
+    return isinstance(value, origin)
+
+
+def _unusable(value: Any, field: str, whole_minutes: bool) -> Iterator[Problem]:
+    """Values of the right type that nothing downstream can carry."""
+    if isinstance(value, float) and not math.isfinite(value):
+        yield ValueError, f"{field} must be a finite number, got {value!r}"
+    elif isinstance(value, int) and not isinstance(value, bool) and (
+            value.bit_length() * math.log10(2) > _MAX_INT_DIGITS):
+        yield ValueError, (f"{field} must have at most {_MAX_INT_DIGITS} digits (no SageMaker "
+                           f"field holds more), got {_shown(value)}")
+    elif isinstance(value, datetime) and value.utcoffset() is None:
+        yield ValueError, (f"{field} must be a timezone-aware datetime (a naive one means "
+                           f"the synth machine's local time), got {value!r}; add "
+                           "tzinfo=timezone.utc")
+    elif "aws_cdk" in sys.modules:  # a Duration is possible only once aws_cdk is loaded
+        from aws_cdk import Duration
+
+        if isinstance(value, Duration) and not value.is_unresolved():
+            unit, milliseconds = ("minutes", 60_000) if whole_minutes else ("seconds", 1000)
+            if value.to_milliseconds() % milliseconds:
+                yield ValueError, (f"{field} must be a whole number of {unit}, got "
+                                   f"{value.to_milliseconds() / 1000:g} seconds")
+
+
+def _is_jsii_interface(hint: Any) -> bool:
+    return isinstance(hint, type) and hasattr(hint, "__jsii_type__") and getattr(
+        hint, "_is_protocol", False)
+
+
+def _implements(value: Any, interface: Any) -> bool:
+    """Whether a jsii object implements a jsii interface (those are Protocols that
+    ``isinstance`` refuses): its class declares it, or, for an object that jsii hands back
+    as a bundle of interfaces, one of its parts does."""
+    parts = vars(value).get("_delegates", [value]) if hasattr(value, "__dict__") else [value]
+    for part in parts:
+        declared = [*getattr(type(part), "__jsii_ifaces__", ()), *type(part).__mro__]
+        if any(interface in getattr(d, "__mro__", ()) for d in declared) or getattr(
+                type(part), "__jsii_type__", None) == interface.__jsii_type__:
+            return True
+    return False
+
+
+def _describe(hint: Any) -> str:
+    origin = get_origin(hint)
+    if origin in (Union, types.UnionType):
+        return " or ".join(_describe(member) for member in get_args(hint))
+    if origin is not None and issubclass(origin, Mapping):
+        key_hint, value_hint = get_args(hint)
+        return f"a mapping of {_describe(key_hint)} to {_describe(value_hint)}"
+    if origin is not None:
+        return f"a sequence of {_describe(get_args(hint)[0])}"
+    names = {type(None): "None", bool: "a bool", int: "an int", float: "a float",
+             str: "a str", datetime: "a datetime"}
+    if hint in names:
+        return names[hint]
+    module = hint.__module__  # aws_cdk.aws_s3.IBucket reads aws_s3.IBucket
+    return (f"{module.removeprefix('aws_cdk.')}.{hint.__qualname__}"
+            if module.startswith("aws_cdk.") else hint.__qualname__)
+
+
+def _given(value: Any) -> str:
+    return f"{type(value).__name__} {_shown(value)}"
+
+
+def _shown(value: Any) -> str:
+    from compiled_training._internal.api_shapes import shown
+
+    text = shown(value)
+    return text if len(text) <= 100 else text[:80] + "..."

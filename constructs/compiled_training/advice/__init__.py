@@ -1,0 +1,1 @@
+"""The workload advisor: WorkloadProfile, assess_workload (Compiler.auto uses it at synth)."""

@@ -1,1 +1,0 @@
-"""The Lambda function that records a benchmark's verdict in SSM."""

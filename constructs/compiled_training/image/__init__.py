@@ -1,0 +1,1 @@
+"""RuntimeImage: the runtime's image build on top of a DLC."""

@@ -1,0 +1,1 @@
+"""CompiledTrainingChecks (the cdk-nag rule pack) and the library's acknowledgements."""

@@ -1,0 +1,249 @@
+"""`CompiledTrainingChecks`: a cdk-nag 3 rule pack that stops compiler misuse at synth.
+
+It reads every ``AWS::SageMaker::Pipeline`` in the app, built by this library or by hand:
+each training step's arguments, plus the workload this library records in the resource's
+metadata when a pipeline was built with ``Compiler.auto(profile)``.
+
+    Validations.of(app).add_plugins(CompiledTrainingChecks(app))
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+import jsii
+from aws_cdk import CfnResource, Stack
+from aws_cdk import aws_sagemaker as sagemaker
+from cdk_nag import IApplyRule, NagMessageLevel, NagPack, NagRuleCompliance
+
+from compiled_training._internal.dlc import training_compiler_releases
+from compiled_training._internal.instances import gpus_per_instance, is_gpu
+from compiled_training.advice.advisor import Verdict, WorkloadProfile, assess_workload
+from compiled_training.nag.acknowledgements import flatten
+from compiled_training_runtime import contract
+from constructs import IConstruct
+
+PACK = "CompiledTraining"
+
+
+@dataclass(frozen=True)
+class TrainingStep:
+    """One training step of a pipeline, as the rules see it."""
+
+    arguments: dict[str, Any]
+    metadata: dict[str, Any]
+
+    @property
+    def hyperparameters(self) -> dict[str, Any]:
+        return self.arguments.get("HyperParameters", {})
+
+    def flag(self, name: str) -> bool:
+        return self.hyperparameters.get(name) == "true"
+
+    @property
+    def training_compiler(self) -> bool:
+        return self.flag(contract.HP_TRAINING_COMPILER_ENABLED)
+
+    @property
+    def any_compiler(self) -> bool:
+        return self.training_compiler or self.flag(contract.HP_TORCH_COMPILE)
+
+    @property
+    def instance_type(self) -> str:
+        return str(self.arguments.get("ResourceConfig", {}).get("InstanceType", ""))
+
+    @property
+    def instance_count(self) -> int:
+        count = self.arguments.get("ResourceConfig", {}).get("InstanceCount", 1)
+        return count if isinstance(count, int) else 1
+
+    @property
+    def image(self) -> str:
+        return str(self.arguments.get("AlgorithmSpecification", {}).get("TrainingImage", ""))
+
+    @property
+    def workload(self) -> WorkloadProfile | None:
+        recorded = self.metadata.get("workload")
+        return WorkloadProfile(**recorded) if recorded else None
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    level: NagMessageLevel
+    info: str
+    explanation: str
+    check: Callable[[TrainingStep], bool | None]
+    """True when compliant, False when not, None when the rule does not apply."""
+
+
+def _debugger_or_profiler(step: TrainingStep) -> bool | None:
+    if not step.training_compiler:
+        return None
+    profiler_off = step.arguments.get("ProfilerConfig", {}).get("DisableProfiler") is True
+    return "DebugHookConfig" not in step.arguments and profiler_off
+
+
+def _multi_gpu_without_xla(step: TrainingStep) -> bool | None:
+    if not step.training_compiler:
+        return None
+    multi_gpu = step.instance_count > 1 or gpus_per_instance(step.instance_type) > 1
+    return not multi_gpu or step.flag(contract.HP_PYTORCH_XLA_MULTI_WORKER)
+
+
+def _workload_rule(
+    test: Callable[[WorkloadProfile], bool],
+) -> Callable[[TrainingStep], bool | None]:
+    def check(step: TrainingStep) -> bool | None:
+        workload = step.workload
+        if not step.any_compiler or workload is None:
+            return None
+        return test(workload)
+
+    return check
+
+
+def _supported_version(step: TrainingStep) -> bool | None:
+    if not step.training_compiler or "frameworkVersion" not in step.metadata:
+        return None
+    name = step.metadata.get("frameworkName")
+    version = step.metadata["frameworkVersion"]
+    torch = step.metadata.get("pytorchVersion")
+    wanted = (f"PyTorch {version}" if name == "pytorch"
+              else f"Hugging Face Transformers {version} with PyTorch {torch}")
+    return wanted in training_compiler_releases()
+
+
+def _deep_learning(step: TrainingStep) -> bool | None:
+    if not step.any_compiler:
+        return None
+    built_in = any(f"/{repo}:" in step.image
+                   for repo in ("sagemaker-xgboost", "sagemaker-scikit-learn"))
+    return not built_in and step.metadata.get("frameworkName") != "xgboost"
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("CT1", NagMessageLevel.ERROR,
+         "The training step enables a compiler on a CPU instance.",
+         "Training Compiler compiles for GPUs (p3, p3dn, g4dn, p4d, g5); on a CPU instance the "
+         "job fails or only pays the compile cost.",
+         lambda s: None if not s.training_compiler else is_gpu(s.instance_type)),
+    Rule("CT2", NagMessageLevel.ERROR,
+         "The training step combines Training Compiler with smdistributed.",
+         "SageMaker's data and model parallel libraries are not compatible with Training "
+         "Compiler; use the pytorchxla distribution.",
+         lambda s: None if not s.training_compiler else not (
+             s.flag("sagemaker_distributed_dataparallel_enabled")
+             or "sagemaker_mpi_enabled" in s.hyperparameters)),
+    Rule("CT3", NagMessageLevel.WARN,
+         "The training step runs Debugger or Profiler under Training Compiler.",
+         "Debugger hooks and the profiler add recompilation overhead and degrade performance; "
+         "omit DebugHookConfig and set ProfilerConfig.DisableProfiler for production runs.",
+         _debugger_or_profiler),
+    Rule("CT4", NagMessageLevel.ERROR,
+         "The training step spans more than one GPU with Training Compiler but without the "
+         "pytorchxla launcher.",
+         "With PyTorch 1.12 and later, Training Compiler distributes only through pytorchxla "
+         "(sagemaker_pytorch_xla_multi_worker_enabled); otherwise all but one GPU sit idle.",
+         _multi_gpu_without_xla),
+    Rule("CT5", NagMessageLevel.WARN,
+         "The workload's runs are shorter than the compiler's break-even.",
+         "Compilation costs 2-5 minutes a run; shorter jobs lose more to it than they save.",
+         _workload_rule(lambda w: assess_workload(w).limits["duration"] is not Verdict.SKIP)),
+    Rule("CT6", NagMessageLevel.WARN,
+         "The workload declares dynamic shapes.",
+         "Every new input shape recompiles the graph; pad to a fixed length or bucket shapes.",
+         _workload_rule(lambda w: w.static_shapes)),
+    Rule("CT7", NagMessageLevel.WARN,
+         "The workload trains in fp32 only.",
+         "Most of the compiler's gain comes with fp16 or bf16 mixed precision.",
+         _workload_rule(lambda w: w.precision != "fp32")),
+    Rule("CT8", NagMessageLevel.ERROR,
+         "Training Compiler is enabled for a framework version it never supported.",
+         "Training Compiler DLCs exist only for its published releases; use torch.compile on "
+         "PyTorch 2.x.",
+         _supported_version),
+    Rule("CT9", NagMessageLevel.INFO,
+         "Training Compiler is frozen: AWS publishes no new releases.",
+         "The last releases are PyTorch 1.12.0 and 1.13.1 and Hugging Face PyTorch 1.9-1.11; "
+         "plan the move to torch.compile on a current PyTorch DLC.",
+         lambda s: None if not s.training_compiler else False),
+    Rule("CT10", NagMessageLevel.ERROR,
+         "A compiler is enabled for a framework that builds no deep-learning graph.",
+         "Built-in algorithms such as XGBoost have nothing for a deep-learning compiler to "
+         "compile.",
+         _deep_learning),
+)
+
+
+@jsii.implements(IApplyRule)
+class _AppliedRule:
+    """One rule on one resource, in the shape cdk-nag's jsii interface expects."""
+
+    def __init__(self, rule: Rule, node: CfnResource) -> None:
+        self._rule = rule
+        self._node = node
+
+    @property
+    def node(self) -> CfnResource:
+        return self._node
+
+    @property
+    def info(self) -> str:
+        return self._rule.info
+
+    @property
+    def explanation(self) -> str:
+        return self._rule.explanation
+
+    @property
+    def level(self) -> NagMessageLevel:
+        return self._rule.level
+
+    @property
+    def rule_suffix_override(self) -> str:
+        return self._rule.id
+
+    def rule(self, node: CfnResource) -> NagRuleCompliance:
+        verdicts = [self._rule.check(step) for step in training_steps(node)]
+        if False in verdicts:
+            return NagRuleCompliance.NON_COMPLIANT
+        if True in verdicts:
+            return NagRuleCompliance.COMPLIANT
+        return NagRuleCompliance.NOT_APPLICABLE
+
+
+def training_steps(node: CfnResource) -> list[TrainingStep]:
+    """The training steps of a pipeline resource, references flattened to placeholders."""
+    if not isinstance(node, sagemaker.CfnPipeline):
+        return []
+    stack = Stack.of(node)
+    body = stack.resolve(node.pipeline_definition).get("PipelineDefinitionBody")
+    if body is None:
+        return []  # a definition in S3 cannot be read at synth
+    definition = json.loads(flatten(body))
+    metadata = node.get_metadata("compiled-training") or {}
+    return [TrainingStep(step.get("Arguments", {}), stack.resolve(metadata))
+            for step in definition.get("Steps", []) if step.get("Type") == "Training"]
+
+
+class CompiledTrainingChecks(NagPack):
+    """Rules CT1-CT10 for pipelines that train with a compiler."""
+
+    def __init__(self, scope: IConstruct | None = None, *, verbose: bool | None = None) -> None:
+        super().__init__(scope, verbose=verbose)
+        self._pack_name = PACK
+
+    @property
+    def name(self) -> str:
+        return PACK
+
+    def _check_resource(self, node: CfnResource) -> None:
+        if not isinstance(node, sagemaker.CfnPipeline):
+            return
+        for rule in RULES:
+            # jsii's protocol declares setters that cdk-nag never calls: read-only suffices.
+            self._apply_rule(cast(IApplyRule, _AppliedRule(rule, node)))

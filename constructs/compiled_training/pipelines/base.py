@@ -1,0 +1,447 @@
+"""What every SageMaker pipeline of this library shares: ``IPipeline``, grants, metrics, the
+training job's common wiring (code, bucket, VPC, roles) and the pipeline resource itself.
+
+`TrainingPipeline` (one training step) and `CompilerBenchmark` (A/B arms, a comparison and
+a decision) differ only in the jobs they put into their definitions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import Annotations, ArnFormat, Aws, Duration, Names, Resource, Stack, Token
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_assets as s3_assets
+from aws_cdk import aws_sagemaker as sagemaker
+
+from compiled_training._internal import validation
+from compiled_training._internal.dlc import DlcImage, resolve_dlc
+from compiled_training._internal.policy import InlinePolicy
+from compiled_training._internal.sourcedir import write_sourcedir
+from compiled_training.pipelines.compiler import Compiler
+from compiled_training.pipelines.framework import Framework
+from compiled_training.pipelines.job import (
+    Distribution,
+    HyperparameterValue,
+    InputChannel,
+    Parameter,
+    ParameterValue,
+    TrainingJob,
+)
+from compiled_training.pipelines.output_bucket import TrainingOutputBucket
+from compiled_training_runtime import contract
+from constructs import Construct
+
+PIPELINE_TAG = "compiled-training:pipeline"
+METRIC_NAMESPACE = "AWS/Sagemaker/ModelBuildingPipeline"
+_ECR_URI = re.compile(
+    r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?/"
+    r"(?P<repository>[a-z0-9._/-]+)[:@]"
+)
+
+
+class PipelineBase(Resource):
+    """A SageMaker pipeline that runs training jobs; subclasses build its definition."""
+
+    def __init__(self, scope: Construct, construct_id: str, *,
+                 pipeline_name: str | None) -> None:
+        super().__init__(scope, construct_id)
+        self._named_by_path = pipeline_name is None
+        self._pipeline_name = pipeline_name or Names.unique_resource_name(
+            self, max_length=80, separator="-")
+        self._pipeline_arn = Stack.of(self).format_arn(
+            service="sagemaker", resource="pipeline", resource_name=self._pipeline_name.lower())
+        self.parameters: dict[str, Parameter] = {}
+        """The pipeline parameters an execution (or a schedule) may override, by name."""
+        self._channels: dict[str, InputChannel] = {}
+
+    # --- IPipeline (properties, so that jsii can read them) ---------------------------------
+
+    @property
+    def pipeline_name(self) -> str:
+        """The SageMaker pipeline's name."""
+        return self._pipeline_name
+
+    @property
+    def pipeline_arn(self) -> str:
+        """The SageMaker pipeline's ARN."""
+        return self._pipeline_arn
+
+    @property
+    def resource(self) -> sagemaker.CfnPipeline:
+        """The ``AWS::SageMaker::Pipeline`` resource, for escape hatches and acknowledgements."""
+        return self._resource
+
+    @property
+    def pipeline_ref(self) -> Any:
+        return self._resource.pipeline_ref
+
+    def grant_start_pipeline_execution(self, grantee: iam.IGrantable) -> iam.Grant:
+        return self.grant_start_execution(grantee)
+
+    def override_problem(self, name: str, value: ParameterValue) -> str | None:
+        """Why an execution could not run with ``value`` for parameter ``name`` (a type-checked
+        value), or None: a channel's data URI must stay where the execution role may read."""
+        for channel in self._channels.values():
+            uri = channel.s3_uri
+            if (isinstance(uri, Parameter) and uri.name == name
+                    and not Token.is_unresolved(uri.default)
+                    and not str(value).startswith(str(uri.default))):
+                return (f"parameter {name!r} is channel {channel.name!r}'s data URI: the "
+                        f"execution role may read under {uri.default} only, got {value!r}")
+        return None
+
+    # --- consumers -----------------------------------------------------------------------
+
+    def grant_start_execution(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Lets ``grantee`` start executions of this pipeline, and nothing else."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["sagemaker:StartPipelineExecution"],
+            resource_arns=[self.pipeline_arn],
+        )
+
+    def metric(self, metric_name: str, *, statistic: str = "Sum",
+               period: Duration | None = None) -> cloudwatch.Metric:
+        """A metric SageMaker Pipelines publishes for this pipeline."""
+        return cloudwatch.Metric(
+            namespace=METRIC_NAMESPACE,
+            metric_name=metric_name,
+            dimensions_map={"PipelineName": self.pipeline_name},
+            statistic=statistic,
+            period=period or Duration.minutes(5),
+        )
+
+    def metric_failed_executions(self, *, period: Duration | None = None) -> cloudwatch.Metric:
+        return self.metric("ExecutionFailed", period=period)
+
+    def metric_succeeded_executions(self, *, period: Duration | None = None) -> cloudwatch.Metric:
+        return self.metric("ExecutionSucceeded", period=period)
+
+    def metric_execution_duration(self, *, period: Duration | None = None) -> cloudwatch.Metric:
+        return self.metric("ExecutionDuration", statistic="Average", period=period)
+
+    # --- for subclasses ------------------------------------------------------------------
+
+    def _common_job(
+        self,
+        *,
+        framework: Framework,
+        instance_type: str,
+        instance_count: int | None,
+        source_dir: str | Path | None,
+        entry_point: str | None,
+        hyperparameters: Mapping[str, HyperparameterValue] | None,
+        channels: Sequence[InputChannel] | None,
+        output_bucket: s3.IBucket | None,
+        volume_size_gib: int | None,
+        max_runtime: Duration | None,
+        spot: bool | None,
+        max_wait: Duration | None,
+        max_attempts: int | None,
+        debugger: bool | None,
+        profiler: bool | None,
+        kms_key: kms.IKey | None,
+        vpc: ec2.IVpc | None,
+        vpc_subnets: ec2.SubnetSelection | None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None,
+        network_isolation: bool | None,
+        inter_container_encryption: bool | None,
+    ) -> TrainingJob:
+        """The job every step of this pipeline starts from: no compiler and no image yet.
+
+        Sets ``bucket``, ``prefix`` (this pipeline's S3 prefix) and the code asset.
+        """
+        stack = Stack.of(self)
+        count = 1 if instance_count is None else instance_count
+        runtime_seconds = int((max_runtime or Duration.days(1)).to_seconds())
+        self.code = self._code_asset(Path(source_dir)) if source_dir is not None else None
+        if self.code is None and framework.runs_script:
+            raise ValueError(
+                f"{self._subject}: source_dir is required for {framework.describe()} (it "
+                f"holds entry_point {entry_point!r})")
+        self.kms_key = kms_key
+        self.bucket = output_bucket or TrainingOutputBucket.of_stack(self, kms_key)
+        self.prefix = f"s3://{self.bucket.bucket_name}/{self.pipeline_name}"
+        subnet_ids, group_ids = self._vpc_config(vpc, vpc_subnets, security_groups)
+        return TrainingJob(
+            pipeline_name=self.pipeline_name,
+            framework=framework,
+            compiler=Compiler.none(),
+            distribution=Distribution.NONE,
+            instance_type=instance_type,
+            instance_count=count,
+            volume_size_gib=30 if volume_size_gib is None else volume_size_gib,
+            max_runtime_seconds=runtime_seconds,
+            image_uri="",
+            role_arn="",  # the execution role's, once its policy can be written from the jobs
+            region=stack.region,
+            output_s3_uri=f"{self.prefix}/output",
+            entry_point=entry_point,
+            source_s3_uri=self.code.s3_object_url if self.code else None,
+            source_dir=Path(source_dir) if source_dir is not None else None,
+            hyperparameters=dict(hyperparameters or {}),
+            channels=list(channels or []),
+            metric_definitions=contract.metric_definitions() if framework.runs_script else (),
+            spot=bool(spot),
+            max_wait_seconds=int((max_wait or Duration.seconds(2 * runtime_seconds)).to_seconds())
+            if spot else None,
+            checkpoint_s3_uri=execution_scoped(f"{self.prefix}/checkpoints"),
+            debugger=bool(debugger),
+            profiler=bool(profiler),
+            kms_key_id=kms_key.key_arn if kms_key else None,
+            subnet_ids=subnet_ids,
+            security_group_ids=group_ids,
+            network_isolation=bool(network_isolation),
+            inter_container_encryption=(
+                count > 1 if inter_container_encryption is None else inter_container_encryption),
+            max_attempts=3 if max_attempts is None else max_attempts,
+            tags={PIPELINE_TAG: self.pipeline_name},
+        )
+
+    @property
+    def _subject(self) -> str:
+        return f"{type(self).__name__} {self.node.path}"
+
+    def _warn_if_named_by_path(self, *moves: str) -> None:
+        """A name derived from the construct path changes with the construct's id or place, and
+        so does everything the name carries (``moves`` says what)."""
+        if self._named_by_path:
+            Annotations.of(self).add_warning_v2(
+                f"compiled-training:{type(self).__name__}:NamedByPath",
+                f"pipeline_name is omitted, so the pipeline is named {self.pipeline_name!r} "
+                f"after this construct's id and path: renaming or moving the construct renames "
+                f"the pipeline, {' and '.join(moves)}; pass pipeline_name="
+                f"{self.pipeline_name!r} to keep them")
+
+    def _prefix_moves(self, holding: str) -> str:
+        return (f"moves its S3 prefix {self.pipeline_name}/ in the output bucket and leaves "
+                f"{holding} under the old one")
+
+    def _check(self, jobs: Mapping[str, TrainingJob]) -> None:
+        """Raises every rule a job breaks in one message; warns (acknowledgeably) about the
+        rest, each warning once with the arms it concerns. Keys name arms; "" a lone job."""
+        warnings: dict[tuple[str, str], list[str]] = {}
+        for arm, job in jobs.items():
+            findings = validation.check(job)
+            findings.raise_errors(f"{self._subject} ({arm} arm)" if arm else self._subject)
+            for warning in findings.warnings:
+                warnings.setdefault((warning.rule, warning.message), []).append(arm)
+        for (rule, message), arms in warnings.items():
+            named = [arm for arm in arms if arm]
+            concerns = f"{', '.join(named)} arm{'s' if len(named) > 1 else ''}: " if named else ""
+            Annotations.of(self).add_warning_v2(
+                f"compiled-training:{type(self).__name__}:{rule}", concerns + message)
+
+    def _check_pipeline(self, definition: dict[str, Any], description: str) -> None:
+        """Raises every problem of the pipeline as SageMaker receives it
+        (`validation.check_pipeline`); then claims its name in the app."""
+        stack = Stack.of(self)
+        names = validation.pipeline_names(self.node.root)
+        key = (stack.account, stack.region, self.pipeline_name.lower())
+        validation.check_pipeline(definition, description, self.pipeline_name,
+                             names.get(key)).raise_errors(self._subject)
+        names[key] = self.node.path
+
+    def _execution_policy(self, jobs: Sequence[TrainingJob],
+                          code: Sequence[s3_assets.Asset],
+                          repository_arns: Sequence[str]) -> InlinePolicy:
+        """Reads its code and input prefixes, writes its own prefix, pulls its own images."""
+        policy = InlinePolicy()
+        for asset in code:
+            policy.allow(["s3:GetObject"], [
+                f"arn:{Aws.PARTITION}:s3:::{asset.s3_bucket_name}/{asset.s3_object_key}"])
+        channels = self._channels = {c.name: c for job in jobs for c in job.channels}
+        wildcards = [f"channel {c.name!r} URI must not contain '*' or '?' (the execution role's "
+                     f"S3 grant is built from it and IAM reads them as wildcards: "
+                     f"'s3://bucket/*' would grant the whole bucket), got {c.default_uri!r}"
+                     for c in channels.values() if {"*", "?"} & set(c.default_uri)]
+        if wildcards:
+            raise ValueError(f"{self._subject}: " + "; ".join(wildcards))
+        for channel in channels.values():
+            bucket, key_prefix = split_s3(channel.default_uri)
+            policy.allow_prefix(bucket, key_prefix, ["s3:GetObject"],
+                                why=f"Training reads every object under channel "
+                                    f"{channel.name!r}'s prefix, and only there.")
+        policy.allow_prefix(self.bucket.bucket_name, f"{self.pipeline_name}/",
+                            ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
+                            why="The job writes model, output and checkpoints (and reads "
+                                "checkpoints back to resume) under this pipeline's own prefix "
+                                "only.")
+        policy.allow(["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer",
+                      "ecr:BatchCheckLayerAvailability"], sorted(set(repository_arns), key=str))
+        policy.allow(["ecr:GetAuthorizationToken"], ["*"],
+                     why="ecr:GetAuthorizationToken supports no resource-level permission; "
+                         "pulls are limited to the image repositories by another statement.")
+        self._allow_logs_and_metrics(policy, "TrainingJobs")
+        if any(job.subnet_ids for job in jobs):
+            policy.allow([
+                "ec2:CreateNetworkInterface",
+                "ec2:CreateNetworkInterfacePermission",
+                "ec2:DeleteNetworkInterface",
+                "ec2:DeleteNetworkInterfacePermission",
+                "ec2:DescribeNetworkInterfaces",
+                "ec2:DescribeVpcs",
+                "ec2:DescribeDhcpOptions",
+                "ec2:DescribeSubnets",
+                "ec2:DescribeSecurityGroups",
+            ], ["*"], why="SageMaker creates the job's network interfaces at run time; these "
+                          "EC2 actions support no resource-level permission.")
+        return policy
+
+    def _allow_logs_and_metrics(self, policy: InlinePolicy, job_kind: str) -> None:
+        """Writes the logs and metrics of SageMaker jobs of one kind (``TrainingJobs``...)."""
+        group = f"/aws/sagemaker/{job_kind}"
+        log_group = Stack.of(self).format_arn(service="logs", resource="log-group",
+                                              resource_name=group,
+                                              arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        policy.allow(["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                     [f"{log_group}:log-stream:*"],
+                     why=f"SageMaker names a job's log streams at run time, inside the fixed "
+                         f"{group} log group.")
+        policy.allow(["logs:CreateLogGroup"], [log_group])
+        policy.allow(["cloudwatch:PutMetricData"], ["*"],
+                     conditions={"StringEquals": {"cloudwatch:namespace": group}},
+                     why="cloudwatch:PutMetricData supports no resource; the condition limits "
+                         "it to SageMaker's job namespaces.")
+
+    def _execution_role(self, policy: InlinePolicy) -> iam.Role:
+        role = policy.role(self, "ExecutionRole",
+                           f"Runs the jobs of SageMaker pipeline {self.pipeline_name}")
+        for key in {k for k in (self.bucket.encryption_key, self.kms_key) if k is not None}:
+            key.grant_encrypt_decrypt(role)
+        if self.kms_key is not None:
+            # SageMaker encrypts the job volumes through a grant on the key.
+            self.kms_key.grant(role, "kms:CreateGrant", "kms:DescribeKey")
+        return role
+
+    def _pipeline_policy(self, execution_role: iam.IRole,
+                         job_kinds: Sequence[str] = ("training-job",)) -> InlinePolicy:
+        """Creates, describes and stops only its own jobs; passes only their role."""
+        policy = InlinePolicy()
+        verbs = {"training-job": "TrainingJob", "processing-job": "ProcessingJob"}
+        for kind in job_kinds:
+            jobs = Stack.of(self).format_arn(service="sagemaker", resource=kind,
+                                             resource_name="*")
+            why = ("Pipelines name jobs at run time; the tag conditions limit create, describe "
+                   "and stop to jobs tagged with this pipeline's name.")
+            verb = verbs[kind]
+            own_tag = {f"aws:RequestTag/{PIPELINE_TAG}": self.pipeline_name}
+            policy.allow([f"sagemaker:Create{verb}"], [jobs], why=why,
+                         conditions={"StringEquals": own_tag})
+            # Tags only as its own job is created, and only its own tag: retagging another
+            # pipeline's job would hand it describe and stop. SageMaker adds its own
+            # sagemaker: tags to a job it creates (the execution, the step).
+            policy.allow(["sagemaker:AddTags"], [jobs], why=why, conditions={
+                "StringEquals": {**own_tag, "sagemaker:TaggingAction": f"Create{verb}"},
+                "ForAllValues:StringLike": {"aws:TagKeys": [PIPELINE_TAG, "sagemaker:*"]},
+            })
+            policy.allow([f"sagemaker:Describe{verb}", f"sagemaker:Stop{verb}"], [jobs],
+                         why=why, conditions={"StringEquals": {
+                             f"aws:ResourceTag/{PIPELINE_TAG}": self.pipeline_name}})
+        policy.allow(["iam:PassRole"], [execution_role.role_arn], conditions={
+            "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}})
+        return policy
+
+    def _create_pipeline(self, *, definition: dict[str, Any], description: str,
+                         pipeline_policy: InlinePolicy, summary: dict[str, Any]) -> None:
+        self._check_pipeline(definition, description)
+        self.pipeline_role = pipeline_policy.role(
+            self, "PipelineRole", f"Runs SageMaker pipeline {self.pipeline_name}")
+        stack = Stack.of(self)
+        self._resource = sagemaker.CfnPipeline(
+            self, "Resource",
+            pipeline_name=self.pipeline_name,
+            pipeline_description=description,
+            role_arn=self.pipeline_role.role_arn,
+            pipeline_definition={"PipelineDefinitionBody": stack.to_json_string(definition)},
+        )
+        self._resource.add_metadata("compiled-training", summary)
+
+    def _code_asset(self, source_dir: Path) -> s3_assets.Asset:
+        if not source_dir.is_dir():
+            raise ValueError(f"{self._subject}: source_dir must be an existing folder, got "
+                             f"{str(source_dir)!r}")
+        return shared_archive_asset(self, source_dir)
+
+    def _vpc_config(
+        self,
+        vpc: ec2.IVpc | None,
+        subnets: ec2.SubnetSelection | None,
+        groups: Sequence[ec2.ISecurityGroup] | None,
+    ) -> tuple[list[str], list[str]]:
+        if vpc is None:
+            if subnets is not None or groups:
+                raise ValueError(f"{self._subject}: vpc_subnets and security_groups need a vpc")
+            return [], []
+        selection = subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+        selected = vpc.select_subnets(
+            subnet_type=selection.subnet_type,
+            subnet_group_name=selection.subnet_group_name,
+            subnets=selection.subnets,
+            availability_zones=selection.availability_zones,
+            one_per_az=selection.one_per_az,
+        )
+        if not groups:
+            group = ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc,
+                                      description=f"Training jobs of {self.pipeline_name}")
+            # Nodes of a multi-instance job talk to each other.
+            group.add_ingress_rule(group, ec2.Port.all_traffic(), "between training nodes")
+            groups = [group]
+        return list(selected.subnet_ids), [g.security_group_id for g in groups]
+
+    def _ecr_repository_arn(self, image_uri: str) -> str:
+        """The repository of an ECR image URI, for a pull permission on it alone."""
+        match = _ECR_URI.match(image_uri)
+        if not match:
+            raise ValueError(
+                f"{self._subject}: image_uri must be an ECR image "
+                f"(ACCOUNT.dkr.ecr.REGION.amazonaws.com/REPOSITORY:TAG), got {image_uri!r}")
+        return Stack.of(self).format_arn(
+            service="ecr", account=match["account"], region=match["region"],
+            resource="repository", resource_name=match["repository"])
+
+    def _dlc_repository_arn(self, dlc: DlcImage, account: str) -> str:
+        return Stack.of(self).format_arn(service="ecr", account=account,
+                                         resource="repository", resource_name=dlc.repository)
+
+
+def shared_archive_asset(scope: Construct, folder: Path) -> s3_assets.Asset:
+    """A folder as a deterministic ``sourcedir.tar.gz`` asset, one per distinct archive in a
+    stack: pipelines that share code share it."""
+    archive = write_sourcedir(folder)
+    stack = Stack.of(scope)
+    construct_id = f"SourceDir{archive.parent.name[:16]}"
+    existing = stack.node.try_find_child(construct_id)
+    if isinstance(existing, s3_assets.Asset):
+        return existing
+    return s3_assets.Asset(stack, construct_id, path=str(archive))
+
+
+def try_resolve_dlc(framework: Framework, compiler: Compiler, instance_type: str
+                    ) -> DlcImage | None:
+    """The DLC, or None when there is none: `validation.check` then reports why, with the rest."""
+    if not validation.known_instance_type(instance_type):
+        return None
+    try:
+        return resolve_dlc(framework, compiler.is_training_compiler, instance_type)
+    except ValueError:
+        return None
+
+
+def execution_scoped(uri: str) -> Any:
+    """One folder per execution: retries resume, the next scheduled run starts anew."""
+    return {"Std:Join": {"On": "/", "Values": [uri, {"Get": "Execution.PipelineExecutionId"}]}}
+
+
+def split_s3(uri: str) -> tuple[str, str]:
+    without_scheme = uri[len("s3://"):]
+    bucket, _, key = without_scheme.partition("/")
+    return bucket, key

@@ -1,0 +1,400 @@
+"""Retraining that ends in a model version: a quality gate, then a Model Registry entry.
+
+`ModelRegistration` is what a team asks for; `Registration` is the same resolved to plain
+data (strings, possibly CDK tokens), from which `add_registration` builds the gate and the
+``RegisterModel`` step purely, as the SageMaker SDK v2's ``RegisterModel`` (a ``ModelStep``)
+writes them. `bind_registration` does the construct side: the Model Package Group, the
+inference image, the pipeline role's permission.
+
+Deliberate differences from the SDK's output, each for a reason:
+
+- the step is named ``RegisterModel``; the SDK appends ``-RegisterModel`` to its collection name;
+- no ``ModelMetrics``: they must point at a JSON report in S3 (a processing step would have to
+  write one); the gate's metric, value and threshold go into ``CustomerMetadataProperties``,
+  which the registry shows and the notification reads.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_cdk import RemovalPolicy, Stack, Token
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sagemaker as sagemaker
+
+from compiled_training._internal.definition import parameter_declarations
+from compiled_training._internal.dlc import DlcImage, resolve_dlc
+from compiled_training._internal.dlc_uri import dlc_image_uri
+from compiled_training._internal.instances import accelerator
+from compiled_training._internal.policy import InlinePolicy
+from compiled_training.pipelines.job import Parameter, TrainingJob
+from constructs import Construct
+
+APPROVAL_STATUSES = ("PendingManualApproval", "Approved")
+GATE_STEP = "QualityGate"
+FAIL_STEP = "QualityGateFailed"
+REGISTER_STEP = "RegisterModel"
+# CreateModelPackageGroup's pattern for ModelPackageGroupName.
+_GROUP_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+# CustomerMetadataProperties values may hold letters, digits, spaces and _.:/=+-@ only.
+_METADATA_UNSAFE = re.compile(r"[^\w .:/=+@-]")
+_GPU_DEFAULTS = ("ml.g5.xlarge", "ml.g5.2xlarge")
+_CPU_DEFAULTS = ("ml.m5.large", "ml.m5.xlarge")
+# XGBoost's eval_metric values where higher is better (its documentation); the rest are errors.
+_XGBOOST_MAXIMIZED = ("auc", "aucpr", "map", "ndcg", "pre")
+_MINIMIZED_WORDS = ("loss", "error", "rmse", "mae", "mape", "mse")
+
+
+@dataclass(frozen=True)
+class ModelRegistration:
+    """Register each run's model as a version in a Model Package Group, after a quality gate.
+
+    Every field but ``model_package_group_name`` may be omitted.
+    """
+
+    model_package_group_name: str
+    """The group that holds the versions: 1-63 letters, digits and hyphens."""
+    existing_group: bool = False
+    """When omitted (False), the group is created by the stack and retained on delete; True
+    registers into a group that already exists (created elsewhere)."""
+    approval_status: str = "PendingManualApproval"
+    """The status a new version gets: ``PendingManualApproval`` (a person approves it) or
+    ``Approved`` (deployable at once)."""
+    gate_metric: str | None = None
+    """A metric the training job reports; when omitted, ``validation_accuracy`` where the job
+    reports it, else its first validation metric (built-in XGBoost:
+    ``validation:<first eval_metric>``). Empty string: no gate."""
+    gate_threshold: float | None = None
+    """The threshold's default (a Float pipeline parameter, overridable per run); when
+    omitted, 0.0 (for a metric where higher is better) or 1.0."""
+    higher_is_better: bool | None = None
+    """When omitted: lower is better for losses and errors, higher for the rest."""
+    inference_image_uri: str | None = None
+    """When omitted, the framework's inference DLC of the same version (built-in XGBoost:
+    its algorithm image), from the SageMaker SDK v2's image configuration."""
+    realtime_instance_types: Sequence[str] | None = None
+    """When omitted, ml.g5.xlarge and ml.g5.2xlarge for a GPU-trained deep-learning model,
+    ml.m5.large and ml.m5.xlarge otherwise."""
+    transform_instance_types: Sequence[str] | None = None
+    """When omitted, the real-time instance types."""
+    content_types: Sequence[str] | None = None
+    """When omitted, ``application/json`` (``text/csv`` for XGBoost)."""
+    response_types: Sequence[str] | None = None
+    """When omitted, the content types."""
+    git_commit: str | None = None
+    """When omitted, versions record no commit."""
+    deployment_account: str | None = None
+    """An account id that may read the group's versions (a resource policy on a group this
+    stack creates); when omitted, none."""
+
+
+@dataclass(frozen=True)
+class Gate:
+    metric: str
+    higher_is_better: bool
+    threshold: Parameter
+
+
+@dataclass(frozen=True)
+class Registration:
+    """The registration resolved to plain data: what the definition builder reads."""
+
+    group_name: str
+    approval_status: str
+    image_uri: str
+    realtime_instance_types: Sequence[str]
+    transform_instance_types: Sequence[str]
+    content_types: Sequence[str]
+    response_types: Sequence[str]
+    gate: Gate | None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+
+# --- the pure definition builder ---------------------------------------------------------
+
+def add_registration(definition: dict[str, Any], job: TrainingJob,
+                     registration: Registration) -> dict[str, Any]:
+    """``definition`` with the gate and the registration after ``job``'s training step."""
+    register = register_step(job, registration)
+    steps = [*definition["Steps"]]
+    parameters = [*definition["Parameters"]]
+    if registration.gate is None:
+        steps.append(register)
+    else:
+        threshold = registration.gate.threshold
+        if threshold.name not in {p["Name"] for p in parameters}:
+            parameters += parameter_declarations([threshold])
+        steps.append(gate_step(job, registration.gate, register))
+    return {**definition, "Parameters": parameters, "Steps": steps}
+
+
+def metric_value(job: TrainingJob, metric: str) -> dict[str, str]:
+    """The final value of a metric the training job reports."""
+    return {"Get": f"Steps.{job.step_name}.FinalMetricDataList['{metric}'].Value"}
+
+
+def gate_step(job: TrainingJob, gate: Gate, register: dict[str, Any]) -> dict[str, Any]:
+    value = metric_value(job, gate.metric)
+    comparison = "GreaterThanOrEqualTo" if gate.higher_is_better else "LessThanOrEqualTo"
+    below = "below" if gate.higher_is_better else "above"
+    return {
+        "Name": GATE_STEP,
+        "Type": "Condition",
+        "Arguments": {
+            "Conditions": [{"Type": comparison, "LeftValue": value,
+                            "RightValue": gate.threshold.ref()}],
+            "IfSteps": [register],
+            "ElseSteps": [{
+                "Name": FAIL_STEP,
+                "Type": "Fail",
+                "Arguments": {"ErrorMessage": {"Std:Join": {"On": "", "Values": [
+                    f"Model not registered: {gate.metric} ", value, f" is {below} the "
+                    f"threshold {gate.threshold.name} ", gate.threshold.ref()]}}},
+            }],
+        },
+    }
+
+
+def register_step(job: TrainingJob, registration: Registration) -> dict[str, Any]:
+    """The ``RegisterModel`` step: ``CreateModelPackage`` arguments, as the SDK v2 writes."""
+    container = {"Image": registration.image_uri,
+                 "ModelDataUrl": {"Get": f"Steps.{job.step_name}.ModelArtifacts.S3ModelArtifacts"}}
+    metadata = dict(registration.metadata)
+    if registration.gate is not None:
+        gate = registration.gate
+        metadata.update({"gate_metric": gate.metric, "gate_value": _text(metric_value(
+            job, gate.metric)), "gate_threshold": _text(gate.threshold.ref())})
+    arguments: dict[str, Any] = {
+        "ModelPackageGroupName": registration.group_name,
+        "ModelPackageDescription": registration.description,
+        "CustomerMetadataProperties": metadata,
+        "InferenceSpecification": {
+            "Containers": [container],
+            "SupportedContentTypes": list(registration.content_types),
+            "SupportedResponseMIMETypes": list(registration.response_types),
+            "SupportedRealtimeInferenceInstanceTypes": list(registration.realtime_instance_types),
+            "SupportedTransformInstanceTypes": list(registration.transform_instance_types),
+        },
+        "ModelApprovalStatus": registration.approval_status,
+        "SkipModelValidation": "None",
+    }
+    return {"Name": REGISTER_STEP, "Type": "RegisterModel", "Arguments": arguments,
+            "Description": registration.description}
+
+
+def _text(value: Any) -> dict[str, Any]:
+    return {"Std:Join": {"On": "", "Values": [value]}}
+
+
+# --- resolving the options ----------------------------------------------------------------
+
+def declared_metrics(job: TrainingJob) -> dict[str, bool]:
+    """Metrics the training job reports, each with whether higher is better.
+
+    Script-mode jobs report what their ``MetricDefinitions`` declare. Built-in XGBoost takes no
+    metric definitions: it reports ``<channel>:<eval_metric>`` for each input channel and each
+    of its ``eval_metric`` hyperparameter's metrics.
+    """
+    if job.framework.runs_script:
+        return {m["Name"]: not any(w in m["Name"] for w in _MINIMIZED_WORDS)
+                for m in job.metric_definitions}
+    eval_metric = job.hyperparameters.get("eval_metric")
+    names = str(eval_metric).split(",") if isinstance(eval_metric, str) else []
+    return {f"{channel.name}:{name}": name.split("@")[0] in _XGBOOST_MAXIMIZED
+            for channel in job.channels for name in names}
+
+
+def resolve(where: str, options: ModelRegistration, job: TrainingJob, image_uri: str,
+            metadata: Mapping[str, Any]) -> Registration:
+    """Checks the options against the job and botocore's enums; every problem in one message."""
+    problems = []
+    name = options.model_package_group_name
+    if not isinstance(name, str) or not _GROUP_NAME.match(name):
+        problems.append(f"model_package_group_name must be 1-63 letters, digits and hyphens, "
+                        f"starting and ending with a letter or digit, got {name!r}")
+    if options.approval_status not in APPROVAL_STATUSES:
+        problems.append(f"approval_status must be one of {', '.join(APPROVAL_STATUSES)}, got "
+                        f"{options.approval_status!r}")
+    declared = declared_metrics(job)
+    gate = None
+    metric = options.gate_metric
+    if metric is None:
+        # A held-out metric: validation accuracy, else the validation channel's first
+        # (XGBoost's first eval_metric).
+        metric = "validation_accuracy" if "validation_accuracy" in declared else next(
+            (m for m in declared if m.startswith("validation")), "")
+    if metric:
+        if metric not in declared:
+            problems.append(f"gate_metric must be a metric the training job reports "
+                            f"({', '.join(declared) or 'none'}), got {metric!r}")
+        else:
+            higher = declared[metric] if options.higher_is_better is None \
+                else options.higher_is_better
+            default = options.gate_threshold
+            threshold = Parameter.float(
+                ("Min" if higher else "Max") + re.sub(r"[^A-Za-z0-9]", "", metric.title()),
+                float((0.0 if higher else 1.0) if default is None else default))
+            gate = Gate(metric, higher, threshold)
+    realtime = list(options.realtime_instance_types or default_instance_types(job))
+    transform = list(options.transform_instance_types or realtime)
+    problems += instance_type_problems(realtime, transform)
+    if options.deployment_account is not None and (
+            not re.fullmatch(r"\d{12}", options.deployment_account) or options.existing_group):
+        problems.append(f"deployment_account must be a 12-digit account id, on a group this "
+                        f"stack creates, got {options.deployment_account!r}")
+    if problems:
+        raise ValueError(f"{where}: registration: " + "; ".join(problems))
+    content = list(options.content_types or
+                   (["application/json"] if job.framework.runs_script else ["text/csv"]))
+    return Registration(
+        group_name=name,
+        approval_status=options.approval_status,
+        image_uri=image_uri,
+        realtime_instance_types=realtime,
+        transform_instance_types=transform,
+        content_types=content,
+        response_types=list(options.response_types or content),
+        gate=gate,
+        metadata={k: v if not isinstance(v, str) else metadata_value(v)
+                  for k, v in metadata.items()},
+        description=f"{job.framework.describe()} trained by pipeline {job.pipeline_name}"
+                    f" (compiler: {job.compiler.describe()})",
+    )
+
+
+def default_instance_types(job: TrainingJob) -> tuple[str, ...]:
+    gpu = job.framework.is_deep_learning and accelerator(job.instance_type) == "nvidia"
+    return _GPU_DEFAULTS if gpu else _CPU_DEFAULTS
+
+
+def instance_type_problems(realtime: Sequence[str], transform: Sequence[str]) -> list[str]:
+    """Each type must be one botocore's CreateModelPackage enums list; one image serves all,
+    so they must all be GPU or all CPU."""
+    problems = []
+    allowed_realtime, allowed_transform = _instance_enums()
+    for field_name, types, allowed in (("realtime_instance_types", realtime, allowed_realtime),
+                                       ("transform_instance_types", transform, allowed_transform)):
+        unknown = [t for t in types if not Token.is_unresolved(t) and t not in allowed]
+        if unknown:
+            problems.append(f"{field_name} must be SageMaker instance types for this use "
+                            f"(such as {', '.join(_GPU_DEFAULTS + _CPU_DEFAULTS)}), got "
+                            f"{', '.join(map(repr, unknown))}")
+    kinds = {accelerator(t) for t in (*realtime, *transform)}
+    if len(kinds) > 1:
+        problems.append(f"realtime_instance_types and transform_instance_types must all be "
+                        f"GPU or all CPU (one inference image serves them), got "
+                        f"{', '.join(sorted(set((*realtime, *transform))))}")
+    return problems
+
+
+@functools.cache
+def _instance_enums() -> tuple[frozenset[str], frozenset[str]]:
+    import botocore.session
+
+    shape = botocore.session.get_session().get_service_model("sagemaker").shape_for(
+        "InferenceSpecification")
+    return (frozenset(shape.members["SupportedRealtimeInferenceInstanceTypes"].member.enum),
+            frozenset(shape.members["SupportedTransformInstanceTypes"].member.enum))
+
+
+def metadata_value(value: str) -> str:
+    """A customer metadata value: the characters the API refuses become spaces, at most 256."""
+    return value if Token.is_unresolved(value) else _METADATA_UNSAFE.sub(" ", value)[:256]
+
+
+def inference_dlc(job: TrainingJob, instance_type: str) -> DlcImage:
+    """The framework's inference image of the training version (compilers are training-only)."""
+    return resolve_dlc(job.framework, False, instance_type, scope="inference")
+
+
+# --- the construct side --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BoundRegistration:
+    """A registration wired into a stack."""
+
+    registration: Registration
+    group_arn: str
+    group: sagemaker.CfnModelPackageGroup | None
+    """The group resource, when this stack creates it."""
+
+    @property
+    def parameters(self) -> list[Parameter]:
+        """The pipeline parameters the registration adds: the gate's threshold."""
+        gate = self.registration.gate
+        return [gate.threshold] if gate else []
+
+    def describe(self) -> str:
+        gate = self.registration.gate
+        condition = (f"if {gate.metric} {'>=' if gate.higher_is_better else '<='} "
+                     f"{gate.threshold.name} (default {gate.threshold.default})"
+                     if gate else "without a gate")
+        return (f"group {self.registration.group_name}, {self.registration.approval_status}, "
+                f"{condition}")
+
+    def allow(self, policy: InlinePolicy, scope: Construct) -> None:
+        """The pipeline role may create versions in this group, and read the group."""
+        stack = Stack.of(scope)
+        # SageMaker writes model package ARNs in lower case; a name with capitals is listed
+        # both ways so the grant holds however the ARN is spelt.
+        names = sorted({self.registration.group_name, self.registration.group_name.lower()})
+        policy.allow(["sagemaker:CreateModelPackage"],
+                     [stack.format_arn(service="sagemaker", resource="model-package",
+                                       resource_name=f"{n}/*") for n in names],
+                     why="Versions are numbered at run time, inside this one group.")
+        policy.allow(["sagemaker:DescribeModelPackageGroup"], [
+            stack.format_arn(service="sagemaker", resource="model-package-group",
+                             resource_name=n) for n in names])
+
+
+def bind_registration(scope: Construct, where: str, options: ModelRegistration,
+                      job: TrainingJob, metadata: Mapping[str, Any]) -> BoundRegistration:
+    """Resolves the options in ``scope``'s stack; creates the group unless it exists."""
+    if not isinstance(options, ModelRegistration):
+        raise ValueError(f"{where}: registration must be a ModelRegistration, got "
+                         f"{type(options).__name__}")
+    image_uri = options.inference_image_uri
+    if image_uri is None:
+        realtime = options.realtime_instance_types or default_instance_types(job)
+        try:
+            image_uri, _ = dlc_image_uri(scope, inference_dlc(job, realtime[0]))
+        except ValueError as error:
+            raise ValueError(f"{where}: registration: {error}; give inference_image_uri") \
+                from None
+    registration = resolve(where, options, job, image_uri, metadata)
+    stack = Stack.of(scope)
+    group_arn = stack.format_arn(service="sagemaker", resource="model-package-group",
+                                 resource_name=registration.group_name)
+    group = None
+    if not options.existing_group:
+        group = sagemaker.CfnModelPackageGroup(
+            scope, "ModelPackageGroup", model_package_group_name=registration.group_name,
+            model_package_group_description=f"Model versions of pipeline {job.pipeline_name}",
+            model_package_group_policy=_group_policy(stack, group_arn, registration.group_name,
+                                                     options.deployment_account))
+        # Versions outlive a stack: deleting the group would orphan what is deployed from it.
+        group.apply_removal_policy(RemovalPolicy.RETAIN)
+    return BoundRegistration(registration, group_arn, group)
+
+
+def _group_policy(stack: Stack, group_arn: str, name: str,
+                  account: str | None) -> dict[str, Any] | None:
+    if account is None:
+        return None
+    packages = stack.format_arn(service="sagemaker", resource="model-package",
+                                resource_name=f"{name.lower()}/*")
+    principal = iam.AccountPrincipal(account).arn
+    return {"Version": "2012-10-17", "Statement": [
+        {"Sid": "DeploymentAccountReadsGroup", "Effect": "Allow",
+         "Principal": {"AWS": principal},
+         "Action": ["sagemaker:DescribeModelPackageGroup"], "Resource": group_arn},
+        {"Sid": "DeploymentAccountReadsVersions", "Effect": "Allow",
+         "Principal": {"AWS": principal},
+         "Action": ["sagemaker:DescribeModelPackage", "sagemaker:ListModelPackages"],
+         "Resource": packages},
+    ]}

@@ -1,0 +1,1 @@
+"""RetrainingSchedule and EventBridge schedule expressions."""

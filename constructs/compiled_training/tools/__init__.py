@@ -1,0 +1,1 @@
+"""The command line: advise, bench, bench --ab, and the synth summary."""

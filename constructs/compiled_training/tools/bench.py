@@ -1,0 +1,153 @@
+"""``compiled-training bench``: the same tiny model under eager, torch.compile and XLA.
+
+Each backend runs in its own process (importing torch_xla changes torch._dynamo defaults for
+the process). Reports first-step (compile) time, steady samples/s, break-even steps against
+eager, compile counts, host syncs per step and peak memory; writes JSON and a PNG of
+cumulative time against steps with the break-even marked.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from compiled_training.tools.extras import require_extra
+
+BACKENDS = ("eager", "torch.compile", "xla")
+TINY_BERT = {"vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 2,
+             "num_attention_heads": 2, "intermediate_size": 64, "max_seq_length": 16,
+             "batch_size": 8}
+WARMUP_STEPS = 2
+# One backend's run, in its own process.
+WORKER = "compiled_training_runtime.bench"
+
+
+def run_backend(backend: str, steps: int, config: dict[str, Any],
+                progress: Any = None) -> dict[str, Any]:
+    env = dict(os.environ, PJRT_DEVICE=os.environ.get("PJRT_DEVICE", "CPU"))
+    command = [sys.executable, "-m", WORKER, "--backend", backend,
+               "--steps", str(steps), "--config", json.dumps(config)]
+    errors: collections.deque[str] = collections.deque(maxlen=20)
+    # The result goes to a file, not a pipe: a long run's result outgrows the pipe buffer,
+    # and a worker blocked writing it would never close stderr, which is read line by line
+    # here for the progress bar.
+    with tempfile.TemporaryFile("w+") as result:
+        process = subprocess.Popen(command, env=env, stdout=result, stderr=subprocess.PIPE,
+                                   text=True)
+        assert process.stderr is not None
+        for line in process.stderr:
+            if line.startswith("step ") and progress is not None:
+                progress.update(1)
+            else:
+                errors.append(line)
+        if process.wait() != 0:
+            raise RuntimeError(f"bench of {backend} failed:\n{''.join(errors)}")
+        result.seek(0)
+        output = result.read()
+    return dict(json.loads(output.strip().splitlines()[-1]))
+
+
+def summarize(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    eager = next((r for r in results if r["backend"] == "eager"), None)
+    for result in results:
+        times = result["step_seconds"]
+        steady = statistics.median(times[WARMUP_STEPS:] or times)
+        row = {
+            "backend": result["backend"],
+            "first_step_seconds": times[0],
+            "steady_step_seconds": steady,
+            "steady_samples_per_second": result["batch_size"] / steady,
+            "compiles": result["counters"].get("compiles", result["counters"].get("graphs")),
+            "graph_breaks": result["counters"].get("graph_breaks"),
+            "host_syncs_per_step": result["host_syncs_per_step"],
+            "peak_memory_mib": round(result["peak_memory_mib"], 1),
+            "break_even_steps": None,
+        }
+        if eager is not None and result is not eager:
+            eager_steady = statistics.median(eager["step_seconds"][WARMUP_STEPS:]
+                                             or eager["step_seconds"])
+            extra = times[0] - eager["step_seconds"][0]
+            gain = eager_steady - steady
+            row["break_even_steps"] = math.ceil(extra / gain) if gain > 0 else None
+        rows.append(row)
+    return rows
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| backend | first step (s) | steady samples/s | ratio to eager | compiles | "
+             "host syncs/step | break-even steps | peak memory (MiB) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    eager = next((r for r in rows if r["backend"] == "eager"), rows[0])
+    for r in rows:
+        ratio = r["steady_samples_per_second"] / eager["steady_samples_per_second"]
+        break_even = "-" if r is eager else r["break_even_steps"] or "never"
+        lines.append(
+            f"| {r['backend']} | {r['first_step_seconds']:.2f} | "
+            f"{r['steady_samples_per_second']:.1f} | {ratio:.2f}x | "
+            f"{'-' if r['compiles'] is None else r['compiles']} | "
+            f"{r['host_syncs_per_step']:.2f} | "
+            f"{break_even} | "
+            f"{r['peak_memory_mib']:.0f} |")
+    return "\n".join(lines)
+
+
+def plot(results: list[dict[str, Any]], rows: list[dict[str, Any]], target: Path) -> None:
+    require_extra("plot", "the bench plot")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(8, 5), dpi=110)
+    # Measured steps solid; beyond them each backend's steady step time, projected dashed,
+    # far enough to show where the compiled lines cross eager's.
+    horizon = max([len(r["step_seconds"]) for r in results]
+                  + [int(row["break_even_steps"] * 1.2) for row in rows
+                     if row["break_even_steps"]])
+    for result, row in zip(results, rows, strict=True):
+        measured = [sum(result["step_seconds"][: i + 1])
+                    for i in range(len(result["step_seconds"]))]
+        (line,) = axes.plot(range(1, len(measured) + 1), measured, label=result["backend"])
+        axes.plot([len(measured), horizon],
+                  [measured[-1], measured[-1] + (horizon - len(measured))
+                   * row["steady_step_seconds"]],
+                  color=line.get_color(), linestyle=":", linewidth=1)
+        if row["break_even_steps"]:
+            axes.axvline(row["break_even_steps"], color=line.get_color(), linestyle="--",
+                         linewidth=1)
+            axes.annotate(f"break-even {row['break_even_steps']} steps",
+                          (row["break_even_steps"], 0), rotation=90, fontsize=8,
+                          color=line.get_color(), xytext=(3, 5), textcoords="offset points")
+    axes.set_xlabel("training steps")
+    axes.set_ylabel("cumulative wall-clock (s); dotted: projected from steady steps")
+    axes.set_title("Compile once, then faster steps: cumulative time against steps")
+    axes.legend()
+    axes.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(target, metadata={"Software": None})
+    plt.close(figure)
+
+
+def bench(steps: int, backends: list[str], out: Path,
+          config: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    require_extra("bench", "bench")
+    from tqdm import tqdm
+
+    config = {**TINY_BERT, **(config or {})}
+    out.mkdir(parents=True, exist_ok=True)
+    with tqdm(total=steps * len(backends), desc="bench", unit="step", file=sys.stderr) as bar:
+        results = [run_backend(b, steps, config, bar) for b in backends]
+    rows = summarize(results)
+    (out / "bench.json").write_text(json.dumps({"config": config, "steps": steps,
+                                                "summary": rows, "runs": results}, indent=2))
+    plot(results, rows, out / "bench.png")
+    return rows

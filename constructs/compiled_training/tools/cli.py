@@ -1,0 +1,325 @@
+"""``compiled-training``: the command line.
+
+    compiled-training advise WORKLOADS.yaml [--json] [--plot FILE.png] [--prices FILE.yaml]
+                             [--live-prices]
+    compiled-training bench [--steps N] [--backends eager,torch.compile,xla] [--out DIR]
+    compiled-training bench --ab [--compiler xla|torch.compile] [--epochs N] [--out DIR]
+
+``bench --ab`` exits 0 when the compiler would ship and 1 when it would be held.
+
+Bad input is one line on stderr naming the workload and the field, and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import signal
+import sys
+from pathlib import Path
+from typing import Any, get_args, get_type_hints
+
+import yaml
+
+from compiled_training.advice.advisor import (
+    Assessment,
+    Verdict,
+    WorkloadProfile,
+    assess_workload,
+    live_prices,
+)
+from compiled_training.tools.bench import BACKENDS, WARMUP_STEPS
+from compiled_training.tools.extras import MissingExtraError, require_extra
+
+USAGE_ERROR = 2
+_FIELDS = {f.name: f for f in dataclasses.fields(WorkloadProfile)}
+_REQUIRED = [name for name, f in _FIELDS.items()
+             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+# Field types read off WorkloadProfile itself; YAML integers are fine where floats go.
+_TYPES: dict[str, tuple[type, ...]] = {
+    name: tuple(t for t in get_args(hint) or (hint,) if t is not type(None))
+    + ((int,) if hint in (float, float | None) else ())
+    for name, hint in get_type_hints(WorkloadProfile).items()
+}
+
+
+class InputError(Exception):
+    """Bad input: printed as one line, exit code 2."""
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise InputError(f"{path}: cannot read: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise InputError(f"{path}: malformed YAML{where}: "
+                         f"{getattr(error, 'problem', None) or error}") from None
+
+
+def load_workloads(path: Path) -> list[WorkloadProfile]:
+    document = _read_yaml(path)
+    entries = document.get("workloads") if isinstance(document, dict) else document
+    if not isinstance(entries, list) or not entries:
+        raise InputError(f"{path}: expected a list of workloads (or 'workloads:' holding one)")
+    return [_profile(path, i, entry) for i, entry in enumerate(entries)]
+
+
+def load_prices(path: Path) -> dict[str, float]:
+    """A prices file: instance type to on-demand USD per instance-hour (YAML or JSON)."""
+    document = _read_yaml(path)
+    if not isinstance(document, dict) or not document:
+        raise InputError(f"{path}: expected a mapping of instance type to USD per hour, such "
+                         "as 'ml.p5.48xlarge: 55.04'")
+    for instance_type, price in document.items():
+        if (not isinstance(price, int | float) or isinstance(price, bool) or price <= 0
+                or not str(instance_type).startswith("ml.")):
+            raise InputError(f"{path}: price for {instance_type!r} must be a positive number of "
+                             f"USD per hour for an 'ml.' instance type, got {price!r}")
+    return {str(k): float(v) for k, v in document.items()}
+
+
+def _profile(path: Path, index: int, entry: Any) -> WorkloadProfile:
+    if not isinstance(entry, dict):
+        raise InputError(f"{path}: workload #{index + 1} must be a mapping, got {entry!r}")
+    name = entry.get("name", f"#{index + 1}")
+    for field in _REQUIRED:
+        if field not in entry:
+            raise InputError(f"{path}: workload {name!r}: missing field {field!r}")
+    for field, value in entry.items():
+        if field not in _TYPES:
+            raise InputError(f"{path}: workload {name!r}: unknown field {field!r}; allowed: "
+                             f"{', '.join(_TYPES)}")
+        types = _TYPES[field]
+        if field == "framework_version" and isinstance(value, int | float):
+            # YAML reads 2.10 as the number 2.1: only a quoted version keeps its digits.
+            raise InputError(f"{path}: workload {name!r}: field 'framework_version' must be a "
+                             f"quoted version such as '2.10', got {value!r}")
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            raise InputError(f"{path}: workload {name!r}: field {field!r} must be "
+                             f"{' or '.join(t.__name__ for t in types)}, got {value!r}")
+    try:
+        return WorkloadProfile(**entry)
+    except ValueError as error:
+        raise InputError(f"{path}: {error}") from None
+
+
+def _table(assessments: list[Assessment]) -> str:
+    rows = [("workload", "verdict", "compiler", "$ a year", "saving a year", "deciding reason")]
+    for a in assessments:
+        year = "price unknown" if a.dollars_per_year is None else f"${a.dollars_per_year:,.0f}"
+        saving = ("-" if a.verdict is Verdict.SKIP or a.saving_per_year is None
+                  else f"${a.saving_per_year[0]:,.0f}-{a.saving_per_year[1]:,.0f}")
+        rows.append((a.profile.name, a.verdict.value, a.compiler.value, year, saving,
+                     a.reasons[a.deciding_factor]))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = []
+    for i, row in enumerate(rows):
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  "
+                     + row[-1])
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 15)
+    for a in assessments:
+        lines.append("")
+        lines.append(f"{a.profile.name}: {a.verdict.value} ({a.compiler.value})")
+        lines.extend(f"  {factor}: {reason}" for factor, reason in a.reasons.items())
+        lines.extend(f"  -> {note}" for note in a.notes)
+        if a.recommended_learning_rate:
+            lines.append(f"  -> batch {a.recommended_batch_size}, learning rate "
+                         f"{a.recommended_learning_rate:.3g}")
+    return "\n".join(lines)
+
+
+def _rounded(value: float | None) -> float | None:
+    """Cents, and null where there is no number (an unknown price, a break-even never met)."""
+    return None if value is None or math.isinf(value) else round(value, 2)
+
+
+def _json(assessments: list[Assessment]) -> str:
+    return json.dumps([{
+        "name": a.profile.name,
+        "verdict": a.verdict.value,
+        "compiler": a.compiler.value,
+        "deciding_factor": a.deciding_factor,
+        "reasons": a.reasons,
+        "speedup": list(a.speedup),
+        "compile_minutes": list(a.compile_minutes),
+        "break_even_minutes": _rounded(a.break_even_minutes),
+        "dollars_per_run": _rounded(a.dollars_per_run),
+        "dollars_per_year": _rounded(a.dollars_per_year),
+        "saving_per_year": None if a.saving_per_year is None
+        else [round(s, 2) for s in a.saving_per_year],
+        "recommended_batch_size": a.recommended_batch_size,
+        "recommended_learning_rate": a.recommended_learning_rate,
+        "notes": a.notes,
+    } for a in assessments], indent=2)
+
+
+def plot(assessments: list[Assessment], target: Path) -> None:
+    """Wall-clock with and without the compiler against job length, break-even marked.
+
+    Log axes, so that the short jobs where compilation does not pay stay visible next to
+    the long ones where it does. One band per expected gain; each workload is a point on it.
+    """
+    require_extra("plot", "advise --plot")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(8, 5), dpi=110)
+    longest = max(a.profile.hours_per_run * 60 for a in assessments) * 2
+    xs = [5 * (longest / 5) ** (i / 200) for i in range(201)]
+    axes.plot(xs, xs, color="black", linewidth=1.5, label="no compiler")
+    bands: dict[tuple[float, float], list[Assessment]] = {}
+    for a in assessments:
+        if a.speedup != (1.0, 1.0):
+            bands.setdefault(a.speedup, []).append(a)
+    for (low, high), members in bands.items():
+        first = members[0]
+        slow = [x / low + first.compile_minutes[1] for x in xs]
+        fast = [x / high + first.compile_minutes[0] for x in xs]
+        label = f"compiled, {low:.2f}-{high:.2f}x ({', '.join(a.profile.name for a in members)})"
+        (line,) = axes.plot(xs, slow, linewidth=1, label=label)
+        color = line.get_color()
+        axes.fill_between(xs, fast, slow, color=color, alpha=0.2)
+        axes.axvline(first.break_even_minutes, color=color, linestyle="--", linewidth=1)
+        axes.annotate(f"break-even {first.break_even_minutes:.0f} min",
+                      (first.break_even_minutes, xs[-1] / 10), rotation=90, fontsize=8,
+                      color=color, xytext=(3, 0), textcoords="offset points")
+        for a in members:
+            minutes = a.profile.hours_per_run * 60
+            point = (minutes, minutes / low + a.compile_minutes[1])
+            axes.plot(*point, "o", color=color)
+            # Neighbouring jobs alternate above and below the curves, a line to each point.
+            above = sorted(assessments, key=lambda b: b.profile.hours_per_run).index(a) % 2 == 0
+            axes.annotate(f"{a.profile.name}: {a.verdict.value}", point, fontsize=8,
+                          xytext=(-15, 20) if above else (15, -25), textcoords="offset points",
+                          ha="right" if above else "left", zorder=5,
+                          arrowprops={"arrowstyle": "-", "color": color})
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("job length without a compiler (minutes)")
+    axes.set_ylabel("wall-clock per run (minutes)")
+    axes.set_title("Where the compiler pays: wall-clock against job length")
+    axes.legend(loc="lower right", fontsize=8)
+    axes.grid(alpha=0.3, which="both")
+    figure.tight_layout()
+    figure.savefig(target, metadata={"Software": None})
+    plt.close(figure)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from compiled_training.tools import bench
+
+    if args.ab:
+        return _ab(args)
+    chosen = [b for b in args.backends.split(",") if b]
+    unknown = sorted(set(chosen) - set(BACKENDS))
+    if unknown or args.steps < WARMUP_STEPS + 1:
+        print(f"compiled-training bench: --backends must come from {', '.join(BACKENDS)} and "
+              f"--steps be at least {WARMUP_STEPS + 1}, got {args.backends!r}, {args.steps}",
+              file=sys.stderr)
+        return USAGE_ERROR
+    rows = bench.bench(args.steps, chosen, args.out)
+    print(bench.table(rows))
+    print(f"\nresults: {args.out / 'bench.json'}; plot: {args.out / 'bench.png'}")
+    return 0
+
+
+def _ab(args: argparse.Namespace) -> int:
+    """The CompilerBenchmark's arms and comparison, on this machine."""
+    require_extra("bench", "bench --ab")
+    from tqdm import tqdm
+
+    from compiled_training.tools.bench_ab import COMPILERS, run_ab
+    from compiled_training_runtime.compare import Thresholds
+
+    try:
+        if args.compiler not in COMPILERS:
+            raise ValueError(f"--compiler must be one of {', '.join(COMPILERS)}, "
+                             f"got {args.compiler!r}")
+        if args.epochs < 1:
+            raise ValueError(f"--epochs must be at least 1, got {args.epochs}")
+        thresholds = Thresholds(args.speedup_threshold, args.quality_tolerance)
+    except ValueError as error:
+        print(f"compiled-training bench: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    with tqdm(total=3, desc="arms", unit="arm", file=sys.stderr) as bar:
+        comparison = run_ab(args.out, compiler=args.compiler, thresholds=thresholds,
+                            epochs=args.epochs, progress=bar)
+    print((args.out / "comparison.md").read_text())
+    print(f"results: {args.out / 'comparison.json'}")
+    return 0 if comparison["decision"]["verdict"] == "ship" else 1
+
+
+def _live_prices(profiles: list[WorkloadProfile]) -> dict[str, dict[str, float]]:
+    """Live prices by region; what cannot be priced live falls back to the table, said once."""
+    by_region: dict[str, dict[str, float]] = {}
+    for region in sorted({p.region for p in profiles}):
+        found, problems = live_prices([p.instance_type for p in profiles if p.region == region],
+                                      region)
+        by_region[region] = found
+        for problem in problems:
+            print(f"compiled-training advise: no live price for {problem}; using the table",
+                  file=sys.stderr)
+    return by_region
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="compiled-training", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    advise = commands.add_parser("advise", help="verdicts and money at stake for workloads")
+    advise.add_argument("workloads", type=Path, help="a YAML file of workloads")
+    advise.add_argument("--json", action="store_true", help="print JSON for machines")
+    advise.add_argument("--plot", type=Path, metavar="FILE.png",
+                        help="draw wall-clock against job length, break-even marked")
+    advise.add_argument("--prices", type=Path, metavar="FILE.yaml",
+                        help="instance type to on-demand USD per hour, before the built-in table")
+    advise.add_argument("--live-prices", action="store_true",
+                        help="ask the AWS Price List API (needs credentials) before the table")
+    bench = commands.add_parser("bench", help="eager, torch.compile and XLA on a tiny model")
+    bench.add_argument("--steps", type=int, default=20)
+    bench.add_argument("--backends", default=",".join(BACKENDS),
+                       help=f"comma-separated, from {', '.join(BACKENDS)}")
+    bench.add_argument("--out", type=Path, default=Path("bench-results"))
+    bench.add_argument("--ab", action="store_true",
+                       help="run a CompilerBenchmark's arms and comparison here instead")
+    bench.add_argument("--compiler", default="xla", help="with --ab: xla or torch.compile")
+    bench.add_argument("--epochs", type=int, default=1,
+                       help="with --ab: epochs of the digits' 1,437 training images")
+    bench.add_argument("--speedup-threshold", type=float, default=0.2,
+                       help="with --ab: least speedup to ship, as a fraction")
+    bench.add_argument("--quality-tolerance", type=float, default=0.1,
+                       help="with --ab: most validation accuracy lost to ship, in points")
+    args = parser.parse_args(argv)
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `advise ... | head` ends quietly
+    try:
+        return _bench(args) if args.command == "bench" else _advise(args)
+    except (InputError, MissingExtraError) as error:
+        print(f"compiled-training {args.command}: {error}", file=sys.stderr)
+        return USAGE_ERROR
+
+
+def _advise(args: argparse.Namespace) -> int:
+    profiles = load_workloads(args.workloads)
+    given = load_prices(args.prices) if args.prices else {}
+    live = _live_prices(profiles) if args.live_prices else {}
+    assessments = [assess_workload(p, prices={**live.get(p.region, {}), **given})
+                   for p in profiles]
+    print(_json(assessments) if args.json else _table(assessments))
+    if args.plot:
+        plot(assessments, args.plot)
+        if not args.json:
+            print(f"\nplot: {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

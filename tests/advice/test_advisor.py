@@ -1,0 +1,293 @@
+"""The advisor: which compiler, the reference platform's verdicts, the seed benchmark as a check."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from compiled_training._internal.dlc import training_compiler_releases
+from compiled_training.advice import advisor
+from compiled_training.advice.advisor import (
+    CATEGORIES,
+    FACTORS,
+    MIN_SAVING_FOR_A_BENCHMARK_USD,
+    ON_DEMAND_PRICES_USD,
+    PRIORS,
+    Verdict,
+    WorkloadProfile,
+    assess_workload,
+    model_category,
+    scaled_learning_rate,
+)
+from compiled_training.pipelines.compiler import Compiler, CompilerKind
+from compiled_training.tools.cli import load_workloads
+from tests.helpers import ROOT
+
+WORKLOADS = {p.name: p for p in load_workloads(ROOT / "workloads.yaml")}
+DOCUMENTS = WORKLOADS["document-classification"]
+
+
+def _with(profile: WorkloadProfile, **changes) -> WorkloadProfile:
+    return dataclasses.replace(profile, **changes)
+
+
+def test_reference_platform_verdicts_and_compilers():
+    assessments = {name: assess_workload(p) for name, p in WORKLOADS.items()}
+    assert {name: (a.verdict, a.compiler) for name, a in assessments.items()} == {
+        "document-classification": (Verdict.ENABLE, CompilerKind.TRAINING_COMPILER),
+        "creative": (Verdict.BENCHMARK, CompilerKind.TORCH_COMPILE),
+        "tabular": (Verdict.SKIP, CompilerKind.NONE),
+        "document-classification-debug": (Verdict.SKIP, CompilerKind.TRAINING_COMPILER),
+        "llm-fine-tune": (Verdict.ENABLE, CompilerKind.TORCH_COMPILE),
+        "product-images": (Verdict.BENCHMARK, CompilerKind.TORCH_COMPILE),
+    }
+
+
+def test_enable_states_money_and_the_larger_batch_with_scaled_learning_rate():
+    assessment = assess_workload(DOCUMENTS)
+    hourly = ON_DEMAND_PRICES_USD["ml.g5.48xlarge"] * 8
+    assert assessment.dollars_per_run == pytest.approx(hourly * 6.2)
+    assert assessment.dollars_per_year == pytest.approx(hourly * 6.2 * 3 * 52)
+    low, high = assessment.saving_per_year
+    assert 0 < low < high < assessment.dollars_per_year
+    assert assessment.recommended_batch_size == 48  # the use case's 32 -> 48
+    assert assessment.recommended_learning_rate == pytest.approx(5e-5 * 48 / 32)
+    assert "Training Compiler would save $" in assessment.reasons["money"]
+
+
+def test_seed_benchmark_lies_inside_the_published_prior():
+    # DESIGN.md's BERT benchmark: 820 -> 1,140 samples/s/GPU at the same batch of 32. The prior
+    # comes from AWS's published figure, not from this benchmark: the benchmark checks it.
+    low, high = assess_workload(DOCUMENTS).speedup
+    assert low <= 1140 / 820 <= high
+
+
+@pytest.mark.parametrize(("compiled", "expected_hours"), [
+    (1140, 4.5),          # batch 32: 6 h 12 m -> 4 h 30 m
+    (1260, 3 + 58 / 60),  # batch 48: -> 3 h 58 m measured
+])
+def test_seed_benchmark_wall_clock_within_5_percent(compiled, expected_hours):
+    assessment = assess_workload(DOCUMENTS)
+    predicted = assessment.predicted_hours(baseline=820, compiled=compiled, compile_minutes=3)
+    assert predicted == pytest.approx(expected_hours, rel=0.05)
+
+
+def test_debug_run_is_skipped_because_compile_overhead_exceeds_the_saving():
+    assessment = assess_workload(WORKLOADS["document-classification-debug"])
+    assert assessment.deciding_factor == "duration"
+    assert "exceeds or eats the saving" in assessment.reasons["duration"]
+    assert assessment.break_even_minutes > 15
+
+
+def test_tabular_is_not_a_deep_learning_graph():
+    assessment = assess_workload(WORKLOADS["tabular"])
+    assert assessment.deciding_factor == "framework"
+    assert "not a GPU deep-learning graph" in assessment.reasons["framework"]
+    assert "tabular" in assessment.reasons["model"]
+
+
+def test_benchmark_points_to_the_ab_pipeline_for_the_picked_compiler():
+    assessment = assess_workload(WORKLOADS["creative"])
+    assert assessment.notes[-1].startswith("deploy a CompilerBenchmark (A/B pipeline) of "
+                                           "torch.compile against no compiler")
+
+
+# --- Vocabulary ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("word", "category"), [
+    ("bert", "transformer"), ("GPT2", "transformer"), ("t5", "transformer"),
+    ("vit", "vision"), ("resnet", "vision"), ("unet", "diffusion"),
+    ("Stable Diffusion", "diffusion"), ("stable_diffusion", "diffusion"),
+    ("gradient-boosted-trees", "tabular"), ("xgboost", "tabular"),
+    *((c, c) for c in CATEGORIES),
+])
+def test_model_family_names_and_categories(word, category):
+    assert model_category(word) == (category, True)
+
+
+def test_an_unknown_model_family_is_custom_and_the_reason_says_so():
+    assessment = assess_workload(_with(DOCUMENTS, model_family="my-graph-net"))
+    assert model_category("my-graph-net") == ("custom", False)
+    assert "not a family this advisor knows, treated as custom" in assessment.reasons["model"]
+    assert assessment.verdict is Verdict.BENCHMARK
+
+
+@pytest.mark.parametrize(("family", "verdict"), [
+    ("transformer", Verdict.ENABLE), ("vision", Verdict.ENABLE),
+    ("diffusion", Verdict.BENCHMARK), ("custom", Verdict.BENCHMARK), ("tabular", Verdict.SKIP),
+])
+def test_torch_compile_enables_the_families_its_published_suites_measured(family, verdict):
+    profile = _with(WORKLOADS["llm-fine-tune"], model_family=family)
+    assert assess_workload(profile).verdict is verdict
+
+
+# --- Which compiler --------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("changes", "compiler", "said"), [
+    ({"framework_version": "1.13.1"}, CompilerKind.TRAINING_COMPILER,
+     "its PyTorch 1.13.1 release runs on g5"),
+    ({"framework_version": "1.13"}, CompilerKind.TRAINING_COMPILER, "PyTorch 1.13.1 release"),
+    ({"framework": "huggingface", "framework_version": "1.11"}, CompilerKind.TRAINING_COMPILER,
+     "Hugging Face Transformers 4.21.1 with PyTorch 1.11.0"),
+    ({"framework_version": "2.1"}, CompilerKind.TORCH_COMPILE,
+     "PyTorch 2.1 has it; Training Compiler is frozen at PyTorch 1.12.0, PyTorch 1.13.1"),
+    ({"framework_version": "1.10"}, CompilerKind.NONE,
+     "Training Compiler has no release for PyTorch 1.10"),
+    ({"framework_version": "1.13.1", "instance_type": "ml.p5.48xlarge"}, CompilerKind.NONE,
+     "release does not run on p5"),
+    ({"instance_type": "ml.g6e.12xlarge"}, CompilerKind.TORCH_COMPILE,
+     "PyTorch 2.x is assumed; g6e is not a Training Compiler family"),
+    ({"model_family": "resnet"}, CompilerKind.TORCH_COMPILE,
+     "Training Compiler has published gains for transformers only"),
+])
+def test_the_compiler_follows_framework_version_and_instance(changes, compiler, said):
+    assessment = assess_workload(_with(DOCUMENTS, **changes))
+    assert assessment.compiler is compiler
+    assert said in assessment.reasons["compiler"]
+
+
+@pytest.mark.parametrize(("instance_type", "said"), [
+    ("ml.trn1.32xlarge", "Neuron SDK"), ("ml.inf2.xlarge", "Inferentia"),
+    ("ml.g4ad.8xlarge", "AMD GPUs"), ("ml.c5.18xlarge", "CPU instance"),
+])
+def test_no_compiler_off_nvidia_gpus(instance_type, said):
+    assessment = assess_workload(_with(DOCUMENTS, instance_type=instance_type))
+    assert (assessment.compiler, assessment.verdict) == (CompilerKind.NONE, Verdict.SKIP)
+    assert said in assessment.reasons["instance"]
+
+
+def test_tensorflow_gets_no_compiler_from_this_library():
+    assessment = assess_workload(_with(DOCUMENTS, framework="tensorflow"))
+    assert (assessment.compiler, assessment.verdict) == (CompilerKind.NONE, Verdict.SKIP)
+    assert "TensorFlow's own XLA" in assessment.reasons["framework"]
+
+
+def test_the_training_compiler_releases_come_from_the_support_matrix(monkeypatch):
+    monkeypatch.setattr(advisor, "training_compiler_releases",
+                        lambda: [*training_compiler_releases(), "PyTorch 1.14.0"])
+    assessment = assess_workload(_with(DOCUMENTS, framework_version="1.14"))
+    assert assessment.compiler is CompilerKind.TRAINING_COMPILER
+
+
+def test_where_training_compiler_fits_the_advisor_says_it_is_frozen():
+    assessment = assess_workload(_with(DOCUMENTS, framework_version="1.13.1"))
+    (frozen,) = [n for n in assessment.notes if "frozen" in n]
+    assert "moving the job to PyTorch 2.x makes torch.compile its compiler" in frozen
+
+
+def test_compiler_auto_returns_the_picked_compiler():
+    assert Compiler.auto(DOCUMENTS).kind is CompilerKind.TRAINING_COMPILER
+    on_p5 = Compiler.auto(WORKLOADS["llm-fine-tune"])
+    assert dataclasses.replace(on_p5, profile=None) == Compiler.torch_compile()
+    assert on_p5.profile == WORKLOADS["llm-fine-tune"]
+    assert Compiler.auto(WORKLOADS["tabular"]).kind is CompilerKind.NONE
+
+
+def test_compiler_auto_on_benchmark_runs_without_and_names_the_compiler_to_measure():
+    compiler = Compiler.auto(WORKLOADS["product-images"])
+    assert compiler.kind is CompilerKind.NONE
+    assert "needs a benchmark of torch.compile before it ships (dynamic shapes" in compiler.advice
+
+
+# --- Shapes, precision, bottleneck, money ----------------------------------------------------
+
+@pytest.mark.parametrize(("framework_version", "said"), [
+    ("1.13.1", "XLA recompiles for every new shape"),
+    ("2.3", "torch.compile handles them (automatic dynamic shapes, dynamic=True) at a cost"),
+])
+def test_dynamic_shapes_are_weighed_by_compiler(framework_version, said):
+    static = assess_workload(_with(DOCUMENTS, framework_version=framework_version))
+    dynamic = assess_workload(_with(DOCUMENTS, framework_version=framework_version,
+                                    static_shapes=False))
+    assert dynamic.verdict is Verdict.BENCHMARK
+    assert said in dynamic.reasons["shapes"]
+    assert dynamic.speedup[0] < static.speedup[0]  # no gain promised until the fix is measured
+
+
+def test_dynamic_shapes_with_little_money_at_stake_are_skipped():
+    small = _with(DOCUMENTS, static_shapes=False, instance_type="ml.g5.2xlarge",
+                  instance_count=1, runs_per_week=1)
+    assessment = assess_workload(small)
+    assert assessment.saving_per_year[1] < MIN_SAVING_FOR_A_BENCHMARK_USD
+    assert (assessment.verdict, assessment.deciding_factor) == (Verdict.SKIP, "money")
+    assert "pays for a benchmarking sprint" in assessment.reasons["money"]
+
+
+@pytest.mark.parametrize(("changes", "factor"), [
+    ({"precision": "fp32"}, "precision"),
+    ({"bottleneck": "data-loading"}, "bottleneck"),
+    ({"static_shapes": False}, "shapes"),
+])
+def test_each_factor_moves_the_verdict_to_benchmark(changes, factor):
+    assessment = assess_workload(_with(DOCUMENTS, **changes))
+    assert assessment.verdict is Verdict.BENCHMARK
+    assert assessment.limits[factor] is Verdict.BENCHMARK
+
+
+def test_fp32_under_torch_compile_is_measured_at_a_smaller_gain():
+    amp = assess_workload(WORKLOADS["llm-fine-tune"])
+    fp32 = assess_workload(_with(WORKLOADS["llm-fine-tune"], precision="fp32"))
+    assert fp32.verdict is Verdict.BENCHMARK
+    assert "torch.compile works without mixed precision but gains less" in fp32.reasons["precision"]
+    assert fp32.speedup[1] < amp.speedup[1]
+
+
+def test_a_price_unknown_instance_gets_its_verdict_and_how_to_supply_one():
+    profile = _with(WORKLOADS["llm-fine-tune"], instance_type="ml.p5en.48xlarge")
+    assessment = assess_workload(profile)
+    assert assessment.verdict is Verdict.ENABLE
+    assert assessment.dollars_per_year is None and assessment.saving_per_year is None
+    assert assessment.reasons["money"].startswith("price unknown for ml.p5en.48xlarge")
+    assert "prices={'ml.p5en.48xlarge': USD per hour}" in assessment.reasons["money"]
+    priced = assess_workload(profile, prices={"ml.p5en.48xlarge": 60.0})
+    assert priced.dollars_per_run == pytest.approx(60.0 * 2 * 10)
+
+
+@pytest.mark.parametrize("instance_type", [
+    "ml.p4de.24xlarge", "ml.p5.48xlarge", "ml.g6.xlarge", "ml.g6.48xlarge", "ml.g6e.12xlarge",
+    "ml.trn1.32xlarge", "ml.m5.large", "ml.m6i.32xlarge", "ml.c5.18xlarge", "ml.c6i.8xlarge",
+])
+def test_the_price_table_covers_current_training_families(instance_type):
+    assert assess_workload(_with(DOCUMENTS, instance_type=instance_type)).dollars_per_run > 0
+
+
+def test_given_prices_come_before_the_table():
+    table = assess_workload(DOCUMENTS)
+    given = assess_workload(DOCUMENTS, prices={"ml.g5.48xlarge": 10.18})
+    assert given.dollars_per_run == pytest.approx(table.dollars_per_run / 2)
+
+
+def test_another_region_is_priced_at_the_us_east_1_list_and_says_so():
+    assessment = assess_workload(_with(DOCUMENTS, region="eu-west-1"))
+    assert "(us-east-1 price; eu-west-1 may differ)" in assessment.reasons["money"]
+
+
+def test_every_prior_cites_its_source_and_only_measured_families_can_enable():
+    for (compiler, family), prior in PRIORS.items():
+        assert prior.source
+        assert 1.0 <= prior.speedup[0] < prior.speedup[1]
+        assert prior.published is (family != "other"), (compiler, family)
+
+
+@pytest.mark.parametrize(("rule", "expected"), [("linear", 7.5e-5), ("sqrt", 5e-5 * 1.5 ** 0.5)])
+def test_learning_rate_scaling(rule, expected):
+    assert scaled_learning_rate(5e-5, 32, 48, rule=rule) == pytest.approx(expected)
+
+
+def test_every_factor_has_a_reason_for_the_reference_platform():
+    for profile in WORKLOADS.values():
+        assessment = assess_workload(profile)
+        assert list(assessment.reasons) == list(FACTORS) == list(assessment.limits)
+
+
+def test_fails_on_bad_profile_values():
+    base = DOCUMENTS.__dict__
+    with pytest.raises(ValueError, match=r"^workload 'document-classification': hours_per_run must be positive, got -1$"):
+        WorkloadProfile(**(base | {"hours_per_run": -1}))
+    with pytest.raises(ValueError, match=r"precision must be one of fp32, fp16, bf16, got 'int8'$"):
+        WorkloadProfile(**(base | {"precision": "int8"}))
+    with pytest.raises(ValueError, match=r"framework_version must be a version such as '2.3' or '1.13.1', got '2.x'$"):
+        WorkloadProfile(**(base | {"framework_version": "2.x"}))
+    with pytest.raises(ValueError, match=r"instance_type must look like 'ml.g5.48xlarge', got 'g5.48xlarge'$"):
+        WorkloadProfile(**(base | {"instance_type": "g5.48xlarge"}))

@@ -1,0 +1,101 @@
+"""Properties of the advisor over any valid workload, not just the reference platform's."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compiled_training.advice.advisor import (
+    BOTTLENECKS,
+    FACTORS,
+    MODEL_CATEGORIES,
+    ON_DEMAND_PRICES_USD,
+    Verdict,
+    WorkloadProfile,
+    assess_workload,
+)
+from compiled_training.pipelines.compiler import CompilerKind
+
+GPU_TYPES = [t for t in ON_DEMAND_PRICES_USD if t.split(".")[1][0] in "gp"]
+OTHER_TYPES = [*ON_DEMAND_PRICES_USD, "ml.p5en.48xlarge", "ml.trn2.48xlarge", "ml.inf2.xlarge",
+               "ml.g4ad.8xlarge"]
+VERSIONS = ["1.9", "1.10.2", "1.11", "1.12.0", "1.13", "1.13.1", "2.0", "2.3", "2.5.1"]
+# Workloads a compiler applies to, where the verdict has room to move either way.
+candidates = st.builds(
+    WorkloadProfile,
+    name=st.just("w"),
+    framework=st.sampled_from(["pytorch", "huggingface"]),
+    model_family=st.sampled_from(sorted(MODEL_CATEGORIES)),
+    instance_type=st.sampled_from(GPU_TYPES),
+    instance_count=st.integers(1, 64),
+    hours_per_run=st.floats(0.05, 2) | st.floats(2, 200),
+    runs_per_week=st.floats(0, 30),
+    static_shapes=st.booleans(),
+    precision=st.sampled_from(["fp32", "fp16", "bf16"]),
+    batch_size=st.none() | st.integers(1, 1024),
+    learning_rate=st.none() | st.floats(1e-6, 1e-1),
+    bottleneck=st.none() | st.sampled_from(BOTTLENECKS),
+    framework_version=st.none() | st.sampled_from(VERSIONS),
+)
+# Any valid workload: other frameworks, CPUs, Trainium, AMD, unknown words, unpriced types.
+profiles = candidates | st.builds(
+    dataclasses.replace, candidates,
+    framework=st.sampled_from(["pytorch", "tensorflow", "xgboost", "jax"]),
+    model_family=st.text(min_size=1, max_size=12),
+    instance_type=st.sampled_from(OTHER_TYPES),
+)
+# Half the table's prices to ten times them: "more money" without changing the instance.
+price_scales = st.floats(0.5, 10)
+
+
+def _verdict(profile: WorkloadProfile, scale: float = 1.0) -> Verdict:
+    prices = {k: v * scale for k, v in ON_DEMAND_PRICES_USD.items()}
+    return assess_workload(profile, prices=prices).verdict
+
+
+@settings(deadline=None)
+@given(profiles)
+def test_every_valid_profile_gets_a_verdict_a_compiler_and_a_reason_per_factor(profile):
+    assessment = assess_workload(profile)
+    assert list(assessment.reasons) == list(FACTORS)
+    assert all(reason.strip() for reason in assessment.reasons.values())
+    assert assessment.verdict is min(assessment.limits.values(), key=lambda v: v.rank)
+    if assessment.compiler is CompilerKind.NONE:
+        assert assessment.verdict is Verdict.SKIP
+    low, high = assessment.speedup
+    assert 1.0 <= low <= high
+
+
+@settings(deadline=None)
+@given(candidates, st.floats(0.05, 1.5), st.floats(1.0, 20.0))
+def test_longer_runs_never_make_the_verdict_worse(profile, hours, factor):
+    # Short runs, lengthened across the break-even, where the duration has its say.
+    profile = dataclasses.replace(profile, hours_per_run=hours)
+    longer = dataclasses.replace(profile, hours_per_run=hours * factor)
+    assert _verdict(longer).rank >= _verdict(profile).rank
+
+
+@settings(deadline=None)
+@given(candidates, price_scales, st.floats(1.0, 10.0), st.integers(1, 8))
+def test_more_money_never_makes_the_verdict_worse(profile, scale, more, runs):
+    richer = dataclasses.replace(profile, runs_per_week=profile.runs_per_week * runs)
+    assert _verdict(profile, scale * more).rank >= _verdict(profile, scale).rank
+    assert _verdict(richer, scale).rank >= _verdict(profile, scale).rank
+
+
+@settings(deadline=None)
+@given(candidates)
+def test_static_shapes_never_make_the_verdict_worse(profile):
+    static = dataclasses.replace(profile, static_shapes=True)
+    dynamic = dataclasses.replace(profile, static_shapes=False)
+    assert _verdict(static).rank >= _verdict(dynamic).rank
+
+
+@settings(deadline=None)
+@given(candidates, st.sampled_from(["fp16", "bf16"]))
+def test_mixed_precision_never_makes_the_verdict_worse(profile, mixed):
+    fp32 = dataclasses.replace(profile, precision="fp32")
+    amp = dataclasses.replace(profile, precision=mixed)
+    assert _verdict(amp).rank >= _verdict(fp32).rank

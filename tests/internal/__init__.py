@@ -1,0 +1,1 @@
+"""Tests of the constructs' internals: request shapes, DLC resolution, SDK parity, entry points."""

@@ -1,0 +1,124 @@
+"""CompiledTrainingChecks: each rule against a compliant and a non-compliant pipeline.
+
+Non-compliant pipelines are raw CfnPipelines with literal definitions: TrainingPipeline
+refuses most of them at synth, and the pack must catch them in pipelines built by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_sagemaker as sagemaker
+
+from compiled_training import Compiler, Framework, TrainingPipeline, WorkloadProfile
+from compiled_training.nag.rule_pack import RULES, CompiledTrainingChecks
+
+BERT_PROFILE = dict(name="bert", framework="pytorch", model_family="bert",
+                    instance_type="ml.g5.48xlarge", instance_count=1, hours_per_run=6.2,
+                    runs_per_week=3, static_shapes=True, precision="fp16")
+COMPLIANT_STEP = {
+    "AlgorithmSpecification": {"TrainingImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-trcomp-training:1.13.1-gpu-py39",
+                               "TrainingInputMode": "File"},
+    "ResourceConfig": {"InstanceType": "ml.g5.48xlarge", "InstanceCount": 1, "VolumeSizeInGB": 30},
+    "HyperParameters": {"sagemaker_training_compiler_enabled": "true",
+                        "sagemaker_pytorch_xla_multi_worker_enabled": "true"},
+    "ProfilerConfig": {"DisableProfiler": True},
+}
+
+
+def _findings(tmp_path: Path, build) -> dict[str, str]:
+    """Rule id -> level of every CompiledTraining finding in the app's validation report."""
+    app = cdk.App(outdir=str(tmp_path))
+    cdk.Validations.of(app).add_plugins(CompiledTrainingChecks(app))
+    stack = cdk.Stack(app, "Team", env=cdk.Environment(account="123456789012",
+                                                       region="us-east-1"))
+    build(stack)
+    try:
+        app.synth()
+    except Exception as error:  # ValidationFailed comes through jsii as a RuntimeError
+        assert "ValidationFailed" in str(error)
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    return {v["ruleName"]: v["severity"]
+            for p in report["pluginReports"] for v in p.get("violations", [])}
+
+
+def _raw(step_changes: dict, metadata: dict | None = None):
+    def build(stack):
+        arguments = json.loads(json.dumps(COMPLIANT_STEP))
+        arguments.update(step_changes)
+        definition = {"Version": "2020-12-01",
+                      "Steps": [{"Name": "Train", "Type": "Training", "Arguments": arguments}]}
+        pipeline = sagemaker.CfnPipeline(
+            stack, "Raw", pipeline_name="raw", role_arn="arn:aws:iam::123456789012:role/r",
+            pipeline_definition={"PipelineDefinitionBody": json.dumps(definition)})
+        if metadata:
+            pipeline.add_metadata("compiled-training", metadata)
+    return build
+
+
+NON_COMPLIANT = {
+    "CT1": _raw({"ResourceConfig": {**COMPLIANT_STEP["ResourceConfig"],
+                                    "InstanceType": "ml.m5.xlarge"}}),
+    "CT2": _raw({"HyperParameters": {**COMPLIANT_STEP["HyperParameters"],
+                                     "sagemaker_distributed_dataparallel_enabled": "true"}}),
+    "CT3": _raw({"DebugHookConfig": {"S3OutputPath": "s3://b/o"}}),
+    "CT4": _raw({"HyperParameters": {"sagemaker_training_compiler_enabled": "true"}}),
+    "CT5": _raw({}, {"workload": {**BERT_PROFILE, "hours_per_run": 0.2}}),
+    "CT6": _raw({}, {"workload": {**BERT_PROFILE, "static_shapes": False}}),
+    "CT7": _raw({}, {"workload": {**BERT_PROFILE, "precision": "fp32"}}),
+    "CT8": _raw({}, {"frameworkName": "pytorch", "frameworkVersion": "2.1.0"}),
+    "CT9": _raw({}),
+    "CT10": _raw({"AlgorithmSpecification": {
+        "TrainingImage": "683313688378.dkr.ecr.us-east-1.amazonaws.com/sagemaker-xgboost:1.7-1",
+        "TrainingInputMode": "File"}}),
+}
+
+
+def test_every_rule_has_id_info_explanation_and_level():
+    assert [r.id for r in RULES] == [f"CT{i}" for i in range(1, 11)]
+    for rule in RULES:
+        assert rule.info and rule.explanation and rule.level
+
+
+@pytest.mark.parametrize("rule_id", sorted(NON_COMPLIANT))
+def test_non_compliant_pipeline_is_reported(tmp_path, rule_id):
+    findings = _findings(tmp_path, NON_COMPLIANT[rule_id])
+    assert f"CompiledTraining-{rule_id}" in findings
+
+
+def test_compliant_raw_pipeline_only_gets_the_frozen_notice(tmp_path):
+    findings = _findings(tmp_path, _raw({}, {"frameworkName": "pytorch", "frameworkVersion": "1.13.1",
+                                            "workload": BERT_PROFILE}))
+    assert set(findings) == {"CompiledTraining-CT9"}
+    assert findings["CompiledTraining-CT9"] == "warning"  # informational: synth does not fail
+
+
+def test_training_pipeline_from_the_advisor_is_compliant(tmp_path, source_dir):
+    def build(stack):
+        TrainingPipeline(stack, "Bert", framework=Framework.pytorch("1.13.1"),
+                         compiler=Compiler.auto(WorkloadProfile(**BERT_PROFILE)),
+                         instance_type="ml.g5.48xlarge", source_dir=source_dir,
+                         entry_point="train.py")
+    assert set(_findings(tmp_path, build)) == {"CompiledTraining-CT9"}
+
+
+def test_pipelines_without_a_compiler_are_not_applicable(tmp_path, source_dir):
+    def build(stack):
+        TrainingPipeline(stack, "Xgb", framework=Framework.xgboost("1.7-1"),
+                         instance_type="ml.m6i.12xlarge")
+    assert _findings(tmp_path, build) == {}
+
+
+def test_benchmark_verdict_gives_no_compiler_and_a_warning_pointing_to_the_ab_pipeline(source_dir):
+    from aws_cdk.assertions import Annotations, Match
+
+    stack = cdk.Stack(cdk.App(), "Team", env=cdk.Environment(region="us-east-1"))
+    profile = WorkloadProfile(**{**BERT_PROFILE, "model_family": "stable-diffusion"})
+    pipeline = TrainingPipeline(stack, "Sd", framework=Framework.pytorch("1.13.1"),
+                                compiler=Compiler.auto(profile), instance_type="ml.g5.48xlarge",
+                                source_dir=source_dir, entry_point="train.py")
+    assert not pipeline.compiler.is_enabled
+    Annotations.from_stack(stack).has_warning("/Team/Sd", Match.string_like_regexp("CompilerBenchmark"))

@@ -1,0 +1,1 @@
+"""Tests of TrainingPipeline, CompilerBenchmark and ModelRegistration."""

@@ -1,0 +1,366 @@
+"""ModelRegistration: the quality gate, the RegisterModel step, the group and its permissions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk.assertions import Match, Template
+
+from compiled_training import (
+    Compiler,
+    Framework,
+    InputChannel,
+    ModelRegistration,
+    Parameter,
+    RetrainingSchedule,
+    TrainingPipeline,
+)
+from compiled_training._internal.dlc import sdk_image_uris
+from compiled_training.pipelines.registration import FAIL_STEP, GATE_STEP, REGISTER_STEP
+from tests.helpers import (
+    condition_outcome,
+    definitions,
+    validate_envelope,
+    validate_job_arguments,
+)
+from tests.internal.sdk_oracle import sdk_registration_steps
+
+ACCURACY = "Steps.Train.FinalMetricDataList['validation_accuracy'].Value"
+AUC = "Steps.Train.FinalMetricDataList['validation:auc'].Value"
+
+
+def _stack() -> cdk.Stack:
+    return cdk.Stack(cdk.App(), "Team",
+                     env=cdk.Environment(account="123456789012", region="us-east-1"))
+
+
+def _bert(stack: cdk.Stack, source_dir: Path, **registration) -> TrainingPipeline:
+    options = {"model_package_group_name": "bert-classifier", "gate_threshold": 0.9,
+               **registration}
+    return TrainingPipeline(
+        stack, "Bert", framework=Framework.pytorch("1.13.1"),
+        compiler=Compiler.training_compiler(), instance_type="ml.g5.48xlarge",
+        source_dir=source_dir, entry_point="train.py",
+        channels=[InputChannel("train", "s3://team-data/bert/train/")],
+        registration=ModelRegistration(**options))
+
+
+def _xgboost(stack: cdk.Stack, **registration) -> TrainingPipeline:
+    return TrainingPipeline(
+        stack, "Tabular", framework=Framework.xgboost("1.7-1"), instance_type="ml.m6i.12xlarge",
+        hyperparameters={"objective": "binary:logistic", "eval_metric": "auc,logloss"},
+        channels=[InputChannel("train", "s3://team-data/tab/train/", content_type="text/csv"),
+                  InputChannel("validation", "s3://team-data/tab/validation/",
+                               content_type="text/csv")],
+        registration=ModelRegistration(model_package_group_name="Tabular-Churn",
+                                       gate_threshold=0.8, **registration))
+
+
+def _definition(stack: cdk.Stack) -> dict:
+    (definition,) = definitions(Template.from_stack(stack).to_json())
+    return definition
+
+
+def _gate(definition: dict) -> dict:
+    return next(s for s in definition["Steps"] if s["Name"] == GATE_STEP)
+
+
+# --- the definition --------------------------------------------------------------------------
+
+def test_gate_and_registration_pass_the_schema_and_the_api_shapes(source_dir):
+    for build in (lambda s: _bert(s, source_dir), _xgboost,
+                  lambda s: _bert(s, source_dir, gate_metric="")):
+        stack = _stack()
+        build(stack)
+        definition = _definition(stack)
+        validate_envelope(definition)
+        validate_job_arguments(definition)
+
+
+def test_registers_the_trained_model_with_the_inference_image_and_how_it_was_trained(source_dir):
+    stack = _stack()
+    _bert(stack, source_dir, git_commit="0123abc")
+    definition = _definition(stack)
+    (register,) = _gate(definition)["Arguments"]["IfSteps"]
+    arguments = register["Arguments"]
+    assert register["Type"] == "RegisterModel"
+    (container,) = arguments["InferenceSpecification"]["Containers"]
+    assert container["ModelDataUrl"] == {"Get": "Steps.Train.ModelArtifacts.S3ModelArtifacts"}
+    assert container["Image"] == sdk_image_uris().retrieve(
+        "pytorch", "us-east-1", version="1.13.1", instance_type="ml.g5.xlarge",
+        image_scope="inference")
+    assert arguments["ModelApprovalStatus"] == "PendingManualApproval"
+    metadata = arguments["CustomerMetadataProperties"]
+    assert metadata["execution"] == {"Get": "Execution.PipelineExecutionArn"}
+    assert metadata["compiler"] == "Training Compiler"
+    assert metadata["git_commit"] == "0123abc"
+    assert "pytorch-trcomp-training" in metadata["image"]
+    assert {"Name": "MinValidationAccuracy", "Type": "Float", "DefaultValue": 0.9} in \
+        definition["Parameters"]
+
+
+def test_xgboost_registers_its_algorithm_image_after_a_gate_on_its_own_metric():
+    stack = _stack()
+    _xgboost(stack)
+    gate = _gate(_definition(stack))
+    assert gate["Arguments"]["Conditions"] == [{
+        "Type": "GreaterThanOrEqualTo", "LeftValue": {"Get": AUC},
+        "RightValue": {"Get": "Parameters.MinValidationAuc"}}]
+    (register,) = gate["Arguments"]["IfSteps"]
+    spec = register["Arguments"]["InferenceSpecification"]
+    assert spec["Containers"][0]["Image"] == sdk_image_uris().retrieve(
+        "xgboost", "us-east-1", version="1.7-1", image_scope="inference")
+    assert spec["SupportedContentTypes"] == ["text/csv"]
+    assert spec["SupportedRealtimeInferenceInstanceTypes"] == ["ml.m5.large", "ml.m5.xlarge"]
+
+
+def test_a_loss_gate_passes_at_or_below_its_threshold(source_dir):
+    stack = _stack()
+    _bert(stack, source_dir, gate_metric="validation_loss", gate_threshold=0.4)
+    (condition,) = _gate(_definition(stack))["Arguments"]["Conditions"]
+    assert condition["Type"] == "LessThanOrEqualTo"
+    assert condition["RightValue"] == {"Get": "Parameters.MaxValidationLoss"}
+
+
+@pytest.mark.parametrize(("accuracy", "threshold", "registers"), [
+    (0.93, 0.9, True), (0.9, 0.9, True), (0.87, 0.9, False), (0.93, 0.95, False)])
+def test_the_gate_registers_only_a_model_at_or_above_the_threshold(source_dir, accuracy,
+                                                                    threshold, registers):
+    stack = _stack()
+    _bert(stack, source_dir)
+    gate = _gate(_definition(stack))
+    values = {ACCURACY: accuracy, "MinValidationAccuracy": threshold}
+    assert condition_outcome(gate, values, {}) is registers
+    # The branch taken: the registration, or a failure naming the metric, value and threshold.
+    assert [s["Name"] for s in gate["Arguments"]["IfSteps"]] == [REGISTER_STEP]
+    (fail,) = gate["Arguments"]["ElseSteps"]
+    assert fail["Name"] == FAIL_STEP
+    from tests.helpers import substitute_expressions
+    assert substitute_expressions(fail["Arguments"]["ErrorMessage"], values) == (
+        f"Model not registered: validation_accuracy {accuracy} is below the threshold "
+        f"MinValidationAccuracy {threshold}")
+
+
+def test_matches_the_sdk_register_model_and_condition_steps(source_dir):
+    stack = _stack()
+    _bert(stack, source_dir, git_commit="0123abc")
+    definition = _definition(stack)
+    ours = _gate(definition)
+    (register,) = ours["Arguments"]["IfSteps"]
+    arguments = register["Arguments"]
+    spec = arguments["InferenceSpecification"]
+    metadata = {k: v for k, v in arguments["CustomerMetadataProperties"].items()
+                if not k.startswith("gate_")}
+    metadata["execution"] = "<execution>"
+    sdk = sdk_registration_steps(
+        image_uri=spec["Containers"][0]["Image"], group="bert-classifier",
+        approval_status="PendingManualApproval", metric="validation_accuracy", threshold=0.9,
+        higher_is_better=True, realtime=spec["SupportedRealtimeInferenceInstanceTypes"],
+        transform=spec["SupportedTransformInstanceTypes"],
+        content_types=spec["SupportedContentTypes"],
+        response_types=spec["SupportedResponseMIMETypes"], metadata=metadata,
+        description=arguments["ModelPackageDescription"])
+    # The one deliberate difference: the SDK names the step after its collection.
+    sdk_register = sdk["Gate"]["Arguments"]["IfSteps"][0]
+    assert sdk_register.pop("Name") == f"{REGISTER_STEP}-RegisterModel"
+    sdk_register["Name"] = REGISTER_STEP
+    assert ours == sdk["Gate"]
+    assert sdk["Parameters"][0] in definition["Parameters"]
+
+
+# --- the construct ---------------------------------------------------------------------------
+
+def test_creates_the_group_retained_before_the_pipeline(source_dir):
+    stack = _stack()
+    pipeline = _bert(stack, source_dir, deployment_account="210987654321")
+    template = Template.from_stack(stack)
+    groups = template.find_resources("AWS::SageMaker::ModelPackageGroup")
+    ((logical_id, group),) = groups.items()
+    assert group["DeletionPolicy"] == "Retain"
+    assert group["Properties"]["ModelPackageGroupName"] == "bert-classifier"
+    statements = group["Properties"]["ModelPackageGroupPolicy"]["Statement"]
+    assert {a for s in statements for a in s["Action"]} == {
+        "sagemaker:DescribeModelPackageGroup", "sagemaker:DescribeModelPackage",
+        "sagemaker:ListModelPackages"}
+    assert "210987654321" in json.dumps(statements)
+    pipeline_resource = template.to_json()["Resources"][
+        stack.get_logical_id(pipeline.resource)]
+    assert logical_id in pipeline_resource["DependsOn"]
+
+
+def test_an_existing_group_is_not_created():
+    stack = _stack()
+    _xgboost(stack, existing_group=True)
+    Template.from_stack(stack).resource_count_is("AWS::SageMaker::ModelPackageGroup", 0)
+
+
+def test_pipeline_role_registers_only_into_its_group_and_passes_nothing_new():
+    stack = _stack()
+    _xgboost(stack)
+    template = Template.from_stack(stack)
+    roles = template.find_resources("AWS::IAM::Role")
+    pipeline_role = next(r for k, r in roles.items() if k.startswith("TabularPipelineRole"))
+    statements = pipeline_role["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+    rendered = json.dumps(statements)
+    create = [s for s in statements if "sagemaker:CreateModelPackage" in json.dumps(s)]
+    assert len(create) == 1 and "model-package/Tabular-Churn/*" in json.dumps(create[0]) and \
+        "model-package/tabular-churn/*" in json.dumps(create[0])
+    assert rendered.count("iam:PassRole") == 1  # the execution role's, as before
+    assert "model-package-group/Tabular-Churn" in rendered
+    assert '"*"' not in json.dumps([s["Resource"] for s in create])
+
+
+def test_a_schedule_may_override_the_threshold_per_run(source_dir):
+    stack = _stack()
+    pipeline = _bert(stack, source_dir)
+    assert pipeline.parameters["MinValidationAccuracy"] == Parameter.float(
+        "MinValidationAccuracy", 0.9)
+    RetrainingSchedule(stack, "Schedule", pipeline=pipeline, team="nlp",
+                       expression="cron(0 1 ? * MON *)",
+                       parameters={"MinValidationAccuracy": 0.95})
+    Template.from_stack(stack).has_resource_properties("AWS::Scheduler::Schedule", {
+        "Target": Match.object_like({"SageMakerPipelineParameters": {
+            "PipelineParameterList": [{"Name": "MinValidationAccuracy", "Value": "0.95"}]}})})
+
+
+def test_summary_names_group_status_and_gate(source_dir):
+    assert _bert(_stack(), source_dir).summary()["registration"] == (
+        "group bert-classifier, PendingManualApproval, if validation_accuracy >= "
+        "MinValidationAccuracy (default 0.9)")
+
+
+# --- failures ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"gate_metric": "validation_f1"},
+     r"gate_metric must be a metric the training job reports \(train_loss, samples_per_second, "
+     r"validation_loss, validation_accuracy\), got 'validation_f1'"),
+    ({"approval_status": "Rejected"},
+     r"approval_status must be one of PendingManualApproval, Approved, got 'Rejected'"),
+    ({"model_package_group_name": "bert_classifier"},
+     r"model_package_group_name must be 1-63 letters, digits and hyphens, .*got "
+     r"'bert_classifier'"),
+    ({"model_package_group_name": "b" * 64}, r"model_package_group_name must be 1-63"),
+    ({"realtime_instance_types": ["ml.g5.huge"]},
+     r"realtime_instance_types must be SageMaker instance types .*got 'ml.g5.huge'"),
+    ({"realtime_instance_types": ["ml.g5.xlarge"], "transform_instance_types": ["ml.m5.xlarge"]},
+     r"realtime_instance_types and transform_instance_types must all be GPU or all CPU \(one inference image serves them\), got ml.g5.xlarge, "
+     r"ml.m5.xlarge"),
+    ({"deployment_account": "dev"}, r"deployment_account must be a 12-digit account id"),
+])
+def test_fails_on_bad_registration_naming_field_value_and_allowed(source_dir, overrides,
+                                                                   message):
+    with pytest.raises(ValueError, match=r"TrainingPipeline Team/Bert: registration: " + message):
+        _bert(_stack(), source_dir, **overrides)
+
+
+def test_fails_on_an_xgboost_metric_its_eval_metric_does_not_report():
+    with pytest.raises(ValueError, match=r"gate_metric must be a metric the training job "
+                                         r"reports \(train:auc, train:logloss, validation:auc, "
+                                         r"validation:logloss\), got 'validation:rmse'"):
+        _xgboost(_stack(), gate_metric="validation:rmse")
+
+
+def test_fails_with_every_registration_problem_at_once(source_dir):
+    with pytest.raises(ValueError, match=r"model_package_group_name .*; approval_status .*; "
+                                         r"gate_metric "):
+        _bert(_stack(), source_dir, model_package_group_name="-", approval_status="ok",
+              gate_metric="f1")
+
+
+def test_fails_where_no_inference_image_exists_and_asks_for_one(source_dir):
+    with pytest.raises(ValueError, match=r"registration: Hugging Face 4.21.1 \(PyTorch 1.11.0\) has "
+                                         r"no SageMaker inference image; supported huggingface "
+                                         r"versions: .*; give inference_image_uri$"):
+        TrainingPipeline(
+            _stack(), "Hf", framework=Framework.huggingface("4.21.1", pytorch_version="1.11.0"),
+            compiler=Compiler.training_compiler(), instance_type="ml.g5.2xlarge",
+            source_dir=source_dir, entry_point="train.py",
+            registration=ModelRegistration(model_package_group_name="hf"))
+
+
+# --- notification -------------------------------------------------------------------------
+
+def test_a_new_version_and_its_approval_reach_the_team_topic(source_dir):
+    from tests.delivery import refusals
+
+    stack = _stack()
+    schedule = RetrainingSchedule(stack, "Schedule", pipeline=_bert(stack, source_dir),
+                                  team="nlp", expression="cron(0 1 ? * MON *)")
+    template = Template.from_stack(stack)
+    template.has_resource_properties("AWS::Events::Rule", {
+        "EventPattern": {"source": ["aws.sagemaker"],
+                         "detail-type": ["SageMaker Model Package State Change"],
+                         "detail": {"ModelPackageGroupName": ["bert-classifier"]}},
+        "Targets": [Match.object_like({"InputTransformer": Match.object_like({
+            "InputPathsMap": Match.object_like({
+                "detail-ModelPackageArn": "$.detail.ModelPackageArn",
+                "detail-ModelApprovalStatus": "$.detail.ModelApprovalStatus"}),
+            "InputTemplate": Match.string_like_regexp(
+                r"Team nlp: model version <detail-ModelPackageArn> of group bert-classifier is "
+                r"<detail-ModelApprovalStatus> .*Console: https://console.aws.amazon.com/"
+                r"sagemaker/home\?region=<region>#/model-registry/bert-classifier")})})]})
+    rendered = template.to_json()
+    assert refusals(rendered) == []
+    (events_statement,) = [s for p in template.find_resources("AWS::SNS::TopicPolicy").values()
+                           for s in p["Properties"]["PolicyDocument"]["Statement"]
+                           if s.get("Principal") == {"Service": "events.amazonaws.com"}]
+    sources = events_statement["Condition"]["ArnEquals"]["aws:SourceArn"]
+    assert {"Fn::GetAtt": [stack.get_logical_id(schedule.model_rule.node.default_child),
+                           "Arn"]} in sources
+    assert len(sources) == 2
+
+
+def test_no_model_rule_without_a_registration(source_dir):
+    stack = _stack()
+    pipeline = TrainingPipeline(stack, "Plain", framework=Framework.xgboost("1.7-1"),
+                                instance_type="ml.m6i.12xlarge")
+    schedule = RetrainingSchedule(stack, "Schedule", pipeline=pipeline, team="tab",
+                                  expression="cron(0 1 ? * MON *)")
+    assert schedule.model_rule is None
+    Template.from_stack(stack).resource_count_is("AWS::Events::Rule", 1)
+
+
+# --- the reference platform -----------------------------------------------------------------
+
+def test_reference_teams_register_after_their_gates(reference_assembly):
+    from compiled_training.tools.summary import render
+    from tests.delivery import refusals
+    from tests.helpers import templates
+
+    found = templates(reference_assembly)
+    gates = {}
+    for team in ("DocumentClassification", "Tabular"):
+        (definition,) = definitions(found[team])
+        gate = _gate(definition)
+        gates[team] = gate["Arguments"]["Conditions"][0]["LeftValue"]["Get"]
+        assert gate["Arguments"]["IfSteps"][0]["Type"] == "RegisterModel"
+        assert refusals(found[team]) == [], team
+    assert gates == {"DocumentClassification": ACCURACY, "Tabular": AUC}
+    assert all(GATE_STEP not in json.dumps(d) for d in definitions(found["Creative"]))
+    text = render(Path(reference_assembly.directory))
+    assert ("Tabular: registers into group tabular-xgboost, PendingManualApproval, if "
+            "validation:auc >= MinValidationAuc (default 0.75)") in text
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ({"gate_threshold": 0.9}, r"Tabular.registration.model_package_group_name: is required"),
+    ({"model_package_group_name": "t", "approval": "Approved"},
+     r"Tabular.registration.approval: is not a known key; allowed: model_package_group_name, "),
+    ({"model_package_group_name": "t", "realtime_instance_types": "ml.m5.large"},
+     r"Tabular.registration.realtime_instance_types: must be a list, got 'ml.m5.large'"),
+    ({"model_package_group_name": "t", "gate_metric": "validation_accuracy"},
+     r"Tabular: TrainingPipeline Tabular/Pipeline: registration: gate_metric must be a metric "
+     r"the training job reports \(train:auc, validation:auc\), got 'validation_accuracy'"),
+])
+def test_fails_on_a_wrong_registration_in_cdk_json(tmp_path, value, message):
+    from tests.helpers import cdk_json_context, synth_reference_app
+
+    context = cdk_json_context()
+    context["compiled-training:teams"]["Tabular"]["registration"] = value
+    with pytest.raises(ValueError, match=message):
+        synth_reference_app(tmp_path, context)
+

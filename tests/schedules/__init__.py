@@ -1,0 +1,1 @@
+"""Tests of RetrainingSchedule, its expressions, and the delivery of its alerts."""
