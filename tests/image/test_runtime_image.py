@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+import threading
 import zipfile
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import aws_cdk as cdk
-import boto3
 import botocore.session
 import pytest
 from aws_cdk.assertions import Match, Template
 from botocore.stub import Stubber
-from moto import mock_aws
 
 from compiled_training import (
     BuildMode,
@@ -42,19 +43,30 @@ def _stack(region: str | None = "us-east-1") -> cdk.Stack:
     return cdk.Stack(app, "Images", env=env)
 
 
-def _image(stack: cdk.Stack, **overrides) -> RuntimeImage:
+def _image(stack: cdk.Stack, construct_id: str = "Runtime", **overrides) -> RuntimeImage:
     props = {"framework": BERT, "compiler": Compiler.training_compiler()}
     props.update(overrides)
-    return RuntimeImage(stack, "Runtime", **props)
+    return RuntimeImage(stack, construct_id, **props)
+
+
+def _resources(template: dict, kind: str) -> list[dict]:
+    return [r for r in template["Resources"].values() if r["Type"] == kind]
 
 
 def _build_commands(template: dict) -> tuple[dict, list[str]]:
-    (project,) = [r["Properties"] for r in template["Resources"].values()
-                  if r["Type"] == "AWS::CodeBuild::Project"]
-    variables = {v["Name"]: v["Value"] for v in project["Environment"]["EnvironmentVariables"]}
+    """The one image's build settings (its custom resource's properties) and the shared
+    project's commands."""
+    (build,) = [r["Properties"] for r in _resources(template, "Custom::RuntimeImageBuild")]
+    (project,) = [r["Properties"] for r in _resources(template, "AWS::CodeBuild::Project")]
     spec = json.loads(project["Source"]["BuildSpec"])
     commands = [c for phase in spec["phases"].values() for c in phase["commands"]]
-    return variables, commands
+    return build, commands
+
+
+def _statements(template: dict, role_prefix: str) -> list[dict]:
+    return [s for p in _resources(template, "AWS::IAM::Policy")
+            if role_prefix in json.dumps(p["Properties"]["Roles"])
+            for s in p["Properties"]["PolicyDocument"]["Statement"]]
 
 
 def test_cloud_build_creates_a_retained_scanned_immutable_repository(tmp_path):
@@ -84,10 +96,10 @@ def test_cloud_build_creates_a_retained_scanned_immutable_repository(tmp_path):
 def test_build_logs_in_to_the_regions_dlc_registry_and_the_target(region, account):
     stack = _stack(region)
     _image(stack)
-    variables, commands = _build_commands(Template.from_stack(stack).to_json())
-    assert variables["DLC_REGISTRY"] == f"{account}.dkr.ecr.{region}.amazonaws.com"
-    assert variables["BASE_IMAGE"] == (f"{account}.dkr.ecr.{region}.amazonaws.com/"
-                                       "pytorch-trcomp-training:1.13.1-gpu-py39")
+    build, commands = _build_commands(Template.from_stack(stack).to_json())
+    assert build["DlcRegistry"] == f"{account}.dkr.ecr.{region}.amazonaws.com"
+    assert build["BaseImage"] == (f"{account}.dkr.ecr.{region}.amazonaws.com/"
+                                  "pytorch-trcomp-training:1.13.1-gpu-py39")
     assert any("docker login" in c and "$DLC_REGISTRY" in c for c in commands)
     assert any("docker login" in c and "${REPOSITORY_URI%%/*}" in c for c in commands)
     assert any(c.startswith("docker push $REPOSITORY_URI:$IMAGE_TAG") for c in commands)
@@ -96,9 +108,8 @@ def test_build_logs_in_to_the_regions_dlc_registry_and_the_target(region, accoun
 def test_build_handler_may_look_up_tags_in_the_target_repository_only():
     stack = _stack()
     _image(stack)
-    policies = Template.from_stack(stack).find_resources("AWS::IAM::Policy")
-    (statements,) = [p["Properties"]["PolicyDocument"]["Statement"] for p in policies.values()
-                     if "RuntimeOnEventServiceRole" in json.dumps(p["Properties"]["Roles"])]
+    statements = _statements(Template.from_stack(stack).to_json(),
+                             "CompiledTrainingImageBuilderHandlerServiceRole")
     (describe,) = [s for s in statements if s["Action"] == "ecr:DescribeImages"]
     (logical_id, attribute) = describe["Resource"]["Fn::GetAtt"]
     assert logical_id.startswith("RuntimeRepository") and attribute == "Arn"
@@ -107,12 +118,120 @@ def test_build_handler_may_look_up_tags_in_the_target_repository_only():
 def test_build_role_pulls_only_the_dlc_and_pushes_only_the_target():
     stack = _stack()
     _image(stack)
-    statements = json.dumps([s for r in Template.from_stack(stack).find_resources(
-        "AWS::IAM::Policy").values() if "RuntimeBuildRole" in json.dumps(r["Properties"]["Roles"])
-        for s in r["Properties"]["PolicyDocument"]["Statement"]])
+    statements = json.dumps(_statements(Template.from_stack(stack).to_json(),
+                                        "CompiledTrainingImageBuilderProjectRole"))
     assert ":ecr:us-east-1:763104351884:repository/pytorch-trcomp-training" in statements
     assert "ecr:PutImage" in statements and "RuntimeRepository" in statements
     assert '"ecr:*"' not in statements
+
+
+def _three_images() -> tuple[dict, list[RuntimeImage]]:
+    stack = _stack()
+    images = [
+        RuntimeImage(stack, "Bert", framework=BERT, compiler=Compiler.training_compiler()),
+        RuntimeImage(stack, "Diffusion", framework=Framework.pytorch("2.5.1"),
+                     compiler=Compiler.torch_compile()),
+        RuntimeImage(stack, "Classifier", framework=BERT, compiler=Compiler.training_compiler(),
+                     repository_name="team/classifier"),
+    ]
+    return Template.from_stack(stack).to_json(), images
+
+
+def test_images_of_a_stack_share_one_build_project_and_one_handler():
+    template, images = _three_images()
+    kinds = [r["Type"] for r in template["Resources"].values()]
+    # The machinery, once per stack: no state machine, no per-image function, key or project.
+    for kind in ("AWS::CodeBuild::Project", "AWS::Lambda::Function", "AWS::KMS::Key",
+                 "AWS::Events::Rule", "AWS::Logs::LogGroup"):
+        assert kinds.count(kind) == 1, kind
+    assert "AWS::StepFunctions::StateMachine" not in kinds
+    # Each image adds its repository and its build request, nothing else.
+    assert kinds.count("AWS::ECR::Repository") == kinds.count("Custom::RuntimeImageBuild") == 3
+    assert len(kinds) == 16
+    ((handler_id, _),) = [(k, r) for k, r in template["Resources"].items()
+                          if r["Type"] == "AWS::Lambda::Function"]
+    builds = _resources(template, "Custom::RuntimeImageBuild")
+    assert {json.dumps(b["Properties"]["ServiceToken"]) for b in builds} == {
+        json.dumps({"Fn::GetAtt": [handler_id, "Arn"]})}
+    # The public attributes another construct reads stay per image.
+    tags = {image.tag for image in images}
+    assert len(tags) == 2  # two images share framework, compiler and Dockerfile: one tag
+    assert {b["Properties"]["ImageTag"] for b in builds} == tags
+
+
+def test_the_shared_build_pushes_only_to_its_images_repositories_and_reads_only_their_contexts():
+    template, _ = _three_images()
+    repositories = sorted(k for k, r in template["Resources"].items()
+                          if r["Type"] == "AWS::ECR::Repository")
+    statements = _statements(template, "CompiledTrainingImageBuilderProjectRole")
+    def resources(action: str) -> list:
+        found = [s["Resource"] for s in statements if action in s["Action"]]
+        return [r for resource in found
+                for r in (resource if isinstance(resource, list) else [resource])]
+
+    assert sorted(r["Fn::GetAtt"][0] for r in resources("ecr:PutImage")) == repositories
+    contexts = {b["Properties"]["ContextUrl"].removeprefix("s3://")
+                for b in _resources(template, "Custom::RuntimeImageBuild")}
+    objects = {r["Fn::Join"][1][-1].removeprefix(":s3:::") for r in resources("s3:GetObject*")}
+    # Each image's context object and the bucket itself, never every object in the bucket.
+    assert objects == contexts | {"cdk-hnb659fds-assets-123456789012-us-east-1"}
+    handler = _statements(template, "CompiledTrainingImageBuilderHandlerServiceRole")
+    (project_id,) = [k for k, r in template["Resources"].items()
+                     if r["Type"] == "AWS::CodeBuild::Project"]
+    (start,) = [s for s in handler if "codebuild:StartBuild" in s["Action"]]
+    assert start["Resource"] == {"Fn::GetAtt": [project_id, "Arn"]}
+    described = sorted(s["Resource"]["Fn::GetAtt"][0] for s in handler
+                       if s["Action"] == "ecr:DescribeImages")
+    assert described == repositories
+
+
+def test_a_build_reports_its_end_through_an_event_rule_on_the_shared_project():
+    template, _ = _three_images()
+    (project_id,) = [k for k, r in template["Resources"].items()
+                     if r["Type"] == "AWS::CodeBuild::Project"]
+    (handler_id,) = [k for k, r in template["Resources"].items()
+                     if r["Type"] == "AWS::Lambda::Function"]
+    ((rule_id, rule),) = [(k, r) for k, r in template["Resources"].items()
+                          if r["Type"] == "AWS::Events::Rule"]
+    assert rule["Properties"]["EventPattern"] == {
+        "source": ["aws.codebuild"], "detail-type": [handler.BUILD_STATE_CHANGE],
+        "detail": {"project-name": [{"Ref": project_id}],
+                   "build-status": [{"anything-but": ["IN_PROGRESS"]}]}}
+    (target,) = rule["Properties"]["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": [handler_id, "Arn"]}
+    ((permission_id, permission),) = [(k, r["Properties"]) for k, r in template["Resources"].items()
+                                      if r["Type"] == "AWS::Lambda::Permission"]
+    assert permission["Principal"] == "events.amazonaws.com"
+    assert permission["SourceArn"] == {"Fn::GetAtt": [rule_id, "Arn"]}
+    # A request is sent once the build may run (its role's grants) and its end can be heard
+    # (the rule, and its leave to invoke the handler).
+    (build_policy,) = [k for k, r in template["Resources"].items()
+                       if r["Type"] == "AWS::IAM::Policy" and "ProjectRole" in k]
+    for build in _resources(template, "Custom::RuntimeImageBuild"):
+        assert {rule_id, permission_id, project_id, build_policy} <= set(build["DependsOn"])
+
+
+def test_a_build_ends_before_cloudformation_stops_waiting():
+    template, _ = _three_images()
+    (project,) = [r["Properties"] for r in _resources(template, "AWS::CodeBuild::Project")]
+    # CloudFormation waits one hour at most for a custom resource (ServiceTimeout <= 3600):
+    # a build queued and run to its limits still ends, and reports, inside it.
+    assert project["TimeoutInMinutes"] + project["QueuedTimeoutInMinutes"] < 60
+    for build in _resources(template, "Custom::RuntimeImageBuild"):
+        assert build["Properties"].get("ServiceTimeout", 3600) == 3600
+
+
+def test_the_build_gets_every_variable_its_commands_use_from_the_handler():
+    template, _ = _three_images()
+    _, commands = _build_commands({"Resources": {
+        k: r for k, r in template["Resources"].items()
+        if r["Type"] == "AWS::CodeBuild::Project" or k.startswith("BertImageBuild")}})
+    used = set(re.findall(r"\$\{?([A-Z_]+)", " ".join(commands)))
+    provided = set(handler.IMAGE_FIELDS.values())
+    assert used - {"AWS_REGION"} == provided  # AWS_REGION: CodeBuild's own
+    properties = {k for b in _resources(template, "Custom::RuntimeImageBuild")
+                  for k in b["Properties"] if k != "ServiceToken"}
+    assert properties == set(handler.IMAGE_FIELDS)  # what the handler reads, nothing more
 
 
 def test_synth_is_clean_and_deterministic(tmp_path):
@@ -125,6 +244,8 @@ def test_synth_is_clean_and_deterministic(tmp_path):
         stack = cdk.Stack(app, "Images", env=cdk.Environment(account="123456789012",
                                                              region="us-east-1"))
         _image(stack)
+        _image(stack, construct_id="Other", compiler=Compiler.torch_compile(),
+               framework=Framework.pytorch("2.5.1"))
         app.synth()  # raises on any cdk-nag finding
         templates.append(Path(tmp_path / name / "Images.template.json"))
     assert templates[0].read_bytes() == templates[1].read_bytes()
@@ -227,61 +348,59 @@ def test_fails_in_a_region_without_the_dlc():
         _image(_stack("eu-south-2"))
 
 
-# --- the build handler, against moto's CodeBuild (AWS itself cannot be reached here) --------
-
-@mock_aws
-def test_handler_starts_a_build_and_reports_success(monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    boto3.client("ecr").create_repository(repositoryName="team/r")
-    client = boto3.client("codebuild")
-    client.create_project(name="build", source={"type": "S3", "location": "bucket/context.zip"},
-                          artifacts={"type": "NO_ARTIFACTS"},
-                          environment={"type": "LINUX_CONTAINER", "image": "i",
-                                       "computeType": "BUILD_GENERAL1_SMALL"},
-                          serviceRole="arn:aws:iam::123456789012:role/r")
-    event = {"RequestType": "Create", "ResourceProperties": {
-        "ProjectName": "build", "RepositoryUri": "123456789012.dkr.ecr.us-east-1.amazonaws.com/team/r",
-        "ImageTag": "abc"}}
-    started = handler.on_event(event, None)
-    assert started["PhysicalResourceId"].endswith("/r:abc")
-    event["Data"] = started["Data"]
-    result = handler.is_complete(event, None)
-    assert result["IsComplete"] in (True, False)
-
-
-def test_handler_fails_the_deployment_with_the_log_link(monkeypatch):
-    class Builds:
-        def batch_get_builds(self, ids):
-            return {"builds": [{"id": ids[0], "buildStatus": "FAILED",
-                                "logs": {"deepLink": "https://console/log"}}]}
-
-    monkeypatch.setattr(handler.boto3, "client", lambda _: Builds())
-    event = {"RequestType": "Update", "Data": {"BuildId": "b:1", "ImageUri": "u"}}
-    with pytest.raises(RuntimeError, match=r"image build b:1 ended FAILED; build log: https://console/log"):
-        handler.is_complete(event, None)
-
-
-def test_handler_starts_nothing_on_delete():
-    event = {"RequestType": "Delete", "PhysicalResourceId": "r:abc",
-             "ResourceProperties": {"RepositoryUri": "r", "ImageTag": "abc"}}
-    assert handler.on_event(event, None) == {"PhysicalResourceId": "r:abc"}
-    assert handler.is_complete(event, None) == {"IsComplete": True}
-
-
-# --- redeploys: botocore's Stubber answers as ECR and CodeBuild would (AWS itself cannot be
-# reached here); a stub with no answer queued fails the test on any call it does not expect.
+# --- the handler: botocore's Stubber answers as ECR and CodeBuild would, and a local HTTP server
+# takes the answer in place of CloudFormation's pre-signed S3 URL (AWS itself cannot be reached
+# here). A stub with no answer queued fails on any call it does not expect; the handler then
+# reports FAILED, which the success tests would see.
 
 REPOSITORY_URI = "123456789012.dkr.ecr.us-east-1.amazonaws.com/nlp/bert"
-BUILD_EVENT = {"RequestType": "Update", "ResourceProperties": {
-    "ProjectName": "build", "RepositoryUri": REPOSITORY_URI, "ImageTag": "0123456789abcdef0123"}}
+TAG = "0123456789abcdef0123"
+IMAGE_URI = f"{REPOSITORY_URI}:{TAG}"
+BUILD_ID = "arn:aws:codebuild:us-east-1:123456789012:build/ImageBuilderProject:5f2e"
+LOG_LINK = ("https://console.aws.amazon.com/cloudwatch/home?region=us-east-1"
+            "#logEvent:group=/aws/codebuild/ImageBuilderProject;stream=5f2e")
+PROPERTIES = {
+    "ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:handler",
+    "RepositoryUri": REPOSITORY_URI, "ImageTag": TAG,
+    "BaseImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-trcomp-training:1.13.1-gpu-py39",
+    "DlcRegistry": "763104351884.dkr.ecr.us-east-1.amazonaws.com",
+    "ContextUrl": "s3://cdk-hnb659fds-assets-123456789012-us-east-1/context.zip",
+}
 LOOKUP = {"registryId": "123456789012", "repositoryName": "nlp/bert",
-          "imageIds": [{"imageTag": "0123456789abcdef0123"}]}
+          "imageIds": [{"imageTag": TAG}]}
+STACK_ID = "arn:aws:cloudformation:us-east-1:123456789012:stack/Images/1"
+
+
+class _CloudFormation(BaseHTTPRequestHandler):
+    answers: list[tuple[dict, dict]] = []
+
+    def do_PUT(self):  # noqa: N802 (http.server's name)
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.answers.append((dict(self.headers), json.loads(body)))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *_):
+        pass
+
+
+@pytest.fixture
+def cloudformation():
+    """The pre-signed response URL's endpoint: every answer PUT to it, in order."""
+    server = HTTPServer(("127.0.0.1", 0), _CloudFormation)
+    _CloudFormation.answers = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/response?signature=x", _CloudFormation.answers
+    server.shutdown()
+    server.server_close()
 
 
 @pytest.fixture
 def stubbed(monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("PROJECT_NAME", "ImageBuilderProject")
     session = botocore.session.get_session()
     clients = {name: session.create_client(name, region_name="us-east-1")
                for name in ("ecr", "codebuild")}
@@ -295,31 +414,123 @@ def stubbed(monkeypatch):
         stub.deactivate()
 
 
-def test_handler_skips_the_build_when_the_tag_is_already_pushed(stubbed):
-    # A rollback (or a retry) asks again for a tag pushed before: the tag is immutable, so a
-    # build could only fail to push and leave the stack in UPDATE_ROLLBACK_FAILED.
-    stubbed["ecr"].add_response("describe_images", {"imageDetails": [{
-        "registryId": "123456789012", "repositoryName": "nlp/bert",
-        "imageDigest": "sha256:" + "0" * 64, "imageTags": ["0123456789abcdef0123"]}]}, LOOKUP)
-    result = handler.on_event(BUILD_EVENT, None)
-    image_uri = f"{REPOSITORY_URI}:0123456789abcdef0123"
-    assert result == {"PhysicalResourceId": image_uri, "Data": {"ImageUri": image_uri}}
-    assert handler.is_complete({**BUILD_EVENT, **result}, None) == {"IsComplete": True}
+def _request(response_url: str, request_type: str = "Update", **extra) -> dict:
+    return {"RequestType": request_type, "ResponseURL": response_url, "StackId": STACK_ID,
+            "RequestId": "request-1", "LogicalResourceId": "BertImageBuild1A2B3C4D",
+            "ResourceType": "Custom::RuntimeImageBuild", "ResourceProperties": PROPERTIES,
+            **extra}
 
 
-def test_handler_builds_a_tag_the_repository_lacks(stubbed):
+def _overrides(response_url: str) -> list[dict]:
+    """What the build is started with: the image's settings and the request it answers."""
+    values = {"REPOSITORY_URI": REPOSITORY_URI, "IMAGE_TAG": TAG,
+              "BASE_IMAGE": PROPERTIES["BaseImage"], "DLC_REGISTRY": PROPERTIES["DlcRegistry"],
+              "CONTEXT_URL": PROPERTIES["ContextUrl"], "CFN_RESPONSE_URL": response_url,
+              "CFN_STACK_ID": STACK_ID, "CFN_REQUEST_ID": "request-1",
+              "CFN_LOGICAL_RESOURCE_ID": "BertImageBuild1A2B3C4D"}
+    return [{"name": k, "value": v, "type": "PLAINTEXT"} for k, v in values.items()]
+
+
+def _build_ended(stubbed, response_url: str, status: str) -> None:
+    """EventBridge's "Build State Change" for the build, and the build as CodeBuild returns it."""
+    stubbed["codebuild"].add_response("batch_get_builds", {"builds": [{
+        "id": BUILD_ID, "buildStatus": status,
+        "environment": {"type": "LINUX_CONTAINER", "image": "aws/codebuild/standard:7.0",
+                        "computeType": "BUILD_GENERAL1_LARGE",
+                        "environmentVariables": _overrides(response_url)},
+        "logs": {"deepLink": LOG_LINK}}]}, {"ids": [BUILD_ID]})
+    handler.handler({"source": "aws.codebuild", "detail-type": "CodeBuild Build State Change",
+                     "detail": {"build-id": BUILD_ID, "build-status": status,
+                                "project-name": "ImageBuilderProject"}}, None)
+
+
+def _answer(status: str, reason: str, data: dict | None = None,
+            physical_id: str = IMAGE_URI) -> dict:
+    return {"Status": status, "Reason": reason, "PhysicalResourceId": physical_id,
+            "StackId": STACK_ID, "RequestId": "request-1",
+            "LogicalResourceId": "BertImageBuild1A2B3C4D", "Data": data or {}}
+
+
+def test_handler_builds_a_missing_tag_and_the_build_reports_success(stubbed, cloudformation):
+    url, answers = cloudformation
     stubbed["ecr"].add_client_error("describe_images", "ImageNotFoundException",
                                     http_status_code=400, expected_params=LOOKUP)
-    stubbed["codebuild"].add_response("start_build", {"build": {"id": "build:1"}}, {
-        "projectName": "build", "environmentVariablesOverride": [
-            {"name": "IMAGE_TAG", "value": "0123456789abcdef0123", "type": "PLAINTEXT"}]})
-    result = handler.on_event(BUILD_EVENT, None)
-    assert result["Data"] == {"ImageUri": f"{REPOSITORY_URI}:0123456789abcdef0123",
-                              "BuildId": "build:1"}
+    stubbed["codebuild"].add_response("start_build", {"build": {"id": BUILD_ID}}, {
+        "projectName": "ImageBuilderProject", "environmentVariablesOverride": _overrides(url)})
+    handler.handler(_request(url), None)
+    assert answers == []  # the build answers, when it ends
+    _build_ended(stubbed, url, "SUCCEEDED")
+    ((headers, body),) = answers
+    assert body == _answer("SUCCESS", f"Built by {BUILD_ID}.", {"ImageUri": IMAGE_URI})
+    assert headers.get("Content-Type", "") == ""  # the URL is signed for none
 
 
-def test_handler_fails_the_deployment_when_the_repository_cannot_be_read(stubbed):
+@pytest.mark.parametrize("status", ["FAILED", "STOPPED", "TIMED_OUT", "FAULT"])
+def test_a_failed_build_reports_failed_naming_the_build_and_its_log(stubbed, cloudformation,
+                                                                    status):
+    url, answers = cloudformation
+    _build_ended(stubbed, url, status)
+    ((_, body),) = answers
+    assert body == _answer("FAILED", f"image build {BUILD_ID} ended {status}; build log: {LOG_LINK}")
+
+
+def test_a_build_still_running_or_started_by_hand_reports_nothing(stubbed, cloudformation):
+    url, answers = cloudformation
+    _build_ended(stubbed, url, "IN_PROGRESS")
+    stubbed["codebuild"].add_response("batch_get_builds", {"builds": [{
+        "id": BUILD_ID, "buildStatus": "FAILED",
+        "environment": {"type": "LINUX_CONTAINER", "image": "i", "computeType": "BUILD_GENERAL1_LARGE",
+                        "environmentVariables": [{"name": "IMAGE_TAG", "value": TAG}]}}]},
+        {"ids": [BUILD_ID]})
+    handler.handler({"detail-type": "CodeBuild Build State Change",
+                     "detail": {"build-id": BUILD_ID}}, None)
+    assert answers == []
+
+
+def test_handler_skips_the_build_when_the_tag_is_already_pushed(stubbed, cloudformation):
+    # A rollback (or a retry) asks again for a tag pushed before: the tag is immutable, so a
+    # build could only fail to push and leave the stack in UPDATE_ROLLBACK_FAILED.
+    url, answers = cloudformation
+    stubbed["ecr"].add_response("describe_images", {"imageDetails": [{
+        "registryId": "123456789012", "repositoryName": "nlp/bert",
+        "imageDigest": "sha256:" + "0" * 64, "imageTags": [TAG]}]}, LOOKUP)
+    handler.handler(_request(url), None)  # no StartBuild queued: a build would be a failure
+    ((_, body),) = answers
+    assert body == _answer("SUCCESS", f"{IMAGE_URI} is already in the repository.",
+                           {"ImageUri": IMAGE_URI})
+
+
+def test_handler_reports_failed_when_the_repository_cannot_be_read(stubbed, cloudformation):
+    url, answers = cloudformation
     stubbed["ecr"].add_client_error("describe_images", "RepositoryNotFoundException",
+                                    service_message="The repository does not exist",
                                     http_status_code=400, expected_params=LOOKUP)
-    with pytest.raises(Exception, match="RepositoryNotFoundException"):
-        handler.on_event(BUILD_EVENT, None)
+    handler.handler(_request(url, "Create"), None)
+    ((_, body),) = answers
+    assert body == _answer("FAILED", "RepositoryNotFoundException: An error occurred "
+                           "(RepositoryNotFoundException) when calling the DescribeImages "
+                           "operation: The repository does not exist", physical_id="not-created")
+
+
+def test_handler_reports_failed_when_the_build_cannot_start(stubbed, cloudformation):
+    url, answers = cloudformation
+    stubbed["ecr"].add_client_error("describe_images", "ImageNotFoundException",
+                                    http_status_code=400, expected_params=LOOKUP)
+    stubbed["codebuild"].add_client_error("start_build", "AccountLimitExceededException",
+                                          http_status_code=400)
+    handler.handler(_request(url, "Update", PhysicalResourceId=f"{REPOSITORY_URI}:old"), None)
+    ((_, body),) = answers
+    assert body["Status"] == "FAILED" and "AccountLimitExceededException" in body["Reason"]
+    assert body["PhysicalResourceId"] == f"{REPOSITORY_URI}:old"  # an update keeps its id
+
+
+def test_handler_answers_a_delete_at_once_and_keeps_the_image(stubbed, cloudformation):
+    url, answers = cloudformation
+    handler.handler(_request(url, "Delete", PhysicalResourceId=IMAGE_URI), None)
+    ((_, body),) = answers
+    assert body == _answer("SUCCESS", "The image is retained.", physical_id=IMAGE_URI)
+
+
+def test_fails_to_answer_a_response_url_that_is_not_http():
+    with pytest.raises(ValueError, match=r"ResponseURL must be an HTTP\(S\) URL, got 'file:///etc/passwd'"):
+        handler.respond({"ResponseURL": "file:///etc/passwd"}, "SUCCESS", "x", "r")

@@ -67,14 +67,20 @@ def skip_checkov(scope: IConstruct, reasons: Mapping[str, str]) -> None:
     resource.add_metadata("checkov", {"skip": skips})
 
 
-def skip_checkov_for_function(function: IConstruct, purpose: str) -> None:
+def skip_checkov_for_function(function: IConstruct, purpose: str, *,
+                              no_dead_letter_queue: str | None = None) -> None:
     """The checks that do not fit a function run by CloudFormation or a pipeline step, once
-    per deployment or execution, that calls AWS APIs only (``purpose`` says which)."""
+    per deployment or execution, that calls AWS APIs only (``purpose`` says which).
+
+    ``no_dead_letter_queue`` says why an asynchronously invoked function needs none; when
+    omitted, the function is invoked synchronously."""
     skip_checkov(function, {
         "CKV_AWS_115": f"{purpose}; it runs once per deployment or execution, so reserving "
                        "concurrency would only take from the account's pool.",
-        "CKV_AWS_116": f"{purpose}; it is invoked synchronously and its caller reports a "
-                       "failure, while a dead-letter queue serves asynchronous invocations.",
+        "CKV_AWS_116": f"{purpose}; " + (
+            no_dead_letter_queue or "it is invoked synchronously and its caller reports a "
+                                    "failure, while a dead-letter queue serves asynchronous "
+                                    "invocations."),
         "CKV_AWS_117": f"{purpose}; it reaches AWS APIs only, no resource inside a VPC.",
         "CKV_AWS_173": "Its environment names resources, no secret; Lambda encrypts it at rest.",
     })
