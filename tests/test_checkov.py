@@ -21,6 +21,8 @@ def test_checkov_finds_nothing_unexplained_in_the_reference_platform(reference_a
     failed = [f"{f['check_id']} {f['resource']} ({f['file_path']})"
               for f in report["results"]["failed_checks"]]
     assert failed == []
-    assert report["summary"]["passed"] > 300  # it really checked the templates
+    # It really checked the templates (229 passes since the image builds share one project
+    # and one handler per stack; over 300 before, with five functions and a state machine each).
+    assert report["summary"]["passed"] > 200
     skipped = report["results"]["skipped_checks"]
     assert skipped and all(s["check_result"].get("suppress_comment") for s in skipped)

@@ -40,10 +40,10 @@ def test_document_classification_uses_training_compiler_with_pytorchxla(referenc
     # The team's runtime image, built in the cloud on the Training Compiler DLC.
     assert args["AlgorithmSpecification"]["TrainingImage"].endswith(":0123456789abcdef0123")
     template = templates(reference_assembly)["DocumentClassification"]
+    # The stack's one build project takes each image's base image from its build request.
     (build,) = [r for r in template["Resources"].values()
-                if r["Type"] == "AWS::CodeBuild::Project"]
-    variables = {v["Name"]: v["Value"] for v in build["Properties"]["Environment"]["EnvironmentVariables"]}
-    assert variables["BASE_IMAGE"] == (
+                if r["Type"] == "Custom::RuntimeImageBuild"]
+    assert build["Properties"]["BaseImage"] == (
         "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-trcomp-training:1.13.1-gpu-py39"
     )
     assert args["ResourceConfig"]["InstanceCount"] == 8
