@@ -456,7 +456,8 @@ def test_handler_builds_a_missing_tag_and_the_build_reports_success(stubbed, clo
     stubbed["ecr"].add_client_error("describe_images", "ImageNotFoundException",
                                     http_status_code=400, expected_params=LOOKUP)
     stubbed["codebuild"].add_response("start_build", {"build": {"id": BUILD_ID}}, {
-        "projectName": "ImageBuilderProject", "environmentVariablesOverride": _overrides(url)})
+        "projectName": "ImageBuilderProject", "environmentVariablesOverride": _overrides(url),
+        "idempotencyToken": "request-1"})
     handler.handler(_request(url), None)
     assert answers == []  # the build answers, when it ends
     _build_ended(stubbed, url, "SUCCEEDED")

@@ -68,6 +68,8 @@ def start_build(event: dict[str, Any]) -> str:
         projectName=os.environ["PROJECT_NAME"],
         environmentVariablesOverride=[{"name": name, "value": value, "type": "PLAINTEXT"}
                                       for name, value in variables.items()],
+        # Lambda retries an invocation that failed: the same request starts one build.
+        idempotencyToken=event["RequestId"],
     )["build"]
     return str(build["id"])
 
