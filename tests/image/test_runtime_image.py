@@ -153,7 +153,8 @@ def test_images_of_a_stack_share_one_build_project_and_one_handler():
     builds = _resources(template, "Custom::RuntimeImageBuild")
     assert {json.dumps(b["Properties"]["ServiceToken"]) for b in builds} == {
         json.dumps({"Fn::GetAtt": [handler_id, "Arn"]})}
-    # The public attributes another construct reads stay per image.
+    # The public attributes another construct reads stay per image; the project is shared.
+    assert len({id(image.build_project) for image in images}) == 1
     tags = {image.tag for image in images}
     assert len(tags) == 2  # two images share framework, compiler and Dockerfile: one tag
     assert {b["Properties"]["ImageTag"] for b in builds} == tags

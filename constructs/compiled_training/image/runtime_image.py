@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 from aws_cdk import CustomResource, RemovalPolicy, Stack, Token
+from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_iam as iam
@@ -173,6 +174,8 @@ class RuntimeImage(Construct):
 
     def _build_on_deploy(self) -> CustomResource:
         builder = ImageBuilder.of(self)
+        # The stack's one project, shared with its other images.
+        self.build_project: codebuild.IProject = builder.project
         context = s3_assets.Asset(self, "Context", path=str(self.context_dir))
         builder.add_image(repository=self.repository, context=context,
                           dlc_repository_arn=Stack.of(self).format_arn(
