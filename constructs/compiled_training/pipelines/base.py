@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import jsii
 from aws_cdk import Annotations, ArnFormat, Aws, Duration, Names, Resource, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
@@ -20,6 +21,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk.interfaces import aws_sagemaker as sagemaker_refs
 
 from compiled_training._internal import validation
 from compiled_training._internal.dlc import DlcImage, resolve_dlc
@@ -56,11 +58,18 @@ class PipelineBase(Resource):
         self._named_by_path = pipeline_name is None
         self._pipeline_name = pipeline_name or Names.unique_resource_name(
             self, max_length=80, separator="-")
-        self._pipeline_arn = Stack.of(self).format_arn(
-            service="sagemaker", resource="pipeline", resource_name=self._pipeline_name.lower())
+        self._pipeline_arn = pipeline_arn(self, self._pipeline_name)
         self.parameters: dict[str, Parameter] = {}
         """The pipeline parameters an execution (or a schedule) may override, by name."""
         self._channels: dict[str, InputChannel] = {}
+
+    @staticmethod
+    def from_pipeline_name(scope: Construct, construct_id: str,
+                           pipeline_name: str) -> sagemaker.IPipeline:
+        """A pipeline made elsewhere (by the SageMaker SDK's ``upsert``, the console, another
+        stack), by name in this stack's account and region: enough for a `RetrainingSchedule`
+        to start it, alarm on it and report its executions."""
+        return ImportedPipeline(scope, construct_id, pipeline_name=pipeline_name)
 
     # --- IPipeline (properties, so that jsii can read them) ---------------------------------
 
@@ -102,22 +111,12 @@ class PipelineBase(Resource):
 
     def grant_start_execution(self, grantee: iam.IGrantable) -> iam.Grant:
         """Lets ``grantee`` start executions of this pipeline, and nothing else."""
-        return iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["sagemaker:StartPipelineExecution"],
-            resource_arns=[self.pipeline_arn],
-        )
+        return grant_start(self, grantee)
 
     def metric(self, metric_name: str, *, statistic: str = "Sum",
                period: Duration | None = None) -> cloudwatch.Metric:
         """A metric SageMaker Pipelines publishes for this pipeline."""
-        return cloudwatch.Metric(
-            namespace=METRIC_NAMESPACE,
-            metric_name=metric_name,
-            dimensions_map={"PipelineName": self.pipeline_name},
-            statistic=statistic,
-            period=period or Duration.minutes(5),
-        )
+        return pipeline_metric(self, metric_name, statistic=statistic, period=period)
 
     def metric_failed_executions(self, *, period: Duration | None = None) -> cloudwatch.Metric:
         return self.metric("ExecutionFailed", period=period)
@@ -411,6 +410,61 @@ class PipelineBase(Resource):
     def _dlc_repository_arn(self, dlc: DlcImage, account: str) -> str:
         return Stack.of(self).format_arn(service="ecr", account=account,
                                          resource="repository", resource_name=dlc.repository)
+
+
+@jsii.implements(sagemaker.IPipeline)
+class ImportedPipeline(Resource):
+    """A SageMaker pipeline this app did not create, by name; see
+    `PipelineBase.from_pipeline_name`."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, pipeline_name: str) -> None:
+        super().__init__(scope, construct_id)
+        self._pipeline_name = pipeline_name
+        self._pipeline_arn = pipeline_arn(self, pipeline_name)
+
+    # Properties, not attributes: jsii reads an interface's members from a class's properties.
+    @property
+    def pipeline_name(self) -> str:
+        """The SageMaker pipeline's name."""
+        return self._pipeline_name
+
+    @property
+    def pipeline_arn(self) -> str:
+        """The SageMaker pipeline's ARN, in this stack's account and region."""
+        return self._pipeline_arn
+
+    @property
+    def pipeline_ref(self) -> sagemaker_refs.PipelineReference:
+        return sagemaker_refs.PipelineReference(pipeline_name=self.pipeline_name)
+
+    def grant_start_pipeline_execution(self, grantee: iam.IGrantable) -> iam.Grant:
+        return grant_start(self, grantee)
+
+
+def grant_start(pipeline: sagemaker.IPipeline, grantee: iam.IGrantable) -> iam.Grant:
+    """Lets ``grantee`` start executions of ``pipeline``, and nothing else."""
+    return iam.Grant.add_to_principal(grantee=grantee,
+                                      actions=["sagemaker:StartPipelineExecution"],
+                                      resource_arns=[pipeline.pipeline_arn])
+
+
+def pipeline_arn(scope: Construct, pipeline_name: str) -> str:
+    """A pipeline's ARN in ``scope``'s account and region (SageMaker lower-cases the name)."""
+    return Stack.of(scope).format_arn(service="sagemaker", resource="pipeline",
+                                      resource_name=pipeline_name.lower())
+
+
+def pipeline_metric(pipeline: sagemaker.IPipeline, metric_name: str, *, statistic: str = "Sum",
+                    period: Duration | None = None) -> cloudwatch.Metric:
+    """A metric SageMaker Pipelines publishes for ``pipeline`` (any ``IPipeline``: they are
+    dimensioned by name alone)."""
+    return cloudwatch.Metric(
+        namespace=METRIC_NAMESPACE,
+        metric_name=metric_name,
+        dimensions_map={"PipelineName": pipeline.pipeline_name},
+        statistic=statistic,
+        period=period or Duration.minutes(5),
+    )
 
 
 def shared_archive_asset(scope: Construct, folder: Path) -> s3_assets.Asset:
