@@ -291,6 +291,14 @@ class TeamStack(Stack):
     """One team's stack: its training pipeline (and, with a ``benchmark`` entry, a
     `CompilerBenchmark` of it), from its ``cdk.json`` entry."""
 
+    runtime_image: RuntimeImage | None
+    """The team's image, with a ``runtime_image`` entry."""
+    pipeline: TrainingPipeline
+    benchmark: CompilerBenchmark | None
+    """With a ``benchmark`` entry."""
+    schedule: RetrainingSchedule | None
+    """With a ``schedule`` entry."""
+
     def __init__(self, scope: Construct, construct_id: str, *, team_config: Mapping[str, Any],
                  base_dir: Path, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)

@@ -346,19 +346,21 @@ class PipelineBase(Resource):
         return policy
 
     def _create_pipeline(self, *, definition: dict[str, Any], description: str,
-                         pipeline_policy: InlinePolicy, summary: dict[str, Any]) -> None:
+                         pipeline_policy: InlinePolicy, summary: dict[str, Any]) -> iam.Role:
+        """Creates the pipeline resource; returns the role it runs as."""
         self._check_pipeline(definition, description)
-        self.pipeline_role = pipeline_policy.role(
+        pipeline_role = pipeline_policy.role(
             self, "PipelineRole", f"Runs SageMaker pipeline {self.pipeline_name}")
         stack = Stack.of(self)
         self._resource = sagemaker.CfnPipeline(
             self, "Resource",
             pipeline_name=self.pipeline_name,
             pipeline_description=description,
-            role_arn=self.pipeline_role.role_arn,
+            role_arn=pipeline_role.role_arn,
             pipeline_definition={"PipelineDefinitionBody": stack.to_json_string(definition)},
         )
         self._resource.add_metadata("compiled-training", summary)
+        return pipeline_role
 
     def _code_asset(self, source_dir: Path) -> s3_assets.Asset:
         if not source_dir.is_dir():

@@ -186,7 +186,7 @@ class CompilerBenchmark(PipelineBase):
         self.parameters = {p.name: p for p in benchmark_parameters(self.arms, comparison)}
         pipeline_policy = self._pipeline_policy(self.role, ("training-job", "processing-job"))
         pipeline_policy.allow(["lambda:InvokeFunction"], [self.decision_function.function_arn])
-        self._create_pipeline(
+        self.pipeline_role = self._create_pipeline(
             definition=build_benchmark_definition(self.arms, comparison),
             description=props.get("description") or (
                 f"Benchmarks {compiler.describe()} against no compiler on "

@@ -85,7 +85,7 @@ class TrainingPipeline(PipelineBase):
         if self.registration is not None:
             definition = add_registration(definition, job, self.registration.registration)
             self.registration.allow(pipeline_policy, self)
-        self._create_pipeline(
+        self.pipeline_role = self._create_pipeline(
             definition=definition,
             description=props.get("description")
             or f"Trains with {framework.describe()}, compiler: {compiler.describe()}",
