@@ -87,7 +87,7 @@ class TrainingImage:
         if self._repository is not None:
             policy.allow_pull(self._repository.repository_arn)
             return BoundImage(self._repository.repository_uri_for_tag(self._tag),
-                              f"{self._repository.node.path}:{self._tag}")
+                              f"ECR repository {self._repository.node.path}, tag {self._tag}")
         if self._image_uri is not None:
             Annotations.of(scope).add_warning_v2(
                 "compiled-training:TrainingImage:NoPullGranted",
