@@ -51,3 +51,10 @@ def test_readme_registration_example_adds_to_the_import_example(tmp_path, monkey
     _, template = _run_with_import_example(tmp_path, monkeypatch, "ModelRegistration(")
     kinds = {r["Type"] for r in template["Resources"].values()}
     assert "AWS::SageMaker::ModelPackageGroup" in kinds
+
+
+def test_readme_imported_pipeline_example_adds_to_the_import_example(tmp_path, monkeypatch):
+    _, template = _run_with_import_example(tmp_path, monkeypatch, "from_pipeline_name(")
+    rules = [r["Properties"]["EventPattern"]["detail"]["pipelineArn"]
+             for r in template["Resources"].values() if r["Type"] == "AWS::Events::Rule"]
+    assert any("pipeline/churn-sdk" in str(arn) for arn in rules)

@@ -152,7 +152,7 @@ def test_two_synths_are_byte_identical(tmp_path):
         ("Creative", "benchmark", {"speedup_threshold": "20%"},
          r"Creative.benchmark.speedup_threshold: must be a number, got '20%'"),
         ("Creative", "benchmark", {"threshold": 0.2},
-         r"Creative.benchmark.threshold: is not a known key; allowed: compiler, large_batch_size, quality_metric, speedup_threshold, quality_tolerance, spot, decision_parameter_name"),
+         r"Creative.benchmark.threshold: is not a known key; allowed: compiler, large_batch_size, quality_metric, speedup_threshold, quality_tolerance, baseline_distribution, comparison_instance_type, decision_parameter_name, spot$"),
         ("DocumentClassification", "framework_version", "2.1.0",
          r"DocumentClassification: .*Training Compiler does not support PyTorch 2.1.0.*PyTorch 1.13.1.*Compiler.torch_compile"),
         ("Tabular", "instance_count", "two", r"Tabular.instance_count: must be a int, got 'two'"),

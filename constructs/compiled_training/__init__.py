@@ -19,6 +19,10 @@ _EXPORTS = {
     "ParameterType": "pipelines.job",
     "TrainingOutputBucket": "pipelines.output_bucket",
     "TrainingPipeline": "pipelines.training_pipeline",
+    "TrainingImage": "pipelines.training_image",
+    "TrainingJobOptions": "pipelines.options",
+    "TrainingPipelineProps": "pipelines.options",
+    "CompilerBenchmarkProps": "pipelines.options",
     "ModelRegistration": "pipelines.registration",
     "CompilerBenchmark": "pipelines.compiler_benchmark",
     "RetrainingSchedule": "schedules.retraining_schedule",
@@ -34,6 +38,7 @@ __all__ = [
     "CompiledTrainingChecks",
     "Compiler",
     "CompilerBenchmark",
+    "CompilerBenchmarkProps",
     "CompilerKind",
     "Distribution",
     "Framework",
@@ -43,8 +48,11 @@ __all__ = [
     "ParameterType",
     "RetrainingSchedule",
     "RuntimeImage",
+    "TrainingImage",
+    "TrainingJobOptions",
     "TrainingOutputBucket",
     "TrainingPipeline",
+    "TrainingPipelineProps",
     "Verdict",
     "WorkloadProfile",
     "assess_workload",
@@ -58,8 +66,14 @@ if TYPE_CHECKING:
     from compiled_training.pipelines.compiler_benchmark import CompilerBenchmark
     from compiled_training.pipelines.framework import Framework
     from compiled_training.pipelines.job import Distribution, InputChannel, Parameter, ParameterType
+    from compiled_training.pipelines.options import (
+        CompilerBenchmarkProps,
+        TrainingJobOptions,
+        TrainingPipelineProps,
+    )
     from compiled_training.pipelines.output_bucket import TrainingOutputBucket
     from compiled_training.pipelines.registration import ModelRegistration
+    from compiled_training.pipelines.training_image import TrainingImage
     from compiled_training.pipelines.training_pipeline import TrainingPipeline
     from compiled_training.schedules.retraining_schedule import RetrainingSchedule
 

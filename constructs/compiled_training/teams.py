@@ -1,66 +1,117 @@
 """Teams declared in ``cdk.json`` context: one stack per team, no Python to edit.
 
-Keys are the `TrainingPipeline` prop names, so an error about a prop names the key to fix.
+Keys are the `TrainingPipeline` prop names, read off `TrainingPipelineProps` (and a
+``benchmark`` entry's off `CompilerBenchmarkProps`), so an error about a prop names the key to
+fix and a new prop is a key without an edit here. Props JSON holds as they are (strings,
+numbers, booleans, objects, a str-valued enum by its value) are keys as they are; the few that
+JSON cannot hold (a framework, a compiler, channels, a duration, the image) are keys of their
+own below; props of CDK objects (a bucket, a key, a VPC) are not keys.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import types
+from collections.abc import Callable, Mapping, Sequence
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Union, get_args, get_origin
 
 from aws_cdk import Annotations, Duration, Stack, TimeZone
 
+from compiled_training._internal.typecheck import required_keys
 from compiled_training.image.runtime_image import BuildMode, RuntimeImage
 from compiled_training.nag.acknowledgements import acknowledge
 from compiled_training.nag.rule_pack import PACK
 from compiled_training.pipelines.compiler import Compiler
 from compiled_training.pipelines.compiler_benchmark import CompilerBenchmark
 from compiled_training.pipelines.framework import Framework
-from compiled_training.pipelines.job import Distribution, InputChannel, Parameter
+from compiled_training.pipelines.job import InputChannel, Parameter
+from compiled_training.pipelines.options import (
+    CompilerBenchmarkProps,
+    TrainingJobOptions,
+    TrainingPipelineProps,
+    prop_types,
+)
 from compiled_training.pipelines.registration import ModelRegistration
+from compiled_training.pipelines.training_image import TrainingImage
 from compiled_training.pipelines.training_pipeline import TrainingPipeline
 from compiled_training.schedules.retraining_schedule import RetrainingSchedule
 from constructs import Construct
 
 CONTEXT_KEY = "compiled-training:teams"
 
-_REQUIRED = ("framework", "framework_version", "instance_type")
-_OPTIONAL: dict[str, type | tuple[type, ...]] = {
-    "description": str,
+JsonType = type | tuple[type, ...]
+
+
+def _json_type(hint: Any) -> JsonType | None:
+    """What a prop of type ``hint`` is in JSON, or None where JSON cannot hold it."""
+    if get_origin(hint) in (Union, types.UnionType):
+        found = [t for t in map(_json_type, get_args(hint)) if t is not None]
+        return found[0] if found else None
+    origin = get_origin(hint) or hint
+    if hint in (str, int, bool) or (isinstance(hint, type) and issubclass(hint, Enum)
+                                    and issubclass(hint, str)):
+        return str if issubclass(hint, str) else hint
+    if hint is float:
+        return (int, float)
+    # A collection is JSON where its items can be.
+    if isinstance(origin, type) and issubclass(origin, Mapping):
+        return dict if _json_type(get_args(hint)[1]) else None
+    if isinstance(origin, type) and issubclass(origin, Sequence) and origin is not str:
+        return list if _json_type(get_args(hint)[0]) else None
+    return None
+
+
+def _keys(props: type, skip: set[str]) -> dict[str, JsonType]:
+    """The props of ``props`` that JSON holds as they are, with their JSON types."""
+    return {name: json for name, hint in prop_types(props).items()
+            if name not in skip and (json := _json_type(hint)) is not None}
+
+
+def _enums(props: type) -> dict[str, type[Enum]]:
+    """The str-valued enum props, which a team gives by value."""
+    found = {}
+    for name, hint in prop_types(props).items():
+        members = get_args(hint) if get_origin(hint) in (Union, types.UnionType) else (hint,)
+        for member in members:
+            if isinstance(member, type) and issubclass(member, Enum):
+                found[name] = member
+    return found
+
+
+# Props a team gives in a form of its own (and the keys that make them up).
+_TRANSLATED: dict[str, JsonType] = {
+    "framework": str,
+    "framework_version": str,
     "transformers_version": str,
     "py_version": str,
     "compiler": str,
     "torch_compile_mode": str,
-    "instance_count": int,
-    "distribution": str,
-    "source_dir": str,
-    "entry_point": str,
-    "hyperparameters": dict,
-    "parameters": dict,
-    "channels": dict,
-    "volume_size_gib": int,
+    "source_dir": str,  # relative to the app's folder
+    "channels": dict,  # name -> S3 URI, each a parameter
+    "parameters": dict,  # hyperparameters a schedule may override
     "max_runtime_hours": (int, float),
-    "spot": bool,
-    "max_attempts": int,
-    "debugger": bool,
-    "profiler": bool,
-    "schedule": dict,
-    "runtime_image": dict,
-    "benchmark": dict,
+    "runtime_image": dict,  # the image: a RuntimeImage built for the team
     "registration": dict,
+    "schedule": dict,
+    "benchmark": dict,
 }
-# `CompilerBenchmark` props a team's ``benchmark`` entry may set; the rest comes from the team's
-# pipeline (same framework, instances, code, data and hyperparameters).
-_BENCHMARK_KEYS: dict[str, type | tuple[type, ...]] = {
+_REQUIRED = (*sorted(required_keys(TrainingPipelineProps)), "framework_version")
+_PIPELINE_KEYS: dict[str, JsonType] = {**_keys(TrainingPipelineProps, set(_TRANSLATED)),
+                                       **_TRANSLATED}
+_PIPELINE_ENUMS = {k: e for k, e in _enums(TrainingPipelineProps).items() if k in _PIPELINE_KEYS}
+# A ``benchmark`` entry: the compiler on trial, spot, and the benchmark's own props; the rest
+# comes from the team's pipeline (same framework, instances, code, data and hyperparameters).
+_BENCHMARK_KEYS: dict[str, JsonType] = {
     "compiler": str,
-    "large_batch_size": int,
-    "quality_metric": str,
-    "speedup_threshold": (int, float),
-    "quality_tolerance": (int, float),
+    **_keys(CompilerBenchmarkProps, set(prop_types(TrainingJobOptions))),
     "spot": bool,
-    "decision_parameter_name": str,
 }
+_BENCHMARK_ENUMS = {k: e for k, e in _enums(CompilerBenchmarkProps).items()
+                    if k in _BENCHMARK_KEYS}
+# The pipeline's props a benchmark does not take from it: it names, describes and distributes
+# its arms itself and runs on demand unless told otherwise; its compiler is the one on trial.
+_NOT_SHARED = {"compiler", "distribution", "description", "spot", "pipeline_name"}
 # `ModelRegistration` fields a team's ``registration`` entry may set (instance types as lists).
 _REGISTRATION_KEYS: dict[str, type | tuple[type, ...]] = {
     "model_package_group_name": str,
@@ -104,8 +155,7 @@ def pipeline_props(team: str, config: Mapping[str, Any], *, base_dir: Path) -> d
     for key in _REQUIRED:
         if key not in config:
             raise fail(key, "is required")
-    _check_entry(fail, "", config, {**{k: str for k in _REQUIRED}, **_OPTIONAL},
-                 allowed=", ".join(sorted([*_REQUIRED, *_OPTIONAL])))
+    _check_entry(fail, "", config, _PIPELINE_KEYS, allowed=", ".join(sorted(_PIPELINE_KEYS)))
     schedule = config.get("schedule")
     if schedule is not None:
         if "expression" not in schedule:
@@ -158,14 +208,6 @@ def _props(config: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
     compiler = _compiler("compiler", config.get("compiler", "none"),
                          config.get("torch_compile_mode", "default"))
 
-    distribution = None
-    if "distribution" in config:
-        allowed = [d.value for d in Distribution]
-        if config["distribution"] not in allowed:
-            raise ValueError(f"distribution must be one of {', '.join(allowed)}, "
-                             f"got {config['distribution']!r}")
-        distribution = Distribution(config["distribution"])
-
     hyperparameters: dict[str, Any] = dict(config.get("hyperparameters", {}))
     for key, default in config.get("parameters", {}).items():
         hyperparameters[key] = _parameter(_pascal(key), default)
@@ -175,23 +217,13 @@ def _props(config: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
                      else None)
         for name, uri in config.get("channels", {}).items()
     ]
-    props: dict[str, Any] = {
-        "framework": framework,
-        "compiler": compiler,
-        "instance_type": config["instance_type"],
-        "instance_count": config.get("instance_count"),
-        "distribution": distribution,
-        "description": config.get("description"),
-        "entry_point": config.get("entry_point"),
-        "source_dir": base_dir / config["source_dir"] if "source_dir" in config else None,
-        "hyperparameters": hyperparameters,
-        "channels": channels,
-        "volume_size_gib": config.get("volume_size_gib"),
-        "spot": config.get("spot"),
-        "max_attempts": config.get("max_attempts"),
-        "debugger": config.get("debugger"),
-        "profiler": config.get("profiler"),
-    }
+    props: dict[str, Any] = {key: config[key] for key in _PIPELINE_KEYS
+                             if key in config and key not in _TRANSLATED}
+    props.update(_enum_values(config, _PIPELINE_ENUMS))
+    props.update(framework=framework, compiler=compiler, hyperparameters=hyperparameters,
+                 channels=channels)
+    if "source_dir" in config:
+        props["source_dir"] = base_dir / config["source_dir"]
     if "max_runtime_hours" in config:
         props["max_runtime"] = Duration.minutes(round(60 * config["max_runtime_hours"]))
     if "registration" in config:
@@ -206,17 +238,29 @@ def benchmark_props(benchmark: Mapping[str, Any], pipeline: Mapping[str, Any],
     Arms run on demand unless ``benchmark.spot`` says otherwise: spot interruptions add to
     wall-clock time and would distort the comparison.
     """
-    shared = ("framework", "instance_type", "instance_count", "entry_point", "source_dir",
-              "hyperparameters", "channels", "volume_size_gib", "max_runtime", "max_attempts")
-    props = {key: pipeline[key] for key in shared if pipeline.get(key) is not None}
+    props = {key: value for key, value in pipeline.items()
+             if key in prop_types(TrainingJobOptions) and key not in _NOT_SHARED
+             and value is not None}
     props["compiler"] = _compiler("benchmark.compiler",
                                   benchmark.get("compiler", "training-compiler"),
                                   torch_compile_mode)
-    for key in ("large_batch_size", "quality_metric", "speedup_threshold", "quality_tolerance",
-                "spot", "decision_parameter_name"):
-        if key in benchmark:
-            props[key] = benchmark[key]
+    props.update({key: value for key, value in benchmark.items() if key != "compiler"})
+    props.update(_enum_values(benchmark, _BENCHMARK_ENUMS, "benchmark."))
     return props
+
+
+def _enum_values(config: Mapping[str, Any], enums: Mapping[str, type[Enum]],
+                 where: str = "") -> dict[str, Enum]:
+    """The enum props a team gives by value, as their enums."""
+    values = {}
+    for key, enum in enums.items():
+        if key in config:
+            allowed = [member.value for member in enum]
+            if config[key] not in allowed:
+                raise ValueError(f"{where}{key} must be one of {', '.join(allowed)}, "
+                                 f"got {config[key]!r}")
+            values[key] = enum(config[key])
+    return values
 
 
 def _compiler(key: str, name: str, torch_compile_mode: str) -> Compiler:
@@ -247,6 +291,14 @@ class TeamStack(Stack):
     """One team's stack: its training pipeline (and, with a ``benchmark`` entry, a
     `CompilerBenchmark` of it), from its ``cdk.json`` entry."""
 
+    runtime_image: RuntimeImage | None
+    """The team's image, with a ``runtime_image`` entry."""
+    pipeline: TrainingPipeline
+    benchmark: CompilerBenchmark | None
+    """With a ``benchmark`` entry."""
+    schedule: RetrainingSchedule | None
+    """With a ``schedule`` entry."""
+
     def __init__(self, scope: Construct, construct_id: str, *, team_config: Mapping[str, Any],
                  base_dir: Path, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -258,7 +310,7 @@ class TeamStack(Stack):
                     self, "RuntimeImage", framework=props["framework"],
                     compiler=props["compiler"], instance_type=props["instance_type"],
                     **_runtime_image_props(team_config["runtime_image"]))
-                props["runtime_image"] = self.runtime_image
+                props["image"] = TrainingImage.from_runtime_image(self.runtime_image)
             self.pipeline = TrainingPipeline(self, "Pipeline", **props)
             self.benchmark = None
             if "benchmark" in team_config:

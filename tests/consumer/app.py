@@ -22,6 +22,7 @@ from compiled_training import (
     Parameter,
     RetrainingSchedule,
     RuntimeImage,
+    TrainingImage,
     TrainingPipeline,
 )
 
@@ -40,7 +41,7 @@ image = RuntimeImage(stack, "BertImage", framework=BERT, compiler=Compiler.train
 bert = TrainingPipeline(
     stack, "BertFineTune", framework=BERT, compiler=Compiler.training_compiler(),
     instance_type="ml.g5.48xlarge", instance_count=2, source_dir=TRAINING,
-    entry_point="train.py", runtime_image=image, channels=CHANNELS,
+    entry_point="train.py", image=TrainingImage.from_runtime_image(image), channels=CHANNELS,
     hyperparameters={"epochs": Parameter.integer("Epochs", 3), "batch_size": 32},
 )
 RetrainingSchedule(stack, "Retrain", pipeline=bert, team="nlp",
@@ -52,6 +53,9 @@ benchmark = CompilerBenchmark(
     entry_point="train.py", channels=CHANNELS, large_batch_size=48,
     hyperparameters={"epochs": 1, "batch_size": 32},
 )
+# A pipeline the team's data scientists made with the SageMaker SDK, retrained nightly too.
+RetrainingSchedule(stack, "RetrainChurn", team="nlp", expression="cron(0 3 * * ? *)",
+                   pipeline=TrainingPipeline.from_pipeline_name(stack, "Churn", "churn-sdk"))
 for pipeline in (bert, benchmark):
     cdk.Validations.of(pipeline).acknowledge(cdk.Acknowledgment(
         id="CompiledTraining::CompiledTraining-CT9",

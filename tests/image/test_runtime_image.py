@@ -22,6 +22,7 @@ from compiled_training import (
     Compiler,
     Framework,
     RuntimeImage,
+    TrainingImage,
     TrainingPipeline,
 )
 from compiled_training._internal.handlers import image_build as handler
@@ -314,7 +315,7 @@ def test_pipeline_trains_in_the_runtime_image_and_may_pull_it(source_dir):
     image = _image(stack)
     TrainingPipeline(stack, "Bert", framework=BERT, compiler=Compiler.training_compiler(),
                      instance_type="ml.g5.48xlarge", source_dir=source_dir,
-                     entry_point="train.py", runtime_image=image)
+                     entry_point="train.py", image=TrainingImage.from_runtime_image(image))
     template = Template.from_stack(stack).to_json()
     body = json.dumps(template)
     assert "ImageUri" in body  # the definition reads the built image from the custom resource

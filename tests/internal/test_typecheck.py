@@ -110,7 +110,7 @@ def test_fails_on_a_wrong_type_for_compiler_benchmark(source_dir, overrides, kin
     ({"enabled": "false"}, TypeError, r"enabled must be a bool or None, got str 'false'$"),
     ({"notify_on_success": "yes"}, TypeError, r"notify_on_success must be a bool or None, got str 'yes'$"),
     ({"retry_attempts": 2.5}, TypeError, r"retry_attempts must be an int or None, got float 2.5$"),
-    ({"pipeline": "Team-Bert"}, TypeError, r"pipeline must be PipelineBase, got str 'Team-Bert'$"),
+    ({"pipeline": "Team-Bert"}, TypeError, r"pipeline must be aws_sagemaker.IPipeline, got str 'Team-Bert'$"),
     ({"time_zone": "Europe/Berlin"}, TypeError, r"time_zone must be TimeZone or None, got str 'Europe/Berlin'$"),
     ({"start_date": datetime(2030, 1, 1)}, ValueError,
      r"start_date must be a timezone-aware datetime \(a naive one means the synth machine's local time\), got datetime.datetime\(2030, 1, 1, 0, 0\); add tzinfo=timezone.utc$"),

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
+from pathlib import Path
 
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Annotations, Match, Template
+from cdk_nag import AwsSolutionsChecks
 
-from compiled_training import Compiler, Framework, InputChannel, Parameter, TrainingPipeline
+from compiled_training import (
+    CompiledTrainingChecks,
+    Compiler,
+    Framework,
+    InputChannel,
+    Parameter,
+    TrainingPipeline,
+)
 from compiled_training.schedules.retraining_schedule import RetrainingSchedule, group_name
+from tests.delivery import refusals, senders
 
 
 def _pipeline(stack: cdk.Stack, source_dir) -> TrainingPipeline:
@@ -180,3 +191,72 @@ def test_a_data_uri_override_under_the_readable_prefix_passes(source_dir):
 def test_fails_before_cloudformation_with_a_clear_message(source_dir, overrides, message):
     with pytest.raises(ValueError, match=message):
         _schedule(source_dir, **overrides)
+
+
+# --- any aws_sagemaker.IPipeline: one the SageMaker SDK made, imported by name ---------------
+
+def _imported_schedule(app: cdk.App, **overrides):
+    stack = cdk.Stack(app, "Team", env=cdk.Environment(account="123456789012",
+                                                       region="us-east-1"))
+    # A pipeline the SageMaker SDK's Pipeline.upsert() created: only its name is known here.
+    pipeline = TrainingPipeline.from_pipeline_name(stack, "SdkPipeline", "Churn-Nightly")
+    schedule = RetrainingSchedule(stack, "Retrain", pipeline=pipeline, team="nlp",
+                                  expression="rate(1 day)", **overrides)
+    return stack, pipeline, schedule
+
+
+def test_an_imported_pipeline_is_scheduled_alarmed_and_reported_on_its_arn(tmp_path):
+    # GIVEN cdk-nag and the library's rule pack on the app
+    app = cdk.App(outdir=str(tmp_path))
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), CompiledTrainingChecks(app))
+    stack, pipeline, _ = _imported_schedule(app)
+    assembly = app.synth()  # raises on any unacknowledged finding
+    template = Template.from_stack(stack)
+    arn = ("arn:", {"Ref": "AWS::Partition"},
+           ":sagemaker:us-east-1:123456789012:pipeline/churn-nightly")
+    # THEN the schedule starts it, and its role may start this pipeline only
+    template.has_resource_properties("AWS::Scheduler::Schedule", {
+        "Target": Match.object_like({"Arn": {"Fn::Join": ["", list(arn)]}})})
+    template.has_resource_properties("AWS::IAM::Policy", {"PolicyDocument": {"Statement": [
+        Match.object_like({"Action": "sagemaker:StartPipelineExecution",
+                           "Resource": {"Fn::Join": ["", list(arn)]}}),
+        Match.any_value()]}})
+    # the status rule matches its ARN, the alarm its name
+    (rule,) = template.find_resources("AWS::Events::Rule").values()
+    assert rule["Properties"]["EventPattern"]["detail"]["pipelineArn"] == [
+        {"Fn::Join": ["", list(arn)]}]
+    template.has_resource_properties("AWS::CloudWatch::Alarm", {
+        "MetricName": "ExecutionFailed",
+        "Dimensions": [{"Name": "PipelineName", "Value": "Churn-Nightly"}]})
+    # and every alarm and rule reaches the team's topic, as AWS evaluates the policies
+    assert len(list(senders(template.to_json()))) == 3
+    assert refusals(template.to_json()) == []
+    report = json.loads((Path(assembly.directory) / "validation-report.json").read_text())
+    conclusions = {p["pluginName"]: p["conclusion"] for p in report["pluginReports"]}
+    # (the library's rule pack reports only where it finds a pipeline of its own)
+    assert conclusions.get("AwsSolutions") == "success"
+    assert set(conclusions.values()) == {"success"}
+
+
+def test_overrides_for_an_imported_pipeline_pass_through_with_a_warning(tmp_path):
+    stack, _, _ = _imported_schedule(cdk.App(), parameters={"Epochs": 4, "Tag": "nightly"})
+    Template.from_stack(stack).has_resource_properties("AWS::Scheduler::Schedule", {
+        "Target": Match.object_like({"SageMakerPipelineParameters": {"PipelineParameterList": [
+            {"Name": "Epochs", "Value": "4"}, {"Name": "Tag", "Value": "nightly"}]}})})
+    Annotations.from_stack(stack).has_warning("/Team/Retrain", Match.string_like_regexp(
+        r"pipeline Churn-Nightly was not built by this library, so its parameters are not "
+        r"known here: Epochs, Tag are passed as given"))
+
+
+def test_fails_on_an_override_scheduler_cannot_pass_even_for_an_imported_pipeline():
+    with pytest.raises(ValueError, match=r"RetrainingSchedule Team/Retrain: parameter 'Tag' "
+                                         r"must be 1-1,024 characters as text, got 0$"):
+        _imported_schedule(cdk.App(), parameters={"Tag": ""})
+
+
+def test_fails_on_a_pipeline_that_is_no_ipipeline():
+    with pytest.raises(TypeError, match=r"RetrainingSchedule Team/Retrain: pipeline must be "
+                                        r"aws_sagemaker.IPipeline, got str 'Churn-Nightly'"):
+        stack = cdk.Stack(cdk.App(), "Team")
+        RetrainingSchedule(stack, "Retrain", pipeline="Churn-Nightly",  # type: ignore[arg-type]
+                           team="nlp", expression="rate(1 day)")

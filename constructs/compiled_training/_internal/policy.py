@@ -25,6 +25,7 @@ class InlinePolicy:
         self.statements: list[dict[str, Any]] = []
         self.wildcards: dict[str, str] = {}
         """Each wildcard resource and the reason it is needed."""
+        self._pulls: list[str] | None = None
 
     def allow(self, actions: list[str], resources: list[str], *, why: str | None = None,
               conditions: Mapping[str, Any] | None = None) -> None:
@@ -37,6 +38,18 @@ class InlinePolicy:
                 raise AssertionError(f"wildcard {resource} needs a reason")
             known = self.wildcards.get(resource)
             self.wildcards[resource] = f"{known} {why}" if known and why not in known else why
+
+    def allow_pull(self, repository_arn: str) -> None:
+        """Lets the role pull images from one more ECR repository (one statement for all)."""
+        if self._pulls is None:
+            self._pulls = []
+            self.allow(["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer",
+                        "ecr:BatchCheckLayerAvailability"], self._pulls)
+            self.allow(["ecr:GetAuthorizationToken"], ["*"],
+                       why="ecr:GetAuthorizationToken supports no resource-level permission; "
+                           "pulls are limited to the image repositories by another statement.")
+        if repository_arn not in self._pulls:
+            self._pulls.append(repository_arn)
 
     def allow_prefix(self, bucket: str, key_prefix: str, actions: list[str], *,
                      why: str) -> None:

@@ -18,7 +18,7 @@ import types
 import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Required, Union, Unpack, get_args, get_origin
 
 if TYPE_CHECKING:
     from compiled_training.pipelines.job import Parameter
@@ -32,17 +32,46 @@ Problem = tuple[type[Exception], str]
 
 
 def check_arguments(function: Callable[..., Any], arguments: Mapping[str, Any], *,
-                    whole_minutes: Sequence[str] = ()) -> None:
+                    whole_minutes: Sequence[str] = (), required: Sequence[str] = ()) -> None:
     """Checks a call's arguments (the callee's ``locals()``, first thing) against the callee's
     annotations. A constructor's messages name its class and construct path; a factory's its
-    qualified name. ``whole_minutes`` names the Duration props meant in minutes."""
+    qualified name. ``whole_minutes`` names the Duration props meant in minutes.
+
+    Props taken as ``**props: Unpack[SomeProps]`` are checked against that ``TypedDict``: each
+    one known, the required ones given (those it declares ``Required``, and ``required``)."""
     subject = function.__qualname__.removesuffix(".__init__")
     if "scope" in arguments:
         subject = _construct_subject(subject, arguments["scope"], arguments["construct_id"])
     hints = _hints(function)
-    problems = [problem for name, hint in hints.items() if name in arguments
-                for problem in _problems(arguments[name], hint, name, name in whole_minutes)]
+    problems: list[Problem] = []
+    values = dict(arguments)
+    for name, hint in list(hints.items()):
+        if get_origin(hint) is Unpack:
+            props = get_args(hint)[0]
+            problems += _prop_problems(values.pop(name, {}), props, required)
+            hints = {**hints, **_hints(props)}
+            values.update(arguments[name])
+    problems += [problem for name, hint in hints.items() if name in values
+                 for problem in _problems(values[name], hint, name, name in whole_minutes)]
     _raise(subject, problems)
+
+
+def _prop_problems(given: Mapping[str, Any], props: Any,
+                   required: Sequence[str]) -> list[Problem]:
+    """Unknown props and missing required ones (Python's keyword checks, for ``**props``)."""
+    known = _hints(props)
+    problems: list[Problem] = [
+        (TypeError, f"{name} is not a prop; allowed: {', '.join(known)}")
+        for name in given if name not in known]
+    for name, hint in known.items():
+        if name not in required_keys(props) and name not in required:
+            continue
+        if name not in given:
+            problems.append((TypeError, f"{name} is required"))
+        elif given[name] is None and name in required:  # its type allows None elsewhere
+            wanted = " or ".join(_describe(m) for m in get_args(hint) if m is not type(None))
+            problems.append((TypeError, f"{name} must be {wanted}, got {_given(None)}"))
+    return problems
 
 
 def check_parameter(parameter: Parameter) -> None:
@@ -95,7 +124,16 @@ def _construct_subject(name: str, scope: Any, construct_id: Any) -> str:
 
 
 @functools.cache
-def _hints(function: Callable[..., Any]) -> dict[str, Any]:
+def required_keys(props: type) -> frozenset[str]:
+    """A ``TypedDict``'s ``Required`` keys. (``__required_keys__`` misses them under
+    ``from __future__ import annotations`` before Python 3.14: it sees strings.)"""
+    hints = typing.get_type_hints(props, localns=_deferred_names(), include_extras=True)
+    return frozenset(name for name, hint in hints.items() if get_origin(hint) is Required)
+
+
+@functools.cache
+def _hints(function: Callable[..., Any] | type) -> dict[str, Any]:
+    """A function's parameters, or a ``TypedDict``'s keys, with their types."""
     hints = typing.get_type_hints(function, localns=_deferred_names())
     hints.pop("return", None)
     return hints

@@ -7,11 +7,11 @@ a decision) differ only in the jobs they put into their definitions.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import jsii
 from aws_cdk import Annotations, ArnFormat, Aws, Duration, Names, Resource, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
@@ -20,47 +20,90 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk.interfaces import aws_sagemaker as sagemaker_refs
 
 from compiled_training._internal import validation
-from compiled_training._internal.dlc import DlcImage, resolve_dlc
 from compiled_training._internal.policy import InlinePolicy
 from compiled_training._internal.sourcedir import write_sourcedir
 from compiled_training.pipelines.compiler import Compiler
 from compiled_training.pipelines.framework import Framework
 from compiled_training.pipelines.job import (
     Distribution,
-    HyperparameterValue,
     InputChannel,
     Parameter,
     ParameterValue,
     TrainingJob,
 )
+from compiled_training.pipelines.options import TrainingJobOptions
 from compiled_training.pipelines.output_bucket import TrainingOutputBucket
 from compiled_training_runtime import contract
 from constructs import Construct
 
 PIPELINE_TAG = "compiled-training:pipeline"
 METRIC_NAMESPACE = "AWS/Sagemaker/ModelBuildingPipeline"
-_ECR_URI = re.compile(
-    r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?/"
-    r"(?P<repository>[a-z0-9._/-]+)[:@]"
-)
 
 
 class PipelineBase(Resource):
-    """A SageMaker pipeline that runs training jobs; subclasses build its definition."""
+    """A SageMaker pipeline that runs training jobs; subclasses build its definition.
 
-    def __init__(self, scope: Construct, construct_id: str, *,
-                 pipeline_name: str | None) -> None:
+    Wires what a training job's options (`TrainingJobOptions`) ask for: the code asset, the
+    output bucket and prefix, the VPC; subclasses add their steps' compilers and images.
+    """
+
+    framework: Framework
+    compiler: Compiler
+    """The compiler (in a `CompilerBenchmark`, the one on trial)."""
+    instance_type: str
+    instance_count: int
+    parameters: dict[str, Parameter]
+    """The pipeline parameters an execution (or a schedule) may override, by name."""
+    code: s3_assets.Asset | None
+    """The ``sourcedir.tar.gz`` asset; None for a built-in algorithm."""
+    kms_key: kms.IKey | None
+    bucket: s3.IBucket
+    """Where models, outputs and checkpoints go, under ``prefix``."""
+    prefix: str
+    """This pipeline's S3 prefix (``s3://<bucket>/<pipeline name>``): its roles write only
+    there."""
+    role: iam.Role
+    """The execution role its jobs run as."""
+    pipeline_role: iam.Role
+    """The role SageMaker Pipelines runs the pipeline as."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, options: TrainingJobOptions,
+                 compiler: Compiler) -> None:
         super().__init__(scope, construct_id)
+        pipeline_name = options.get("pipeline_name")
         self._named_by_path = pipeline_name is None
         self._pipeline_name = pipeline_name or Names.unique_resource_name(
             self, max_length=80, separator="-")
-        self._pipeline_arn = Stack.of(self).format_arn(
-            service="sagemaker", resource="pipeline", resource_name=self._pipeline_name.lower())
-        self.parameters: dict[str, Parameter] = {}
-        """The pipeline parameters an execution (or a schedule) may override, by name."""
+        self._pipeline_arn = pipeline_arn(self, self._pipeline_name)
+        self.framework = options["framework"]
+        self.compiler = compiler
+        self.instance_type = options["instance_type"]
+        count = options.get("instance_count")
+        self.instance_count = 1 if count is None else count
+        self.parameters = {}
         self._channels: dict[str, InputChannel] = {}
+        source_dir = options.get("source_dir")
+        self.code = self._code_asset(Path(source_dir)) if source_dir is not None else None
+        if self.code is None and self.framework.runs_script:
+            raise ValueError(
+                f"{self._subject}: source_dir is required for {self.framework.describe()} (it "
+                f"holds entry_point {options.get('entry_point')!r})")
+        self.kms_key = options.get("kms_key")
+        self.bucket = options.get("output_bucket") or TrainingOutputBucket.of_stack(
+            self, self.kms_key)
+        self.prefix = f"s3://{self.bucket.bucket_name}/{self.pipeline_name}"
+        self._common = self._common_job(options)
+
+    @staticmethod
+    def from_pipeline_name(scope: Construct, construct_id: str,
+                           pipeline_name: str) -> sagemaker.IPipeline:
+        """A pipeline made elsewhere (by the SageMaker SDK's ``upsert``, the console, another
+        stack), by name in this stack's account and region: enough for a `RetrainingSchedule`
+        to start it, alarm on it and report its executions."""
+        return ImportedPipeline(scope, construct_id, pipeline_name=pipeline_name)
 
     # --- IPipeline (properties, so that jsii can read them) ---------------------------------
 
@@ -102,22 +145,12 @@ class PipelineBase(Resource):
 
     def grant_start_execution(self, grantee: iam.IGrantable) -> iam.Grant:
         """Lets ``grantee`` start executions of this pipeline, and nothing else."""
-        return iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["sagemaker:StartPipelineExecution"],
-            resource_arns=[self.pipeline_arn],
-        )
+        return grant_start(self, grantee)
 
     def metric(self, metric_name: str, *, statistic: str = "Sum",
                period: Duration | None = None) -> cloudwatch.Metric:
         """A metric SageMaker Pipelines publishes for this pipeline."""
-        return cloudwatch.Metric(
-            namespace=METRIC_NAMESPACE,
-            metric_name=metric_name,
-            dimensions_map={"PipelineName": self.pipeline_name},
-            statistic=statistic,
-            period=period or Duration.minutes(5),
-        )
+        return pipeline_metric(self, metric_name, statistic=statistic, period=period)
 
     def metric_failed_executions(self, *, period: Duration | None = None) -> cloudwatch.Metric:
         return self.metric("ExecutionFailed", period=period)
@@ -130,78 +163,46 @@ class PipelineBase(Resource):
 
     # --- for subclasses ------------------------------------------------------------------
 
-    def _common_job(
-        self,
-        *,
-        framework: Framework,
-        instance_type: str,
-        instance_count: int | None,
-        source_dir: str | Path | None,
-        entry_point: str | None,
-        hyperparameters: Mapping[str, HyperparameterValue] | None,
-        channels: Sequence[InputChannel] | None,
-        output_bucket: s3.IBucket | None,
-        volume_size_gib: int | None,
-        max_runtime: Duration | None,
-        spot: bool | None,
-        max_wait: Duration | None,
-        max_attempts: int | None,
-        debugger: bool | None,
-        profiler: bool | None,
-        kms_key: kms.IKey | None,
-        vpc: ec2.IVpc | None,
-        vpc_subnets: ec2.SubnetSelection | None,
-        security_groups: Sequence[ec2.ISecurityGroup] | None,
-        network_isolation: bool | None,
-        inter_container_encryption: bool | None,
-    ) -> TrainingJob:
-        """The job every step of this pipeline starts from: no compiler and no image yet.
-
-        Sets ``bucket``, ``prefix`` (this pipeline's S3 prefix) and the code asset.
-        """
+    def _common_job(self, options: TrainingJobOptions) -> TrainingJob:
+        """The job every step of this pipeline starts from: no compiler and no image yet."""
         stack = Stack.of(self)
-        count = 1 if instance_count is None else instance_count
+        max_runtime, max_wait = options.get("max_runtime"), options.get("max_wait")
         runtime_seconds = int((max_runtime or Duration.days(1)).to_seconds())
-        self.code = self._code_asset(Path(source_dir)) if source_dir is not None else None
-        if self.code is None and framework.runs_script:
-            raise ValueError(
-                f"{self._subject}: source_dir is required for {framework.describe()} (it "
-                f"holds entry_point {entry_point!r})")
-        self.kms_key = kms_key
-        self.bucket = output_bucket or TrainingOutputBucket.of_stack(self, kms_key)
-        self.prefix = f"s3://{self.bucket.bucket_name}/{self.pipeline_name}"
-        subnet_ids, group_ids = self._vpc_config(vpc, vpc_subnets, security_groups)
+        spot, source_dir = options.get("spot"), options.get("source_dir")
+        volume_size_gib, max_attempts = options.get("volume_size_gib"), options.get("max_attempts")
+        encryption = options.get("inter_container_encryption")
+        subnet_ids, group_ids = self._vpc_config(options.get("vpc"), options.get("vpc_subnets"),
+                                                 options.get("security_groups"))
         return TrainingJob(
             pipeline_name=self.pipeline_name,
-            framework=framework,
+            framework=self.framework,
             compiler=Compiler.none(),
             distribution=Distribution.NONE,
-            instance_type=instance_type,
-            instance_count=count,
+            instance_type=self.instance_type,
+            instance_count=self.instance_count,
             volume_size_gib=30 if volume_size_gib is None else volume_size_gib,
             max_runtime_seconds=runtime_seconds,
             image_uri="",
             role_arn="",  # the execution role's, once its policy can be written from the jobs
             region=stack.region,
             output_s3_uri=f"{self.prefix}/output",
-            entry_point=entry_point,
+            entry_point=options.get("entry_point"),
             source_s3_uri=self.code.s3_object_url if self.code else None,
             source_dir=Path(source_dir) if source_dir is not None else None,
-            hyperparameters=dict(hyperparameters or {}),
-            channels=list(channels or []),
-            metric_definitions=contract.metric_definitions() if framework.runs_script else (),
+            hyperparameters=dict(options.get("hyperparameters") or {}),
+            channels=list(options.get("channels") or []),
+            metric_definitions=(contract.metric_definitions() if self.framework.runs_script
+                                else ()),
             spot=bool(spot),
             max_wait_seconds=int((max_wait or Duration.seconds(2 * runtime_seconds)).to_seconds())
             if spot else None,
             checkpoint_s3_uri=execution_scoped(f"{self.prefix}/checkpoints"),
-            debugger=bool(debugger),
-            profiler=bool(profiler),
-            kms_key_id=kms_key.key_arn if kms_key else None,
+            kms_key_id=self.kms_key.key_arn if self.kms_key else None,
             subnet_ids=subnet_ids,
             security_group_ids=group_ids,
-            network_isolation=bool(network_isolation),
+            network_isolation=bool(options.get("network_isolation")),
             inter_container_encryption=(
-                count > 1 if inter_container_encryption is None else inter_container_encryption),
+                self.instance_count > 1 if encryption is None else encryption),
             max_attempts=3 if max_attempts is None else max_attempts,
             tags={PIPELINE_TAG: self.pipeline_name},
         )
@@ -250,11 +251,10 @@ class PipelineBase(Resource):
                              names.get(key)).raise_errors(self._subject)
         names[key] = self.node.path
 
-    def _execution_policy(self, jobs: Sequence[TrainingJob],
-                          code: Sequence[s3_assets.Asset],
-                          repository_arns: Sequence[str]) -> InlinePolicy:
-        """Reads its code and input prefixes, writes its own prefix, pulls its own images."""
-        policy = InlinePolicy()
+    def _execution_policy(self, policy: InlinePolicy, jobs: Sequence[TrainingJob],
+                          code: Sequence[s3_assets.Asset]) -> InlinePolicy:
+        """Reads its code and input prefixes, writes its own prefix; ``policy`` already pulls
+        its own images (`TrainingImage.bind`)."""
         for asset in code:
             policy.allow(["s3:GetObject"], [
                 f"arn:{Aws.PARTITION}:s3:::{asset.s3_bucket_name}/{asset.s3_object_key}"])
@@ -275,11 +275,6 @@ class PipelineBase(Resource):
                             why="The job writes model, output and checkpoints (and reads "
                                 "checkpoints back to resume) under this pipeline's own prefix "
                                 "only.")
-        policy.allow(["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer",
-                      "ecr:BatchCheckLayerAvailability"], sorted(set(repository_arns), key=str))
-        policy.allow(["ecr:GetAuthorizationToken"], ["*"],
-                     why="ecr:GetAuthorizationToken supports no resource-level permission; "
-                         "pulls are limited to the image repositories by another statement.")
         self._allow_logs_and_metrics(policy, "TrainingJobs")
         if any(job.subnet_ids for job in jobs):
             policy.allow([
@@ -351,19 +346,21 @@ class PipelineBase(Resource):
         return policy
 
     def _create_pipeline(self, *, definition: dict[str, Any], description: str,
-                         pipeline_policy: InlinePolicy, summary: dict[str, Any]) -> None:
+                         pipeline_policy: InlinePolicy, summary: dict[str, Any]) -> iam.Role:
+        """Creates the pipeline resource; returns the role it runs as."""
         self._check_pipeline(definition, description)
-        self.pipeline_role = pipeline_policy.role(
+        pipeline_role = pipeline_policy.role(
             self, "PipelineRole", f"Runs SageMaker pipeline {self.pipeline_name}")
         stack = Stack.of(self)
         self._resource = sagemaker.CfnPipeline(
             self, "Resource",
             pipeline_name=self.pipeline_name,
             pipeline_description=description,
-            role_arn=self.pipeline_role.role_arn,
+            role_arn=pipeline_role.role_arn,
             pipeline_definition={"PipelineDefinitionBody": stack.to_json_string(definition)},
         )
         self._resource.add_metadata("compiled-training", summary)
+        return pipeline_role
 
     def _code_asset(self, source_dir: Path) -> s3_assets.Asset:
         if not source_dir.is_dir():
@@ -397,20 +394,60 @@ class PipelineBase(Resource):
             groups = [group]
         return list(selected.subnet_ids), [g.security_group_id for g in groups]
 
-    def _ecr_repository_arn(self, image_uri: str) -> str:
-        """The repository of an ECR image URI, for a pull permission on it alone."""
-        match = _ECR_URI.match(image_uri)
-        if not match:
-            raise ValueError(
-                f"{self._subject}: image_uri must be an ECR image "
-                f"(ACCOUNT.dkr.ecr.REGION.amazonaws.com/REPOSITORY:TAG), got {image_uri!r}")
-        return Stack.of(self).format_arn(
-            service="ecr", account=match["account"], region=match["region"],
-            resource="repository", resource_name=match["repository"])
 
-    def _dlc_repository_arn(self, dlc: DlcImage, account: str) -> str:
-        return Stack.of(self).format_arn(service="ecr", account=account,
-                                         resource="repository", resource_name=dlc.repository)
+@jsii.implements(sagemaker.IPipeline)
+class ImportedPipeline(Resource):
+    """A SageMaker pipeline this app did not create, by name; see
+    `PipelineBase.from_pipeline_name`."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, pipeline_name: str) -> None:
+        super().__init__(scope, construct_id)
+        self._pipeline_name = pipeline_name
+        self._pipeline_arn = pipeline_arn(self, pipeline_name)
+
+    # Properties, not attributes: jsii reads an interface's members from a class's properties.
+    @property
+    def pipeline_name(self) -> str:
+        """The SageMaker pipeline's name."""
+        return self._pipeline_name
+
+    @property
+    def pipeline_arn(self) -> str:
+        """The SageMaker pipeline's ARN, in this stack's account and region."""
+        return self._pipeline_arn
+
+    @property
+    def pipeline_ref(self) -> sagemaker_refs.PipelineReference:
+        return sagemaker_refs.PipelineReference(pipeline_name=self.pipeline_name)
+
+    def grant_start_pipeline_execution(self, grantee: iam.IGrantable) -> iam.Grant:
+        return grant_start(self, grantee)
+
+
+def grant_start(pipeline: sagemaker.IPipeline, grantee: iam.IGrantable) -> iam.Grant:
+    """Lets ``grantee`` start executions of ``pipeline``, and nothing else."""
+    return iam.Grant.add_to_principal(grantee=grantee,
+                                      actions=["sagemaker:StartPipelineExecution"],
+                                      resource_arns=[pipeline.pipeline_arn])
+
+
+def pipeline_arn(scope: Construct, pipeline_name: str) -> str:
+    """A pipeline's ARN in ``scope``'s account and region (SageMaker lower-cases the name)."""
+    return Stack.of(scope).format_arn(service="sagemaker", resource="pipeline",
+                                      resource_name=pipeline_name.lower())
+
+
+def pipeline_metric(pipeline: sagemaker.IPipeline, metric_name: str, *, statistic: str = "Sum",
+                    period: Duration | None = None) -> cloudwatch.Metric:
+    """A metric SageMaker Pipelines publishes for ``pipeline`` (any ``IPipeline``: they are
+    dimensioned by name alone)."""
+    return cloudwatch.Metric(
+        namespace=METRIC_NAMESPACE,
+        metric_name=metric_name,
+        dimensions_map={"PipelineName": pipeline.pipeline_name},
+        statistic=statistic,
+        period=period or Duration.minutes(5),
+    )
 
 
 def shared_archive_asset(scope: Construct, folder: Path) -> s3_assets.Asset:
@@ -423,17 +460,6 @@ def shared_archive_asset(scope: Construct, folder: Path) -> s3_assets.Asset:
     if isinstance(existing, s3_assets.Asset):
         return existing
     return s3_assets.Asset(stack, construct_id, path=str(archive))
-
-
-def try_resolve_dlc(framework: Framework, compiler: Compiler, instance_type: str
-                    ) -> DlcImage | None:
-    """The DLC, or None when there is none: `validation.check` then reports why, with the rest."""
-    if not validation.known_instance_type(instance_type):
-        return None
-    try:
-        return resolve_dlc(framework, compiler.is_training_compiler, instance_type)
-    except ValueError:
-        return None
 
 
 def execution_scoped(uri: str) -> Any:

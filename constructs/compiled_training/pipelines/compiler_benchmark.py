@@ -7,17 +7,13 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import jsii
 from aws_cdk import Annotations, Duration, RemovalPolicy, Stack, Token
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_ssm as ssm
 
@@ -46,7 +42,6 @@ from compiled_training.pipelines.base import (
     PipelineBase,
     execution_scoped,
     shared_archive_asset,
-    try_resolve_dlc,
 )
 from compiled_training.pipelines.compiler import Compiler, CompilerKind
 from compiled_training.pipelines.framework import Framework
@@ -58,6 +53,8 @@ from compiled_training.pipelines.job import (
     ParameterValue,
     TrainingJob,
 )
+from compiled_training.pipelines.options import BENCHMARK_REQUIRED, CompilerBenchmarkProps
+from compiled_training.pipelines.training_image import TrainingImage, dlc_repository_arn
 from compiled_training_runtime import contract
 from constructs import Construct
 
@@ -83,92 +80,43 @@ class CompilerBenchmark(PipelineBase):
     and learning rate) goes to the SSM parameter ``decision_parameter``; a hold then fails
     the execution with the reason. Implements ``aws_sagemaker.IPipeline``, so a
     `RetrainingSchedule` can run it again after a framework or model change.
+    Props: `CompilerBenchmarkProps` (a training job's `TrainingJobOptions`, with
+    ``source_dir``, ``entry_point`` and ``channels`` required, and the benchmark's own).
     """
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        framework: Framework,
-        instance_type: str,
-        source_dir: str | Path,
-        entry_point: str,
-        channels: Sequence[InputChannel],
-        compiler: Compiler | None = None,
-        instance_count: int | None = None,
-        hyperparameters: Mapping[str, HyperparameterValue] | None = None,
-        large_batch_size: int | None = None,
-        quality_metric: str | None = None,
-        speedup_threshold: float | None = None,
-        quality_tolerance: float | None = None,
-        distribution: Distribution | None = None,
-        baseline_distribution: Distribution | None = None,
-        comparison_instance_type: str | None = None,
-        decision_parameter_name: str | None = None,
-        pipeline_name: str | None = None,
-        description: str | None = None,
-        output_bucket: s3.IBucket | None = None,
-        volume_size_gib: int | None = None,
-        max_runtime: Duration | None = None,
-        spot: bool | None = None,
-        max_wait: Duration | None = None,
-        max_attempts: int | None = None,
-        kms_key: kms.IKey | None = None,
-        vpc: ec2.IVpc | None = None,
-        vpc_subnets: ec2.SubnetSelection | None = None,
-        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
-        network_isolation: bool | None = None,
-        inter_container_encryption: bool | None = None,
-    ) -> None:
-        """
-        :param framework: the framework and version, e.g. ``Framework.pytorch("1.13.1")``.
-        :param instance_type: the GPU instance type every arm trains on.
-        :param source_dir: the training code, uploaded as a deterministic ``sourcedir.tar.gz``.
-        :param entry_point: the script in ``source_dir``; it must write the compiled-training
-            runtime's run summary (the runtime's ``train.py`` does).
-        :param channels: input channels, the same for every arm; a ``validation`` channel is
-            required (quality is compared on it).
-        :param compiler: the compiler on trial; when omitted, Training Compiler.
-        :param instance_count: when omitted, one instance per arm.
-        :param hyperparameters: the same for every arm (the large-batch arm overrides
-            ``batch_size``).
-        :param large_batch_size: when given, a third arm trains with the compiler at this
-            batch size, the learning rate scaled linearly from ``hyperparameters
-            ["batch_size"]``; when omitted, two arms.
-        :param quality_metric: ``validation_accuracy`` (the default; tolerance in
-            percentage points) or ``validation_loss``.
-        :param speedup_threshold: least wall-clock speedup to ship, as a fraction; when
-            omitted, 0.2 (20 % faster). A pipeline parameter, ``SpeedupThreshold``, that an
-            execution may raise (up to 10), never lower: the decision function refuses to
-            record a verdict judged by a lower one, and a schedule's override is checked at
-            synth.
-        :param quality_tolerance: most quality lost to ship; when omitted, 0.1 points. A
-            pipeline parameter, ``QualityTolerance``, that an execution may tighten (down to
-            0), never loosen, enforced the same way.
-        :param distribution: the compiler arms' distribution; when omitted, ``pytorchxla``
-            for Training Compiler on more than one GPU, ``torch_distributed`` for
-            torch.compile on more than one GPU, none otherwise.
-        :param baseline_distribution: when omitted, ``torch_distributed`` on more than one
-            GPU (so that both sides use every GPU), none otherwise.
-        :param comparison_instance_type: when omitted, ``ml.m5.large``.
-        :param decision_parameter_name: when omitted,
-            ``/compiled-training/<pipeline name>/decision`` (with a derived pipeline name, a
-            rename of the construct replaces it and deletes the verdict: a warning says so).
-        :param spot: when omitted, on-demand. Spot interruptions distort a wall-clock
-            comparison, so spot arms draw a warning.
-        Other props as in `TrainingPipeline`.
-        """
-        check_arguments(CompilerBenchmark.__init__, locals())
-        super().__init__(scope, construct_id, pipeline_name=pipeline_name)
-        compiler = compiler or Compiler.training_compiler()
-        self.framework = framework
-        self.compiler = compiler
-        self.instance_type = instance_type
-        self.instance_count = 1 if instance_count is None else instance_count
-        self.quality_metric = quality_metric or "validation_accuracy"
-        self._validate(compiler, channels, hyperparameters or {}, large_batch_size,
-                       speedup_threshold, quality_tolerance)
+    quality_metric: str
+    speedup_threshold: Parameter
+    quality_tolerance: Parameter
+    threshold_ranges: dict[str, tuple[float, float]]
+    """What an execution may set each threshold parameter to: the bar set here or a stricter
+    one."""
+    arms: dict[str, TrainingJob]
+    """Each arm's training job, by arm name (``baseline``, ``compiler``...)."""
+    images: dict[str, DlcImage]
+    """Each arm's Deep Learning Container, by arm name."""
+    comparison_image: DlcImage
+    comparison_s3_prefix: str
+    """Where each execution writes its comparison (``<prefix>/<execution id>/``)."""
+    decision_parameter_name: str
+    """Where the verdict goes: a JSON object with ``verdict`` ("ship", "hold" or
+    "undecided"), ``arm``, ``speedup``, ``quality_drop``, ``global_batch_size``,
+    ``learning_rate``, ``reason``, the thresholds it was judged by (``speedup_threshold``,
+    ``quality_tolerance``), ``comparison`` (S3) and ``execution``."""
+    decision_parameter: ssm.StringParameter
+    decision_function: lambda_.Function
+
+    def __init__(self, scope: Construct, construct_id: str,
+                 **props: Unpack[CompilerBenchmarkProps]) -> None:
+        check_arguments(CompilerBenchmark.__init__, locals(), required=BENCHMARK_REQUIRED)
+        super().__init__(scope, construct_id, options=props,
+                         compiler=props.get("compiler") or Compiler.training_compiler())
+        compiler, framework = self.compiler, self.framework
+        self.quality_metric = props.get("quality_metric") or "validation_accuracy"
+        speedup_threshold = props.get("speedup_threshold")
+        quality_tolerance = props.get("quality_tolerance")
+        large_batch_size = props.get("large_batch_size")
+        self._validate(compiler, props.get("channels") or [], props.get("hyperparameters") or {},
+                       large_batch_size, speedup_threshold, quality_tolerance)
         speedup = (contract.DEFAULT_SPEEDUP_THRESHOLD if speedup_threshold is None
                    else float(speedup_threshold))
         tolerance = (contract.DEFAULT_QUALITY_TOLERANCE if quality_tolerance is None
@@ -178,51 +126,36 @@ class CompilerBenchmark(PipelineBase):
         self.threshold_ranges = {
             SPEEDUP_THRESHOLD_PARAMETER: (speedup, SPEEDUP_THRESHOLD_LIMITS[1]),
             QUALITY_TOLERANCE_PARAMETER: (QUALITY_TOLERANCE_LIMITS[0], tolerance)}
-        """What an execution may set each threshold parameter to: the bar set here or a
-        stricter one."""
-        if spot:
+        if props.get("spot"):
             Annotations.of(self).add_warning_v2(
                 "compiled-training:CompilerBenchmark:Spot",
                 "spot arms can be interrupted and resumed, which adds to their wall-clock "
                 "time and distorts the comparison; benchmark on demand")
 
-        common = self._common_job(
-            framework=framework, instance_type=instance_type, instance_count=instance_count,
-            source_dir=source_dir, entry_point=entry_point, hyperparameters=hyperparameters,
-            channels=channels, output_bucket=output_bucket, volume_size_gib=volume_size_gib,
-            max_runtime=max_runtime, spot=spot, max_wait=max_wait, max_attempts=max_attempts,
-            debugger=False, profiler=False, kms_key=kms_key, vpc=vpc, vpc_subnets=vpc_subnets,
-            security_groups=security_groups, network_isolation=network_isolation,
-            inter_container_encryption=inter_container_encryption)
-        self.arms: dict[str, TrainingJob] = {}
-        """Each arm's training job, by arm name (``baseline``, ``compiler``...)."""
-        self.images: dict[str, DlcImage] = {}
-        repositories = self._add_arms(common, distribution, baseline_distribution,
-                                      large_batch_size)
+        common = self._common
+        policy = InlinePolicy()
+        self.arms = {}
+        self.images = {}
+        self._add_arms(common, policy, props.get("distribution"),
+                       props.get("baseline_distribution"), large_batch_size)
 
-        comparison_type = comparison_instance_type or "ml.m5.large"
+        comparison_type = props.get("comparison_instance_type") or "ml.m5.large"
         self.comparison_image = self._comparison_image(comparison_type)
         comparison_uri, comparison_account = dlc_image_uri(self, self.comparison_image)
-        repositories.append(self._dlc_repository_arn(self.comparison_image, comparison_account))
+        policy.allow_pull(dlc_repository_arn(self, self.comparison_image, comparison_account))
         comparison_code = shared_archive_asset(self, RUNTIME_PACKAGE_DIR)
         self.comparison_s3_prefix = f"{self.prefix}/comparison"
-        """Where each execution writes its comparison (``<prefix>/<execution id>/``)."""
 
-        policy = self._execution_policy(list(self.arms.values()),
-                                        [c for c in (self.code, comparison_code) if c],
-                                        repositories)
+        self._execution_policy(policy, list(self.arms.values()),
+                               [c for c in (self.code, comparison_code) if c])
         self._allow_logs_and_metrics(policy, "ProcessingJobs")
         self.role = self._execution_role(policy)
         self.arms = {name: replace(job, role_arn=self.role.role_arn)
                      for name, job in self.arms.items()}
 
+        decision_parameter_name = props.get("decision_parameter_name")
         self.decision_parameter_name = (decision_parameter_name
                                         or f"/compiled-training/{self.pipeline_name}/decision")
-        """Where the verdict goes: a JSON object with ``verdict`` ("ship", "hold" or
-        "undecided"), ``arm``, ``speedup``, ``quality_drop``, ``global_batch_size``,
-        ``learning_rate``, ``reason``, the thresholds it was judged by
-        (``speedup_threshold``, ``quality_tolerance``), ``comparison`` (S3) and
-        ``execution``."""
         if not re.fullmatch(r"[A-Za-z0-9_.\-/]{1,2048}", self.decision_parameter_name):
             raise ValueError(f"{self._subject}: decision_parameter_name must be 1-2048 letters, "
                              f"digits and . _ - / (SSM's rule), got "
@@ -246,16 +179,16 @@ class CompilerBenchmark(PipelineBase):
             speedup_threshold=self.speedup_threshold,
             quality_tolerance=self.quality_tolerance,
             decision_function_arn=self.decision_function.function_arn,
-            kms_key_id=kms_key.key_arn if kms_key else None,
+            kms_key_id=common.kms_key_id,
             max_attempts=common.max_attempts,
             tags=common.tags,
         )
         self.parameters = {p.name: p for p in benchmark_parameters(self.arms, comparison)}
         pipeline_policy = self._pipeline_policy(self.role, ("training-job", "processing-job"))
         pipeline_policy.allow(["lambda:InvokeFunction"], [self.decision_function.function_arn])
-        self._create_pipeline(
+        self.pipeline_role = self._create_pipeline(
             definition=build_benchmark_definition(self.arms, comparison),
-            description=description or (
+            description=props.get("description") or (
                 f"Benchmarks {compiler.describe()} against no compiler on "
                 f"{framework.describe()}; ships at {self.speedup_threshold.default:.0%} "
                 f"faster within {self.quality_tolerance.default:g} of {self.quality_metric}"),
@@ -301,10 +234,10 @@ class CompilerBenchmark(PipelineBase):
 
     # --- wiring --------------------------------------------------------------------------
 
-    def _add_arms(self, common: TrainingJob, distribution: Distribution | None,
-                  baseline_distribution: Distribution | None,
-                  large_batch_size: int | None) -> list[str]:
-        """Fills ``arms`` (and ``images``); returns the image repositories they pull."""
+    def _add_arms(self, common: TrainingJob, policy: InlinePolicy,
+                  distribution: Distribution | None, baseline_distribution: Distribution | None,
+                  large_batch_size: int | None) -> None:
+        """Fills ``arms`` (and ``images``); ``policy`` pulls their images."""
         compiler, instance_type = self.compiler, self.instance_type
         multi_gpu = self.instance_count > 1 or (
             validation.known_instance_type(instance_type) and gpus_per_instance(instance_type) > 1)
@@ -322,21 +255,18 @@ class CompilerBenchmark(PipelineBase):
             settings.append((contract.ARM_COMPILER_LARGE_BATCH, compiler, compiled_distribution,
                              {"batch_size": large_batch_size,
                               "base_batch_size": common.hyperparameters["batch_size"]}))
-        repositories = []
         for name, arm_compiler, arm_distribution, overrides in settings:
-            dlc = try_resolve_dlc(self.framework, arm_compiler, instance_type)
-            image_uri, account = dlc_image_uri(self, dlc) if dlc else ("", "")
+            image = TrainingImage.dlc().bind(self, policy, framework=self.framework,
+                                             compiler=arm_compiler, instance_type=instance_type)
             job = replace(common, compiler=arm_compiler, distribution=arm_distribution,
-                          image_uri=image_uri, step_name=arm_step_name(name),
+                          image_uri=image.image_uri, step_name=arm_step_name(name),
                           hyperparameters={**common.hyperparameters, **overrides},
                           # Arms run at once: each resumes from its own checkpoints only.
                           checkpoint_s3_uri=execution_scoped(f"{self.prefix}/checkpoints/{name}"))
-            if dlc is not None:
-                self.images[name] = dlc
-                repositories.append(self._dlc_repository_arn(dlc, account))
+            if image.dlc is not None:
+                self.images[name] = image.dlc
             self.arms[name] = job
         self._check(self.arms)
-        return repositories
 
     def _validate(self, compiler: Compiler, channels: Sequence[InputChannel],
                   hyperparameters: Mapping[str, HyperparameterValue],

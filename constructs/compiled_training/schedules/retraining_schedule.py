@@ -23,6 +23,7 @@ from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_scheduler_targets as scheduler_targets
 from aws_cdk import aws_sns as sns
@@ -30,7 +31,7 @@ from aws_cdk import aws_sqs as sqs
 
 from compiled_training._internal.typecheck import check_arguments
 from compiled_training.nag.acknowledgements import acknowledge, skip_checkov
-from compiled_training.pipelines.base import PipelineBase
+from compiled_training.pipelines.base import PipelineBase, pipeline_metric
 from compiled_training.pipelines.job import ParameterType
 from compiled_training.schedules.expressions import validate_expression
 from constructs import Construct
@@ -51,15 +52,30 @@ _PYTHON_TYPES: dict[ParameterType, tuple[type, ...]] = {
 
 
 class RetrainingSchedule(Construct):
-    """Starts a `TrainingPipeline` (or a `CompilerBenchmark`) on a schedule and tells the team
-    when a run fails."""
+    """Starts a SageMaker pipeline on a schedule and tells the team when a run fails: a
+    `TrainingPipeline`, a `CompilerBenchmark`, or any other ``aws_sagemaker.IPipeline`` (one
+    the SageMaker SDK made, imported with ``TrainingPipeline.from_pipeline_name``)."""
+
+    pipeline: sagemaker.IPipeline
+    team: str
+    expression: str
+    topic: sns.ITopic
+    """Where failures (and, if asked, successes and model versions) are reported."""
+    dead_letter_queue: sqs.Queue
+    schedule: scheduler.Schedule
+    dead_letter_alarm: cloudwatch.Alarm
+    failed_executions_alarm: cloudwatch.Alarm
+    status_rule: events.Rule
+    model_rule: events.Rule | None
+    """Registered model versions and approval changes; None for a pipeline that registers
+    none."""
 
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
-        pipeline: PipelineBase,
+        pipeline: sagemaker.IPipeline,
         team: str,
         expression: str,
         time_zone: TimeZone | None = None,
@@ -74,7 +90,8 @@ class RetrainingSchedule(Construct):
         notify_on_success: bool | None = None,
     ) -> None:
         """
-        :param pipeline: the pipeline to start.
+        :param pipeline: the pipeline to start; its ``pipeline_arn`` is what the status rule
+            matches, its name what the failed-executions alarm watches.
         :param team: names the schedule group (one per team and stack, named after both, so
             that two stacks of one team never collide; deleted with the stack: it holds no
             data) and every message.
@@ -88,10 +105,12 @@ class RetrainingSchedule(Construct):
             has already passed when the app is synthesized draws a warning (the schedule would
             never fire), not an error, so that the same code synthesizes on any day.
         :param enabled: when omitted, enabled.
-        :param parameters: pipeline parameter overrides; each must be a parameter the
-            pipeline declares, with a finite value of its type, 1-1,024 characters once
-            written as text, and one the pipeline's roles can follow (a channel's data URI
-            under the prefix its execution role may read). When omitted, the defaults run.
+        :param parameters: pipeline parameter overrides, each 1-1,024 characters once written
+            as text. For a `TrainingPipeline` or `CompilerBenchmark`, each must also be a
+            parameter the pipeline declares, with a finite value of its type, and one the
+            pipeline's roles can follow (a channel's data URI under the prefix its execution
+            role may read); another pipeline's parameters are not known here, so they are
+            passed as given, with a warning. When omitted, the defaults run.
         :param retry_attempts: when omitted, 3 retries of a failed start.
         :param max_event_age: when omitted, 6 hours; older starts go to the dead-letter queue.
         :param topic: when omitted, an SNS topic encrypted with a new customer-managed key.
@@ -121,6 +140,13 @@ class RetrainingSchedule(Construct):
         if not 0 <= attempts <= 185:
             raise ValueError(f"{where}: retry_attempts must be 0-185, got {attempts}")
         overrides = _checked_parameters(where, pipeline, parameters or {})
+        if overrides and not isinstance(pipeline, PipelineBase):
+            Annotations.of(self).add_warning_v2(
+                "compiled-training:RetrainingSchedule:UncheckedParameters",
+                f"pipeline {pipeline.pipeline_name} was not built by this library, so its "
+                f"parameters are not known here: {', '.join(sorted(overrides))} are passed as "
+                "given; a name it does not declare or a value of the wrong type fails each "
+                "scheduled start (retried, then sent to the dead-letter queue)")
         if end_date is not None and end_date.tzinfo is not None and end_date <= datetime.now(
                 timezone.utc):
             # The synth clock decides only this warning, never the template.
@@ -177,7 +203,7 @@ class RetrainingSchedule(Construct):
             "FailedExecutionsAlarm",
             alarm_description=f"Team {team}: SageMaker pipeline {pipeline.pipeline_name} "
                               "has failed executions",
-            metric=pipeline.metric_failed_executions(period=Duration.minutes(5)),
+            metric=pipeline_metric(pipeline, "ExecutionFailed", period=Duration.minutes(5)),
             threshold=1,
             evaluation_periods=1,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -210,7 +236,7 @@ class RetrainingSchedule(Construct):
         self._allow_publish("events.amazonaws.com", [rule.rule_arn for rule in rules])
         self._allow_publish("cloudwatch.amazonaws.com", [alarm.alarm_arn for alarm in alarms])
 
-    def _model_rule(self, team: str, pipeline: PipelineBase) -> events.Rule | None:
+    def _model_rule(self, team: str, pipeline: sagemaker.IPipeline) -> events.Rule | None:
         """A registered model version, and each change of its approval, reaches the team."""
         registration = getattr(pipeline, "registration", None)  # TrainingPipeline's
         if registration is None:
@@ -280,14 +306,22 @@ class RetrainingSchedule(Construct):
 
 
 def _checked_parameters(
-    where: str, pipeline: PipelineBase, overrides: Mapping[str, str | int | float | bool]
+    where: str, pipeline: sagemaker.IPipeline, overrides: Mapping[str, str | int | float | bool]
 ) -> dict[str, str]:
-    declared = pipeline.parameters
+    """The overrides as text, checked as far as the pipeline's parameters are known: all of
+    them for this library's pipelines, only EventBridge Scheduler's limits for another."""
     if len(overrides) > MAX_PIPELINE_PARAMETERS:
         raise ValueError(f"{where}: EventBridge Scheduler passes at most "
                          f"{MAX_PIPELINE_PARAMETERS} pipeline parameters, got {len(overrides)}")
+    known = pipeline if isinstance(pipeline, PipelineBase) else None
     problems = []
     for name, value in overrides.items():
+        text = _text(value)
+        if known is None:
+            if not 1 <= len(text) <= MAX_PARAMETER_VALUE_LENGTH:
+                problems.append(_length_problem(name, text))
+            continue
+        declared = known.parameters
         if name not in declared:
             allowed = ", ".join(sorted(declared)) or "none"
             problems.append(f"parameter {name!r} is not declared by pipeline "
@@ -295,19 +329,22 @@ def _checked_parameters(
             continue
         kind = declared[name].type
         is_bool = isinstance(value, bool)
-        text = _text(value)
         if not isinstance(value, _PYTHON_TYPES[kind]) or (is_bool and kind is not
                                                           ParameterType.BOOLEAN):
             problems.append(f"parameter {name!r} is {kind.value}, got "
                             f"{type(value).__name__} {value!r}")
         elif not 1 <= len(text) <= MAX_PARAMETER_VALUE_LENGTH:
-            problems.append(f"parameter {name!r} must be 1-{MAX_PARAMETER_VALUE_LENGTH:,} "
-                            f"characters as text, got {len(text):,}")
-        elif problem := pipeline.override_problem(name, value):
+            problems.append(_length_problem(name, text))
+        elif problem := known.override_problem(name, value):
             problems.append(problem)
     if problems:
         raise ValueError(f"{where}: " + "; ".join(problems))
     return {k: _text(v) for k, v in overrides.items()}
+
+
+def _length_problem(name: str, text: str) -> str:
+    return (f"parameter {name!r} must be 1-{MAX_PARAMETER_VALUE_LENGTH:,} characters as text, "
+            f"got {len(text):,}")
 
 
 def _text(value: str | int | float | bool) -> str:
@@ -356,7 +393,7 @@ class _TopicTarget:
         return events.RuleTargetConfig(arn=self.topic.topic_arn, input=self.message)
 
 
-def _message(team: str, pipeline: PipelineBase) -> events.RuleTargetInput:
+def _message(team: str, pipeline: sagemaker.IPipeline) -> events.RuleTargetInput:
     execution = events.EventField.from_path("$.detail.pipelineExecutionArn")
     status = events.EventField.from_path("$.detail.currentPipelineExecutionStatus")
     region = events.EventField.from_path("$.region")

@@ -1,0 +1,150 @@
+"""A training job's props, defined once (aws-cdk's Options/Props pattern).
+
+`TrainingJobOptions` holds the props every pipeline of this library takes for its training
+jobs; `TrainingPipelineProps` and `CompilerBenchmarkProps` extend it with their own. The
+constructs take them as keyword arguments (``TrainingPipeline(scope, id, framework=...,
+...)``, typed through ``Unpack``); the boundary type check (`_internal/typecheck.py`) and a
+team's ``cdk.json`` keys (`teams.py`) read the same definitions, so a new prop is added here
+and nowhere else.
+
+Every optional prop defaults to None; what happens then is said on the prop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Required, TypedDict, get_type_hints
+
+from aws_cdk import Duration
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+
+from compiled_training.pipelines.compiler import Compiler
+from compiled_training.pipelines.framework import Framework
+from compiled_training.pipelines.job import Distribution, HyperparameterValue, InputChannel
+from compiled_training.pipelines.registration import ModelRegistration
+from compiled_training.pipelines.training_image import TrainingImage
+
+
+class TrainingJobOptions(TypedDict, total=False):
+    """The props of a training job, shared by `TrainingPipeline` and `CompilerBenchmark`."""
+
+    framework: Required[Framework]
+    """The framework and version, e.g. ``Framework.pytorch("1.13.1")``."""
+    instance_type: Required[str]
+    """A SageMaker training instance type, e.g. ``ml.g5.48xlarge``."""
+    compiler: Compiler | None
+    """When omitted: for a `TrainingPipeline`, no compiler (eager); for a `CompilerBenchmark`,
+    the compiler on trial is Training Compiler."""
+    instance_count: int | None
+    """When omitted, one instance (per arm, in a benchmark)."""
+    source_dir: str | Path | None
+    """Folder uploaded as a deterministic ``sourcedir.tar.gz``; required for framework images
+    (and by a benchmark), omitted for built-in algorithms."""
+    entry_point: str | None
+    """The script in ``source_dir`` that SageMaker runs; required by a benchmark, whose script
+    must write the compiled-training runtime's run summary (the runtime's ``train.py`` does)."""
+    hyperparameters: Mapping[str, HyperparameterValue] | None
+    """Values or ``Parameter``s a schedule can override; the same for every arm of a benchmark
+    (its large-batch arm overrides ``batch_size``)."""
+    channels: Sequence[InputChannel] | None
+    """Input channels; when omitted, the job reads no input. A benchmark requires them, with a
+    ``validation`` channel (quality is compared on it)."""
+    distribution: Distribution | None
+    """When omitted, ``pytorchxla`` for a Training Compiler job on more than one GPU where the
+    version has it (PyTorch 1.12+, Hugging Face PyTorch 1.11+); in a benchmark's compiler arms,
+    ``torch_distributed`` for torch.compile on more than one GPU; none otherwise."""
+    pipeline_name: str | None
+    """Names the pipeline and its S3 prefix of models, outputs and checkpoints. When omitted,
+    derived from the construct path, with a warning: renaming or moving the construct would
+    then move the prefix and strand the data."""
+    description: str | None
+    """When omitted, a description of what the pipeline trains with."""
+    output_bucket: s3.IBucket | None
+    """When omitted, the stack's shared `TrainingOutputBucket` (one per KMS key): encrypted
+    (with ``kms_key`` or S3-managed), versioned, SSL only, public access blocked,
+    access-logged, retained when the stack is deleted. Each pipeline writes under its own
+    prefix only."""
+    volume_size_gib: int | None
+    """When omitted, 30 GiB per instance."""
+    max_runtime: Duration | None
+    """When omitted, one day."""
+    spot: bool | None
+    """When omitted, on-demand. Spot jobs checkpoint to S3 and resume; spot interruptions
+    distort a benchmark's wall-clock comparison, so spot arms draw a warning."""
+    max_wait: Duration | None
+    """Spot only; when omitted, twice ``max_runtime``."""
+    max_attempts: int | None
+    """Attempts per step on capacity, internal and throttling errors; when omitted, 3."""
+    kms_key: kms.IKey | None
+    """When omitted, AWS-managed encryption for volumes and outputs."""
+    vpc: ec2.IVpc | None
+    """When omitted, the job runs outside a VPC."""
+    vpc_subnets: ec2.SubnetSelection | None
+    """When omitted with a VPC, its private subnets."""
+    security_groups: Sequence[ec2.ISecurityGroup] | None
+    """When omitted with a VPC, a new group with no inbound rules."""
+    network_isolation: bool | None
+    """When omitted, off (the container may reach the network)."""
+    inter_container_encryption: bool | None
+    """When omitted, on for multi-instance jobs."""
+
+
+class TrainingPipelineProps(TrainingJobOptions, total=False):
+    """`TrainingPipeline`'s props: a training job's, and these."""
+
+    image: TrainingImage | None
+    """When omitted, ``TrainingImage.dlc()``: the framework's Deep Learning Container for the
+    compiler, from the SageMaker SDK v2's image configuration. Or an image in ECR
+    (``TrainingImage.from_ecr_repository``), a `RuntimeImage`
+    (``TrainingImage.from_runtime_image``), or any URI (``TrainingImage.from_registry``); a
+    Training Compiler job may use an image extended from a Training Compiler DLC. The
+    execution role may pull the image."""
+    debugger: bool | None
+    """When omitted, off (it costs performance, especially when compiled)."""
+    profiler: bool | None
+    """When omitted, off."""
+    registration: ModelRegistration | None
+    """When omitted, a run ends with its model in S3; with it, a quality gate on a reported
+    metric, then a version in a Model Package Group."""
+
+
+class CompilerBenchmarkProps(TrainingJobOptions, total=False):
+    """`CompilerBenchmark`'s props: a training job's (``source_dir``, ``entry_point`` and
+    ``channels`` required), and these."""
+
+    large_batch_size: int | None
+    """When given, a third arm trains with the compiler at this batch size, the learning rate
+    scaled linearly from ``hyperparameters["batch_size"]``; when omitted, two arms."""
+    quality_metric: str | None
+    """``validation_accuracy`` (the default; tolerance in percentage points) or
+    ``validation_loss``."""
+    speedup_threshold: float | None
+    """Least wall-clock speedup to ship, as a fraction; when omitted, 0.2 (20 % faster). A
+    pipeline parameter, ``SpeedupThreshold``, that an execution may raise (up to 10), never
+    lower: the decision function refuses to record a verdict judged by a lower one, and a
+    schedule's override is checked at synth."""
+    quality_tolerance: float | None
+    """Most quality lost to ship; when omitted, 0.1 points. A pipeline parameter,
+    ``QualityTolerance``, that an execution may tighten (down to 0), never loosen, enforced
+    the same way."""
+    baseline_distribution: Distribution | None
+    """When omitted, ``torch_distributed`` on more than one GPU (so that both sides use every
+    GPU), none otherwise."""
+    comparison_instance_type: str | None
+    """When omitted, ``ml.m5.large``."""
+    decision_parameter_name: str | None
+    """When omitted, ``/compiled-training/<pipeline name>/decision`` (with a derived pipeline
+    name, a rename of the construct replaces it and deletes the verdict: a warning says so)."""
+
+
+BENCHMARK_REQUIRED = ("source_dir", "entry_point", "channels")
+"""Optional for a training job in general, required by a benchmark (it runs the runtime's
+script on validation data)."""
+
+
+def prop_types(props: type) -> dict[str, Any]:
+    """Each prop of a props definition and its type."""
+    return get_type_hints(props)

@@ -1,0 +1,121 @@
+"""`TrainingImage`: where a training job's image comes from, one choice that grants its pull.
+
+As aws-stepfunctions-tasks' ``DockerImage``: the choice and the grant it implies live together.
+``bind`` returns the URI and lets the execution role pull the image (its repository only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Annotations, Stack
+from aws_cdk import aws_ecr as ecr
+
+from compiled_training._internal import validation
+from compiled_training._internal.dlc import DlcImage, resolve_dlc
+from compiled_training._internal.dlc_uri import dlc_image_uri
+from compiled_training._internal.policy import InlinePolicy
+from compiled_training._internal.typecheck import check_arguments
+from compiled_training.image.runtime_image import RuntimeImage
+from compiled_training.pipelines.compiler import Compiler
+from compiled_training.pipelines.framework import Framework
+from constructs import Construct
+
+
+@dataclass(frozen=True)
+class BoundImage:
+    """A `TrainingImage` bound to a pipeline."""
+
+    image_uri: str
+    """The URI the training job runs; empty when no DLC exists for the job (the rules say
+    why, with the rest)."""
+    description: str
+    """What the synth summary shows."""
+    dlc: DlcImage | None = None
+    """The Deep Learning Container, for ``TrainingImage.dlc()``."""
+
+
+class TrainingImage:
+    """The image a training job runs in. Build one with a static method."""
+
+    def __init__(self, kind: str, *, image_uri: str | None = None,
+                 repository: ecr.IRepository | None = None, tag: str | None = None,
+                 runtime_image: RuntimeImage | None = None) -> None:
+        self._kind = kind
+        self._image_uri = image_uri
+        self._repository = repository
+        self._tag = tag
+        self._runtime_image = runtime_image
+
+    @staticmethod
+    def dlc() -> TrainingImage:
+        """The framework's AWS Deep Learning Container for the job's compiler and instance
+        type, read from the SageMaker SDK v2's image configuration (the default)."""
+        return TrainingImage("dlc")
+
+    @staticmethod
+    def from_registry(image_uri: str) -> TrainingImage:
+        """Any image by URI. Nothing is granted: the execution role must already be allowed
+        to pull it (a warning says so); for an ECR repository, ``from_ecr_repository``
+        grants the pull."""
+        check_arguments(TrainingImage.from_registry, locals())
+        return TrainingImage("registry", image_uri=image_uri)
+
+    @staticmethod
+    def from_ecr_repository(repository: ecr.IRepository, tag: str | None = None
+                            ) -> TrainingImage:
+        """An image in an ECR repository (this app's, or imported), by tag; when ``tag`` is
+        omitted, ``latest``. The execution role may pull from that repository only."""
+        check_arguments(TrainingImage.from_ecr_repository, locals())
+        return TrainingImage("ecr", repository=repository, tag=tag or "latest")
+
+    @staticmethod
+    def from_runtime_image(runtime_image: RuntimeImage) -> TrainingImage:
+        """A `RuntimeImage`: the compiled-training runtime on a DLC, built in this app. The
+        execution role may pull from its repository only."""
+        check_arguments(TrainingImage.from_runtime_image, locals())
+        return TrainingImage("runtime", runtime_image=runtime_image)
+
+    def bind(self, scope: Construct, policy: InlinePolicy, *, framework: Framework,
+             compiler: Compiler, instance_type: str) -> BoundImage:
+        """The image for a job of ``framework`` and ``compiler`` on ``instance_type`` in
+        ``scope``; its repository's pull goes into ``policy``, the execution role's."""
+        if self._runtime_image is not None:
+            image = self._runtime_image
+            policy.allow_pull(image.repository.repository_arn)
+            return BoundImage(image.image_uri, f"runtime image {image.node.path}")
+        if self._repository is not None:
+            policy.allow_pull(self._repository.repository_arn)
+            return BoundImage(self._repository.repository_uri_for_tag(self._tag),
+                              f"ECR repository {self._repository.node.path}, tag {self._tag}")
+        if self._image_uri is not None:
+            Annotations.of(scope).add_warning_v2(
+                "compiled-training:TrainingImage:NoPullGranted",
+                f"image {self._image_uri} comes from TrainingImage.from_registry, so the "
+                "execution role is granted no pull of it: allow it (ecr:BatchGetImage, "
+                "ecr:GetDownloadUrlForLayer on its repository) or use "
+                "TrainingImage.from_ecr_repository")
+            return BoundImage(self._image_uri, "custom image")
+        dlc = try_resolve_dlc(framework, compiler, instance_type)
+        if dlc is None:
+            return BoundImage("", "no image")
+        image_uri, account = dlc_image_uri(scope, dlc)
+        policy.allow_pull(dlc_repository_arn(scope, dlc, account))
+        return BoundImage(image_uri, dlc.path, dlc)
+
+
+def try_resolve_dlc(framework: Framework, compiler: Compiler, instance_type: str
+                    ) -> DlcImage | None:
+    """The DLC, or None when there is none: `validation.check` then reports why, with the rest."""
+    if not validation.known_instance_type(instance_type):
+        return None
+    try:
+        return resolve_dlc(framework, compiler.is_training_compiler, instance_type)
+    except ValueError:
+        return None
+
+
+def dlc_repository_arn(scope: Construct, dlc: DlcImage, account: str) -> str:
+    """A DLC's repository in its registry account, for a pull permission on it alone."""
+    return Stack.of(scope).format_arn(service="ecr", account=account, resource="repository",
+                                      resource_name=dlc.repository)

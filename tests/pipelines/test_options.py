@@ -1,0 +1,150 @@
+"""One definition of a training job's props: both constructs, the boundary type check and the
+cdk.json team keys read `TrainingJobOptions` (and the Props that extend it)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk.assertions import Template
+
+from compiled_training import (
+    CompilerBenchmark,
+    CompilerBenchmarkProps,
+    Framework,
+    InputChannel,
+    TrainingJobOptions,
+    TrainingPipeline,
+    TrainingPipelineProps,
+)
+from compiled_training.pipelines.options import prop_types
+from compiled_training.teams import TeamConfigError, benchmark_props, pipeline_props
+from tests.helpers import ROOT, definitions
+
+ENV = cdk.Environment(account="123456789012", region="us-east-1")
+CHANNELS = [InputChannel("train", "s3://team-data/t/"),
+            InputChannel("validation", "s3://team-data/v/")]
+
+
+class _Wrong:
+    """A value of no prop's type."""
+
+    def __repr__(self) -> str:
+        return "wrong"
+
+
+def _props(source_dir) -> dict:
+    return {"framework": Framework.pytorch("1.13.1"), "instance_type": "ml.g5.48xlarge",
+            "source_dir": source_dir, "entry_point": "train.py", "channels": CHANNELS}
+
+
+@pytest.mark.parametrize("construct", [TrainingPipeline, CompilerBenchmark])
+def test_every_job_option_is_a_typed_prop_of_both_constructs(construct):
+    options = list(prop_types(TrainingJobOptions))
+    with pytest.raises(TypeError) as raised:
+        construct(cdk.Stack(cdk.App(), "Team", env=ENV), "Job", **dict.fromkeys(options, _Wrong()))
+    header, *problems = str(raised.value).splitlines()
+    assert header == f"{construct.__name__} Team/Job has {len(options)} problems:"
+    assert [line.split(" must be ")[0] for line in problems] == [f"  - {o}" for o in options]
+    assert all(line.endswith(", got _Wrong wrong") for line in problems)
+
+
+def test_the_props_extend_the_job_options():
+    shared = prop_types(TrainingJobOptions)
+    for props in (TrainingPipelineProps, CompilerBenchmarkProps):
+        assert list(prop_types(props))[:len(shared)] == list(shared)
+
+
+def test_fails_on_an_unknown_prop_naming_the_allowed_ones(source_dir):
+    with pytest.raises(TypeError, match=r"^TrainingPipeline Team/Job: instance_typ is not a "
+                                        r"prop; allowed: framework, instance_type, compiler, "):
+        TrainingPipeline(cdk.Stack(cdk.App(), "Team", env=ENV), "Job",
+                         **{**_props(source_dir), "instance_typ": "ml.g5.xlarge"})
+
+
+def test_fails_on_a_missing_required_prop(source_dir):
+    props = _props(source_dir)
+    del props["framework"]
+    with pytest.raises(TypeError, match=r"^TrainingPipeline Team/Job: framework is required$"):
+        TrainingPipeline(cdk.Stack(cdk.App(), "Team", env=ENV), "Job", **props)
+    props = _props(source_dir)
+    del props["entry_point"]
+    with pytest.raises(TypeError, match=r"^CompilerBenchmark Team/Job: entry_point is required$"):
+        CompilerBenchmark(cdk.Stack(cdk.App(), "Team", env=ENV), "Job", **props)
+
+
+def test_type_checkers_see_the_props_of_the_keyword_arguments(tmp_path):
+    # Unpack[TrainingPipelineProps]: what a user's editor and mypy check.
+    user_app = tmp_path / "user_app.py"
+    user_app.write_text(textwrap.dedent("""
+        import aws_cdk as cdk
+        from compiled_training import Framework, TrainingPipeline
+
+        stack = cdk.Stack(cdk.App(), "Team")
+        TrainingPipeline(stack, "Ok", framework=Framework.xgboost("1.7-1"),
+                         instance_type="ml.m5.xlarge", spot=True)
+        TrainingPipeline(stack, "Bad", framework=Framework.xgboost("1.7-1"),
+                         instance_type="ml.m5.xlarge", spot="yes", instance_typ="x")
+        TrainingPipeline(stack, "Missing", instance_type="ml.m5.xlarge")
+    """))
+    # mypy's cache in the checkout (the lint run fills it) keeps this to seconds after a lint.
+    result = subprocess.run([sys.executable, "-m", "mypy", "--follow-imports=silent",
+                             str(user_app)],
+                            capture_output=True, text=True, cwd=ROOT, check=False,
+                            env={**os.environ,
+                                 "MYPYPATH": f"{ROOT / 'constructs'}:{ROOT / 'runtime'}"})
+    errors = [line.split(": error: ")[1] for line in result.stdout.splitlines()
+              if ": error: " in line]
+    assert sorted(errors) == [
+        'Argument "spot" to "TrainingPipeline" has incompatible type "str"; expected '
+        '"bool | None"  [arg-type]',
+        'Missing named argument "framework" for "TrainingPipeline"  [call-arg]',
+        'Unexpected keyword argument "instance_typ" for "TrainingPipeline"; did you mean '
+        '"instance_type"?  [call-arg]',
+    ], result.stdout
+
+
+# --- cdk.json team keys, read off the same definition ----------------------------------------
+
+TEAM = {"framework": "xgboost", "framework_version": "1.7-1", "instance_type": "ml.m5.xlarge",
+        "channels": {"train": "s3://tabular/train/"}}
+
+
+def test_a_prop_json_can_hold_is_a_team_key_without_an_edit_in_teams(tmp_path):
+    # network_isolation and pipeline_name were never written into teams.py's key table.
+    props = pipeline_props("Tabular", {**TEAM, "network_isolation": True,
+                                       "pipeline_name": "tabular-nightly"}, base_dir=tmp_path)
+    stack = cdk.Stack(cdk.App(), "Tabular", env=ENV)
+    TrainingPipeline(stack, "Pipeline", **props)
+    template = Template.from_stack(stack)
+    template.has_resource_properties("AWS::SageMaker::Pipeline",
+                                     {"PipelineName": "tabular-nightly"})
+    (definition,) = definitions(template.to_json())
+    assert definition["Steps"][0]["Arguments"]["EnableNetworkIsolation"] is True
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("kms_key", "alias/team", r"Tabular.kms_key: is not a known key; allowed: benchmark, "),
+    ("image", "nlp/bert:1", r"Tabular.image: is not a known key"),
+    ("network_isolation", "yes", r"Tabular.network_isolation: must be a bool, got 'yes'$"),
+    ("volume_size_gib", 1.5, r"Tabular.volume_size_gib: must be a int, got 1.5$"),
+    ("distribution", "ddp", r"Tabular: distribution must be one of none, pytorchxla, "
+                            r"torch_distributed, smdistributed, got 'ddp'$"),
+])
+def test_fails_on_a_key_json_cannot_give_or_a_value_of_the_wrong_type(tmp_path, key, value,
+                                                                       message):
+    with pytest.raises(TeamConfigError, match=r"^cdk.json compiled-training:teams." + message):
+        pipeline_props("Tabular", {**TEAM, key: value}, base_dir=tmp_path)
+
+
+def test_a_benchmark_takes_the_pipelines_job_options_and_its_own_props(tmp_path):
+    pipeline = pipeline_props("Nlp", {**TEAM, "network_isolation": True, "spot": True,
+                                      "pipeline_name": "nlp"}, base_dir=tmp_path)
+    props = benchmark_props({"baseline_distribution": "none"}, pipeline)
+    assert props["network_isolation"] is True
+    assert "spot" not in props and "pipeline_name" not in props  # on demand, named by path
+    assert props["baseline_distribution"].value == "none"
