@@ -21,6 +21,7 @@ from compiled_training.pipelines.job import Distribution, InputChannel, Paramete
 from compiled_training.pipelines.registration import ModelRegistration
 from compiled_training.pipelines.training_pipeline import TrainingPipeline
 from compiled_training.schedules.retraining_schedule import RetrainingSchedule
+from compiled_training_runtime import contract
 from constructs import Construct
 
 CONTEXT_KEY = "compiled-training:teams"
@@ -85,7 +86,6 @@ _SCHEDULE_KEYS: dict[str, type | tuple[type, ...]] = {
     "enabled": bool,
     "notify_on_success": bool,
 }
-COMPILERS = ("training-compiler", "torch-compile", "none")
 FRAMEWORKS = ("pytorch", "huggingface", "xgboost")
 
 
@@ -220,11 +220,10 @@ def benchmark_props(benchmark: Mapping[str, Any], pipeline: Mapping[str, Any],
 
 
 def _compiler(key: str, name: str, torch_compile_mode: str) -> Compiler:
-    if name not in COMPILERS:
-        raise ValueError(f"{key} must be one of {', '.join(COMPILERS)}, got {name!r}")
-    if name == "training-compiler":
+    contract.check_compiler(name, key)
+    if name == contract.COMPILER_TRAINING_COMPILER:
         return Compiler.training_compiler()
-    if name == "torch-compile":
+    if name == contract.COMPILER_TORCH_COMPILE:
         return Compiler.torch_compile(mode=torch_compile_mode)
     return Compiler.none()
 

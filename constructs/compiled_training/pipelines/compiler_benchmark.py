@@ -166,7 +166,7 @@ class CompilerBenchmark(PipelineBase):
         self.compiler = compiler
         self.instance_type = instance_type
         self.instance_count = 1 if instance_count is None else instance_count
-        self.quality_metric = quality_metric or "validation_accuracy"
+        self.quality_metric = quality_metric or contract.DEFAULT_QUALITY_METRIC
         self._validate(compiler, channels, hyperparameters or {}, large_batch_size,
                        speedup_threshold, quality_tolerance)
         speedup = (contract.DEFAULT_SPEEDUP_THRESHOLD if speedup_threshold is None
@@ -320,8 +320,9 @@ class CompilerBenchmark(PipelineBase):
             (contract.ARM_COMPILER, compiler, compiled_distribution, {})]
         if large_batch_size is not None:
             settings.append((contract.ARM_COMPILER_LARGE_BATCH, compiler, compiled_distribution,
-                             {"batch_size": large_batch_size,
-                              "base_batch_size": common.hyperparameters["batch_size"]}))
+                             {contract.HP_BATCH_SIZE: large_batch_size,
+                              contract.HP_BASE_BATCH_SIZE:
+                                  common.hyperparameters[contract.HP_BATCH_SIZE]}))
         repositories = []
         for name, arm_compiler, arm_distribution, overrides in settings:
             dlc = try_resolve_dlc(self.framework, arm_compiler, instance_type)
@@ -363,14 +364,14 @@ class CompilerBenchmark(PipelineBase):
             if value is not None and not low <= value <= high:
                 problems.append(f"{field} must be between {low:g} and {high:g}, got {value!r}")
         if large_batch_size is not None:
-            base = hyperparameters.get("batch_size")
+            base = hyperparameters.get(contract.HP_BATCH_SIZE)
             if not isinstance(base, int) or isinstance(base, bool):
                 problems.append(f"large_batch_size needs an integer hyperparameters"
                                 f"['batch_size'] to scale the learning rate from, got {base!r}")
             elif not isinstance(large_batch_size, int) or large_batch_size <= base:
                 problems.append(f"large_batch_size must be an integer above batch_size {base}, "
                                 f"got {large_batch_size!r}")
-            if "base_batch_size" in hyperparameters:
+            if contract.HP_BASE_BATCH_SIZE in hyperparameters:
                 problems.append("hyperparameters['base_batch_size'] is set by the large-batch "
                                 "arm; leave it out")
         findings = [validation.Finding("Benchmark", p) for p in problems]
