@@ -108,7 +108,7 @@ def test_comparison_step_reads_real_runs_and_writes_what_the_condition_reads(arm
         assert arms[name]["quality"] == summary["validation_accuracy"]
         assert arms[name]["samples_per_second"] == summary["samples_per_second"]
         assert arms[name]["training_seconds"] == timings[name][0]
-    assert [arms[n]["backend"] for n in ARMS] == ["eager", "xla", "xla"]
+    assert [arms[n]["compiler"] for n in ARMS] == ["none", "training-compiler", "training-compiler"]
     assert [arms[n]["global_batch_size"] for n in ARMS] == [4, 4, 8]
     # The large-batch arm's learning rate was scaled linearly by the runtime itself.
     assert arms["compiler-large-batch"]["learning_rate"] == pytest.approx(
@@ -182,7 +182,7 @@ def test_fails_when_the_runs_had_no_validation_channel(tmp_path, capsys):
     for name in ("baseline", "compiler"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "metrics.json").write_text(json.dumps(
-            {"backend": "eager", "global_batch_size": 4, "learning_rate": 0.001,
+            {"compiler": "none", "global_batch_size": 4, "learning_rate": 0.001,
              "samples_per_second": 10.0}))
     assert main(["--input-dir", str(tmp_path), "--output-dir", str(tmp_path / "out"),
                  "--arm", "baseline=10:10", "--arm", "compiler=8:8"]) == 2
@@ -193,7 +193,7 @@ def test_fails_when_the_runs_had_no_validation_channel(tmp_path, capsys):
 # --- the decision alone, on both sides of each threshold ----------------------------------
 
 def _run(name: str, seconds: float, accuracy: float, batch: int = 32) -> ArmRun:
-    return ArmRun(name=name, backend="eager" if name == "baseline" else "xla",
+    return ArmRun(name=name, compiler="none" if name == "baseline" else "training-compiler",
                   global_batch_size=batch, learning_rate=5e-5 * batch / 32,
                   samples_per_second=1000.0 / seconds, quality=accuracy,
                   training_seconds=seconds, billable_seconds=seconds)

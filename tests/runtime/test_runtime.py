@@ -35,7 +35,7 @@ def test_eager_run_writes_model_metrics_and_checkpoint_where_sagemaker_expects(t
     assert (base / "model" / "model.pt").exists()
     assert (base / "checkpoints" / "checkpoint.pt").exists()
     summary = metrics(base)
-    assert summary["backend"] == "eager" and summary["steps"] == 8
+    assert summary["compiler"] == "none" and summary["steps"] == 8
     assert 0 <= summary["validation_accuracy"] <= 1
     # Every metric the runtime prints is read by the regexes the construct declares.
     declared = {d["Name"]: d["Regex"] for d in contract.metric_definitions()}
@@ -134,6 +134,6 @@ def test_the_data_order_is_drawn_once_per_epoch_not_once_per_step(tmp_path, monk
     drawn = []
     permute = torch.randperm
     monkeypatch.setattr(torch, "randperm", lambda n, **kw: drawn.append(n) or permute(n, **kw))
-    summary = loop.run(env, parse_hyperparameters(env.hyperparameters), backends.create("eager"))
+    summary = loop.run(env, parse_hyperparameters(env.hyperparameters), backends.create("none"))
     assert summary["steps"] == 16  # 2 epochs of 32 examples at batch 4
     assert drawn == [32, 32]
