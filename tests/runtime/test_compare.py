@@ -23,9 +23,9 @@ import pytest
 from compiled_training_runtime import contract
 from compiled_training_runtime.compare import ArmRun, Thresholds, compare, main, to_markdown
 from compiled_training_runtime.local import pack_output
-from tests.helpers import condition_outcome
+from tests.helpers import TINY_BERT, condition_outcome
 from tests.pipelines.test_compiler_benchmark import benchmark_definition
-from tests.runtime.harness import TINY_BERT, metrics, opt_ml, run_direct
+from tests.runtime.harness import metrics, opt_ml, run_direct
 
 XLA = {"sagemaker_training_compiler_enabled": True}
 ARMS = {

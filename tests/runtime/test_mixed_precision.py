@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.environments import XLA_WITH_GRAD_SCALER, require
-from tests.runtime.harness import RUNTIME, TINY_BERT, metrics, opt_ml, run_direct
+from tests.helpers import TINY_BERT
+from tests.runtime.harness import RUNTIME, metrics, opt_ml, run_direct
 
 PROBE = Path(__file__).with_name("scaler_probe.py")
 XLA = {"sagemaker_training_compiler_enabled": True}

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from compiled_training_runtime import contract
+from tests.helpers import TINY_BERT
 from tests.runtime.harness import (
-    TINY_BERT,
     metrics,
     opt_ml,
     run_direct,

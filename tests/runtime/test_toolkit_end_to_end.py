@@ -18,8 +18,8 @@ from typing import Any
 from compiled_training._internal.sourcedir import build_sourcedir
 from compiled_training_runtime import contract
 from tests.environments import XLA_WITH_GRAD_SCALER, require
-from tests.helpers import definitions, substitute_expressions
-from tests.runtime.harness import RUNTIME, TINY_BERT, opt_ml, run_with_toolkit
+from tests.helpers import TINY_BERT, definitions, substitute_expressions
+from tests.runtime.harness import RUNTIME, opt_ml, run_with_toolkit
 
 # The teams' models are large; the tests keep their hyperparameters and shrink the model.
 TINY = {k: v for k, v in TINY_BERT.items() if k not in ("epochs", "learning_rate")}

@@ -11,6 +11,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 
 from compiled_training import Compiler, Framework, InputChannel, Parameter, TrainingPipeline
 from compiled_training.schedules.retraining_schedule import RetrainingSchedule, group_name
+from tests.helpers import new_stack
 
 
 def _pipeline(stack: cdk.Stack, source_dir) -> TrainingPipeline:
@@ -27,8 +28,7 @@ def _pipeline(stack: cdk.Stack, source_dir) -> TrainingPipeline:
 
 
 def _schedule(source_dir, stack_name="Team", **overrides):
-    stack = cdk.Stack(cdk.App(), stack_name, env=cdk.Environment(account="123456789012",
-                                                                 region="us-east-1"))
+    stack = new_stack(stack_name)
     pipeline = _pipeline(stack, source_dir)
     props = {"pipeline": pipeline, "team": "nlp", "expression": "cron(0 1 ? * MON,WED,FRI *)",
              "time_zone": cdk.TimeZone.EUROPE_BERLIN}
@@ -96,7 +96,7 @@ def test_success_can_be_reported_too(source_dir):
 
 
 def test_a_given_topic_is_used_and_no_key_is_created(source_dir):
-    stack = cdk.Stack(cdk.App(), "Team")
+    stack = new_stack(env=None)
     topic = sns.Topic(stack, "OnCall")
     RetrainingSchedule(stack, "Retrain", pipeline=_pipeline(stack, source_dir), team="nlp",
                        expression="rate(1 day)", topic=topic)
