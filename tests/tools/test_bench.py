@@ -31,11 +31,30 @@ def test_bench_runs_each_compiler_in_its_own_process_and_counts(tmp_path):
     assert rows["torch-compile"]["compiles"] == 1 and rows["torch-compile"]["graph_breaks"] == 0
     for row in rows.values():
         assert row["peak_memory_mib"] > 0
-        assert row["break_even_steps"] is None or row["break_even_steps"] > 0
+    assert rows["none"]["break_even_steps"] is None  # the baseline breaks even with nothing
     document = json.loads((tmp_path / "bench.json").read_text())
     assert [len(run["step_seconds"]) for run in document["runs"]] == [4, 4, 4]
     assert (tmp_path / "bench.png").read_bytes()[:4] == b"\x89PNG"
     assert table(list(rows.values())).count("\n") == 4
+
+
+@pytest.mark.parametrize(("compiled", "break_even"), [
+    ([3.0, 0.3, 0.25, 0.25], 8),        # 2 s more to compile, 0.25 s saved a step
+    ([3.0, 0.6, 0.5, 0.5], None),       # no step saved: it never breaks even
+    ([0.5, 0.25, 0.25, 0.25], 0),       # cheaper from the first step
+])
+def test_break_even_is_the_compile_time_over_the_steady_saving(compiled, break_even):
+    # Step times given, not measured: the arithmetic alone (the warm-up steps are left out of
+    # the steady median).
+    runs = [{"compiler": compiler, "step_seconds": seconds, "batch_size": 8,
+             "counters": {}, "host_syncs_per_step": 0.0, "peak_memory_mib": 100.0}
+            for compiler, seconds in (("none", [1.0, 0.6, 0.5, 0.5]),
+                                      ("training-compiler", compiled))]
+    baseline, row = bench_module.summarize(runs)
+    assert (baseline["break_even_steps"], row["break_even_steps"]) == (None, break_even)
+    assert row["steady_samples_per_second"] == 8 / compiled[-1]
+    shown = table([baseline, row]).splitlines()[-1].split("|")[7].strip()
+    assert shown == ("never" if break_even is None else str(break_even))
 
 
 @pytest.mark.parametrize("unknown", ["tpu", "xla", "eager", "torch.compile"])

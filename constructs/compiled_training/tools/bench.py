@@ -80,7 +80,8 @@ def summarize(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                                 or baseline["step_seconds"])
             extra = times[0] - baseline["step_seconds"][0]
             gain = baseline_steady - steady
-            row["break_even_steps"] = math.ceil(extra / gain) if gain > 0 else None
+            # A first step no slower than the baseline's has nothing to win back: 0 steps.
+            row["break_even_steps"] = math.ceil(max(extra, 0.0) / gain) if gain > 0 else None
         rows.append(row)
     return rows
 
@@ -98,7 +99,8 @@ def table(rows: list[dict[str, Any]]) -> str:
     baseline = _baseline(rows) or rows[0]
     for r in rows:
         ratio = r["steady_samples_per_second"] / baseline["steady_samples_per_second"]
-        break_even = "-" if r is baseline else r["break_even_steps"] or "never"
+        break_even = ("-" if r is baseline else "never" if r["break_even_steps"] is None
+                      else r["break_even_steps"])
         lines.append(
             f"| {r[contract.SUMMARY_COMPILER]} | {r['first_step_seconds']:.2f} | "
             f"{r['steady_samples_per_second']:.1f} | {ratio:.2f}x | "
