@@ -104,7 +104,7 @@ def test_comparison_step_reads_real_runs_and_writes_what_the_condition_reads(arm
     arms = {arm["name"]: arm for arm in comparison["arms"]}
     assert list(arms) == list(ARMS)
     for name, summary in summaries.items():
-        assert arms[name]["backend"] == summary["backend"]
+        assert arms[name]["compiler"] == summary["compiler"]
         assert arms[name]["quality"] == summary["validation_accuracy"]
         assert arms[name]["samples_per_second"] == summary["samples_per_second"]
         assert arms[name]["training_seconds"] == timings[name][0]
@@ -240,7 +240,7 @@ def test_hold_names_the_closest_arm_and_every_threshold_it_missed():
     assert comparison["decision"]["reason"] == (
         "hold (too slow, quality lost): compiler is 0.0% faster than the baseline (threshold "
         "20%) and loses 10 points of validation_accuracy (tolerance 0.1 points)")
-    assert "| compiler | xla | 32 |" in to_markdown(comparison)
+    assert "| compiler | training-compiler | 32 |" in to_markdown(comparison)
 
 
 def test_fails_without_a_baseline_arm():
