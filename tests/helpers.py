@@ -12,6 +12,7 @@ import aws_cdk as cdk
 import jsonschema
 
 from compiled_training._internal import api_shapes
+from compiled_training_runtime import local
 
 ROOT = Path(__file__).resolve().parent.parent
 # A user's entry point as every launcher takes it: the pytorchxla launcher imports the script
@@ -31,6 +32,18 @@ if __name__ == "__main__":
 SCHEMA_PATH = ROOT.parent / "shared" / "schemas" / "sagemaker-pipeline-definition.schema.json"
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
+ENV = cdk.Environment(account=ACCOUNT, region=REGION)
+# The bench's tiny BERT, trained briefly: a batch of 4, logging and checkpoints out of the way.
+TINY_BERT = {**local.TINY_BERT, "batch_size": 4, "learning_rate": 1e-3, "epochs": 1,
+             "log_every": 1000, "checkpoint_every": 1000, "seed": 7}
+
+
+def new_stack(name: str = "Team", *, env: cdk.Environment | None = ENV, app: cdk.App | None = None,
+          outdir: Path | None = None) -> cdk.Stack:
+    """A stack in a new app (or in ``app``), in the account and region that rendered values
+    use; ``env=None`` makes it environment-agnostic. ``outdir``: where the app synthesizes."""
+    app = app or cdk.App(outdir=str(outdir) if outdir else None)
+    return cdk.Stack(app, name, env=env)
 
 
 def cdk_json_context() -> dict[str, Any]:

@@ -1,4 +1,6 @@
-"""The runtime's metric lines, read back through the regexes the construct declares."""
+"""The contract between constructs and runtime, checked from both sides: metric lines read back
+through the regexes the construct declares, the compiler's names, learning-rate scaling, and
+the benchmark's decision."""
 
 from __future__ import annotations
 
@@ -6,8 +8,16 @@ import re
 
 import pytest
 
+from compiled_training._internal.handlers import decision as decision_handler
+from compiled_training.advice.advisor import assess_workload
+from compiled_training.pipelines.compiler import Compiler, CompilerKind
+from compiled_training.tools.cli import load_workloads
 from compiled_training_runtime import contract
-from tests.helpers import definitions
+from compiled_training_runtime.compare import ArmRun, Thresholds, compare
+from compiled_training_runtime.env import parse_hyperparameters
+from tests.helpers import ROOT, definitions
+
+WORKLOADS = {p.name: p for p in load_workloads(ROOT / "workloads.yaml")}
 
 
 def test_every_metric_line_field_is_extracted_by_its_regex():
@@ -38,3 +48,61 @@ def test_fails_on_an_unknown_metric_name():
         contract.format_metric_line(1, {"accuracy": 1.0})
 
 
+# --- one compiler vocabulary -------------------------------------------------------------
+
+@pytest.mark.parametrize("compiler", [Compiler.training_compiler(), Compiler.torch_compile(),
+                                      Compiler.none()], ids=lambda c: c.kind.value)
+def test_the_runtime_names_the_compiler_the_api_switched_on_as_the_api_does(compiler):
+    # The hyperparameters as the construct writes them, read back as the runtime reads them.
+    config = parse_hyperparameters(compiler.hyperparameters())
+    assert config.compiler == compiler.kind.value
+    assert [kind.value for kind in CompilerKind] == list(contract.COMPILERS)
+
+
+@pytest.mark.parametrize("name", ["xla", "eager", "torch.compile", "Training-Compiler"])
+def test_fails_on_a_compiler_name_outside_the_vocabulary_listing_the_allowed_ones(name):
+    with pytest.raises(ValueError, match=rf"^--compiler must be one of training-compiler, "
+                                         rf"torch-compile, none, got '{re.escape(name)}'$"):
+        contract.check_compiler(name, "--compiler")
+
+
+# --- learning-rate scaling: one rule for the advisor and the runtime ---------------------
+
+@pytest.mark.parametrize(("rule", "expected"), [
+    ("linear", 7.5e-5), ("sqrt", 5e-5 * 1.5 ** 0.5), ("none", 5e-5)])
+def test_learning_rate_scaling(rule, expected):
+    assert contract.scaled_learning_rate(5e-5, 32, 48, rule) == pytest.approx(expected)
+
+
+def test_fails_on_an_unknown_scaling_rule():
+    with pytest.raises(ValueError, match=r"^lr_scaling must be one of linear, sqrt, none, "
+                                         r"got 'cubic'$"):
+        contract.scaled_learning_rate(5e-5, 32, 48, "cubic")
+
+
+def test_a_run_set_up_as_the_advisor_recommends_trains_at_the_rate_it_recommends():
+    # The use case: batch 32 -> 48 with the learning rate scaled.
+    assessment = assess_workload(WORKLOADS["document-classification"])
+    profile = assessment.profile
+    config = parse_hyperparameters({
+        contract.HP_BATCH_SIZE: assessment.recommended_batch_size,
+        contract.HP_BASE_BATCH_SIZE: profile.batch_size,
+        "learning_rate": profile.learning_rate})
+    assert (profile.batch_size, config.batch_size) == (32, 48)
+    assert config.scaled_learning_rate == assessment.recommended_learning_rate
+
+
+# --- the benchmark's decision: written by the comparison, read by the pipeline ------------
+
+def test_the_comparison_writes_the_decision_fields_the_pipeline_reads():
+    def run(name: str, seconds: float) -> ArmRun:
+        return ArmRun(name, contract.COMPILER_NONE, 32, 5e-5, 1000 / seconds, 0.9, seconds,
+                      seconds)
+
+    comparison = compare([run(contract.ARM_BASELINE, 100), run(contract.ARM_COMPILER, 70)],
+                         Thresholds())
+    assert tuple(comparison["decision"]) == contract.DECISION_FIELDS
+    assert comparison["decision"]["verdict"] == contract.VERDICT_SHIP
+    # The decision function's asset holds its module alone; its copy must match.
+    assert decision_handler.FIELDS[:len(contract.DECISION_FIELDS)] == contract.DECISION_FIELDS
+    assert decision_handler.VERDICTS == (contract.VERDICT_SHIP, contract.VERDICT_HOLD)

@@ -128,7 +128,7 @@ def test_docker_contexts_hold_the_installed_dockerfile_and_runtime_wheel_only(py
     (["advise", "workloads.yaml", "--plot", "advise.png"],
      r"compiled-training advise: advise --plot needs matplotlib \(not installed\): "
      r"pip install 'compiled-training\[plot\]'\n"),
-    (["bench", "--backends", "eager"],
+    (["bench", "--compilers", "none"],
      r"compiled-training bench: bench needs torch, transformers(, tqdm)?, matplotlib "
      r"\(not installed\): pip install 'compiled-training\[bench\]'\n"),
 ])

@@ -33,9 +33,14 @@ from compiled_training import (
     TrainingPipeline,
 )
 from compiled_training.pipelines.job import ParameterType
-from tests.helpers import cfn_lint, definitions, validate_envelope, validate_job_arguments
+from tests.helpers import (
+    cfn_lint,
+    definitions,
+    new_stack,
+    validate_envelope,
+    validate_job_arguments,
+)
 
-ENV = cdk.Environment(account="123456789012", region="us-east-1")
 CFN_LINT_EVERY = 50
 # Where an error may come from: a construct (its path) or a factory the props build.
 CLEAR_ERROR = re.compile(
@@ -257,7 +262,7 @@ def outcome(build: Callable[..., Any], source_dir: Any, props: dict[str, Any],
             valid_count: int) -> str:
     """Builds one construct in a new app: 'valid' once its template passes the validators,
     else the exception type, which must be a clear ValueError or TypeError."""
-    stack = cdk.Stack(cdk.App(), "Prop", env=ENV)
+    stack = new_stack("Prop")
     try:
         build(stack, "Job", source_dir, props)
     except (ValueError, TypeError) as error:
@@ -292,7 +297,7 @@ def run_property(strategy: st.SearchStrategy[dict[str, Any]], build: Callable[..
 
 
 def assert_a_normal_synth_still_works(source_dir: Any) -> None:
-    stack = cdk.Stack(cdk.App(), "After", env=ENV)
+    stack = new_stack("After")
     TrainingPipeline(stack, "Bert", framework=Framework.pytorch("1.13.1"),
                      compiler=Compiler.training_compiler(), instance_type="ml.g5.48xlarge",
                      source_dir=source_dir, entry_point="train.py")

@@ -36,6 +36,7 @@ from compiled_training.pipelines.registration import ModelRegistration
 from compiled_training.pipelines.training_image import TrainingImage
 from compiled_training.pipelines.training_pipeline import TrainingPipeline
 from compiled_training.schedules.retraining_schedule import RetrainingSchedule
+from compiled_training_runtime import contract
 from constructs import Construct
 
 CONTEXT_KEY = "compiled-training:teams"
@@ -136,7 +137,6 @@ _SCHEDULE_KEYS: dict[str, type | tuple[type, ...]] = {
     "enabled": bool,
     "notify_on_success": bool,
 }
-COMPILERS = ("training-compiler", "torch-compile", "none")
 FRAMEWORKS = ("pytorch", "huggingface", "xgboost")
 
 
@@ -264,11 +264,10 @@ def _enum_values(config: Mapping[str, Any], enums: Mapping[str, type[Enum]],
 
 
 def _compiler(key: str, name: str, torch_compile_mode: str) -> Compiler:
-    if name not in COMPILERS:
-        raise ValueError(f"{key} must be one of {', '.join(COMPILERS)}, got {name!r}")
-    if name == "training-compiler":
+    contract.check_compiler(name, key)
+    if name == contract.COMPILER_TRAINING_COMPILER:
         return Compiler.training_compiler()
-    if name == "torch-compile":
+    if name == contract.COMPILER_TORCH_COMPILE:
         return Compiler.torch_compile(mode=torch_compile_mode)
     return Compiler.none()
 

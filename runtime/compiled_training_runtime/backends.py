@@ -1,4 +1,5 @@
-"""Where the graph runs: eager PyTorch, torch.compile, or XLA (Training Compiler)."""
+"""Where the graph runs, one backend per compiler (`contract.COMPILERS`): eager PyTorch for
+``none``, ``torch-compile``, and XLA for ``training-compiler`` (Training Compiler's mechanism)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import torch
 
-from . import compat, xla
+from . import compat, contract, xla
 from .env import InputError
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -33,7 +34,7 @@ class Backend:
     DistributedDataParallel; each rank trains on its own slice of every step's batch.
     """
 
-    name = "eager"
+    compiler = contract.COMPILER_NONE
 
     def __init__(self) -> None:
         self.device = torch.device("cpu")
@@ -104,7 +105,7 @@ class Backend:
 
 
 class TorchCompileBackend(Backend):
-    name = "torch.compile"
+    compiler = contract.COMPILER_TORCH_COMPILE
 
     def __init__(self, mode: str = "default") -> None:
         super().__init__()
@@ -129,7 +130,7 @@ class TorchCompileBackend(Backend):
 class XlaBackend(Backend):
     """Training Compiler's path: lazy tensors cut into one graph per ``mark_step``."""
 
-    name = "xla"
+    compiler = contract.COMPILER_TRAINING_COMPILER
 
     def __init__(self) -> None:
         # Under the pytorchxla launcher each process is one replica; gradients are
@@ -200,10 +201,12 @@ class XlaBackend(Backend):
         }
 
 
-def create(name: str, *, torch_compile_mode: str = "default") -> Backend:
-    if name == "xla":
+def create(compiler: str, *, torch_compile_mode: str = "default") -> Backend:
+    """The backend that runs ``compiler``'s graph (one of `contract.COMPILERS`)."""
+    contract.check_compiler(compiler, "compiler")
+    if compiler == contract.COMPILER_TRAINING_COMPILER:
         return XlaBackend()
-    if name == "torch.compile":
+    if compiler == contract.COMPILER_TORCH_COMPILE:
         return TorchCompileBackend(torch_compile_mode)
     return Backend()
 

@@ -1,11 +1,12 @@
-"""One backend's side of ``compiled-training bench``: train a tiny BERT for N steps, report.
+"""One compiler's side of ``compiled-training bench``: train a model (the bench gives a tiny
+BERT) for N steps, report.
 
-Run as its own process per backend (importing torch_xla changes torch._dynamo defaults).
+Run as its own process per compiler (importing torch_xla changes torch._dynamo defaults).
 Step times need the step to have finished: on XLA that means waiting for the device after
 each step, a host sync the training loop never makes; the bench makes it to time, and counts
 the training loop's own syncs separately.
 
-    python -m compiled_training_runtime.bench --backend xla --steps 20 > result.json
+    python -m compiled_training_runtime.bench --compiler training-compiler --steps 20 > result.json
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from collections.abc import Callable
 
 import torch
 
-from . import backends, data, models
+from . import backends, contract, data, models
 from .env import TrainingConfig
 
 
-def run(backend_name: str, steps: int, config: TrainingConfig) -> dict[str, object]:
+def run(compiler: str, steps: int, config: TrainingConfig) -> dict[str, object]:
     torch.manual_seed(config.seed)
-    backend = backends.create(backend_name)
+    backend = backends.create(compiler)
     model = backend.prepare(models.build(config))
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
     generator = torch.Generator().manual_seed(config.seed)
@@ -56,7 +57,7 @@ def run(backend_name: str, steps: int, config: TrainingConfig) -> dict[str, obje
     counters = backend.counters()
     syncs = counters.get("device_to_host_transfers", 0) - syncs_before
     return {
-        "backend": backend.name,
+        contract.SUMMARY_COMPILER: backend.compiler,
         "steps": steps,
         "batch_size": config.batch_size,
         "step_seconds": step_seconds,
@@ -78,12 +79,12 @@ def _waiter(backend: backends.Backend) -> Callable[[], None]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--backend", choices=["eager", "torch.compile", "xla"], required=True)
+    parser.add_argument("--compiler", choices=contract.COMPILERS, required=True)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--config", default="{}", help="TrainingConfig fields as JSON")
     args = parser.parse_args(argv)
     config = TrainingConfig(**json.loads(args.config))
-    print(json.dumps(run(args.backend, args.steps, config)))
+    print(json.dumps(run(args.compiler, args.steps, config)))
     return 0
 
 

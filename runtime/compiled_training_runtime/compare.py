@@ -43,7 +43,7 @@ class Thresholds:
     """Least wall-clock speedup to ship, as a fraction: 0.2 means 20 % faster."""
     quality_tolerance: float = contract.DEFAULT_QUALITY_TOLERANCE
     """Most quality an arm may lose, in the metric's report units (points for accuracy)."""
-    quality_metric: str = "validation_accuracy"
+    quality_metric: str = contract.DEFAULT_QUALITY_METRIC
 
     def __post_init__(self) -> None:
         if self.quality_metric not in contract.QUALITY_METRICS:
@@ -59,7 +59,8 @@ class ArmRun:
     """One arm: what its run reported and what SageMaker measured."""
 
     name: str
-    backend: str
+    compiler: str
+    """One of `contract.COMPILERS`."""
     global_batch_size: int
     learning_rate: float
     samples_per_second: float
@@ -92,17 +93,18 @@ def read_summary(folder: Path) -> dict[str, Any]:
 
 def arm_run(name: str, summary: dict[str, Any], *, training_seconds: float,
             billable_seconds: float, quality_metric: str) -> ArmRun:
-    missing = [key for key in ("backend", "global_batch_size", "learning_rate",
-                               "samples_per_second", quality_metric) if key not in summary]
+    missing = [key for key in (contract.SUMMARY_COMPILER, contract.SUMMARY_GLOBAL_BATCH_SIZE,
+                               contract.SUMMARY_LEARNING_RATE, "samples_per_second",
+                               quality_metric) if key not in summary]
     if missing:
         raise ComparisonError(f"arm {name!r}: the run summary lacks {', '.join(missing)}; "
                               f"{quality_metric} needs a validation channel")
     if training_seconds <= 0:
         raise ComparisonError(f"arm {name!r}: training time must be positive, got "
                               f"{training_seconds}")
-    return ArmRun(name=name, backend=str(summary["backend"]),
-                  global_batch_size=int(summary["global_batch_size"]),
-                  learning_rate=float(summary["learning_rate"]),
+    return ArmRun(name=name, compiler=str(summary[contract.SUMMARY_COMPILER]),
+                  global_batch_size=int(summary[contract.SUMMARY_GLOBAL_BATCH_SIZE]),
+                  learning_rate=float(summary[contract.SUMMARY_LEARNING_RATE]),
                   samples_per_second=float(summary["samples_per_second"]),
                   quality=float(summary[quality_metric]),
                   training_seconds=float(training_seconds),
@@ -159,16 +161,16 @@ def _decide(candidates: list[dict[str, Any]], thresholds: Thresholds,
              f"{thresholds.speedup:.0%}) and {quality}{units} of {thresholds.quality_metric} "
              f"(tolerance {thresholds.quality_tolerance:g}{units})")
     if ship:
-        reason = f"ship: {facts}"
+        reason = f"{contract.VERDICT_SHIP}: {facts}"
     else:
         missed = []
         if not fast(chosen):
             missed.append("too slow")
         if not keeps_quality(chosen):
             missed.append("quality lost")
-        reason = f"hold ({', '.join(missed)}): {facts}"
-    return {
-        "verdict": "ship" if ship else "hold",
+        reason = f"{contract.VERDICT_HOLD} ({', '.join(missed)}): {facts}"
+    return {  # contract.DECISION_FIELDS
+        "verdict": contract.VERDICT_SHIP if ship else contract.VERDICT_HOLD,
         "arm": chosen["name"],
         "speedup": chosen["speedup"],
         "quality_drop": chosen["quality_drop"],
@@ -185,13 +187,13 @@ def to_markdown(comparison: dict[str, Any]) -> str:
         "",
         f"**{comparison['decision']['reason']}**",
         "",
-        f"| arm | backend | global batch | learning rate | samples/s | training s | "
+        f"| arm | compiler | global batch | learning rate | samples/s | training s | "
         f"billable s | {metric} | speedup | quality lost ({unit or 'units'}) |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for arm in comparison["arms"]:
         lines.append(
-            f"| {arm['name']} | {arm['backend']} | {arm['global_batch_size']} | "
+            f"| {arm['name']} | {arm['compiler']} | {arm['global_batch_size']} | "
             f"{arm['learning_rate']:.3g} | {arm['samples_per_second']:.1f} | "
             f"{arm['training_seconds']:.1f} | {arm['billable_seconds']:.1f} | "
             f"{arm['quality']:.4f} | {_signed(arm['speedup'], '.1%')} | "
@@ -217,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output-dir", type=Path, required=True)
     parser.add_argument("--arm", action="append", required=True,
                         help="NAME=TRAINING_SECONDS:BILLABLE_SECONDS, once per arm")
-    parser.add_argument("--quality-metric", default="validation_accuracy")
+    parser.add_argument("--quality-metric", default=contract.DEFAULT_QUALITY_METRIC)
     parser.add_argument("--speedup-threshold", type=float,
                         default=contract.DEFAULT_SPEEDUP_THRESHOLD)
     parser.add_argument("--quality-tolerance", type=float,

@@ -1,14 +1,33 @@
 """The contract between the constructs (deploy time) and the runtime (train time).
 
-Torch-free and CDK-free: the constructs import it to declare hyperparameters and metric
-regexes; the runtime imports it to read them and to print metrics that match. The runtime
-never imports the constructs.
+Torch-free and CDK-free: the constructs import it to declare hyperparameters, metric regexes
+and the benchmark's steps; the runtime imports it to read them, to print metrics that match
+and to write the run summary and the comparison the pipeline reads. The runtime never imports
+the constructs.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
+
+# --- The compiler: one vocabulary for the API (`CompilerKind`, cdk.json), the runtime, the
+# CLI and the documents they write. Training Compiler runs the graph through XLA; that is its
+# mechanism, not another name for it.
+COMPILER_TRAINING_COMPILER = "training-compiler"
+COMPILER_TORCH_COMPILE = "torch-compile"
+COMPILER_NONE = "none"
+COMPILERS = (COMPILER_TRAINING_COMPILER, COMPILER_TORCH_COMPILE, COMPILER_NONE)
+
+
+def check_compiler(value: str, field: str, allowed: tuple[str, ...] = COMPILERS) -> str:
+    """``value`` when it is one of the ``allowed`` compiler names; otherwise a ValueError
+    naming ``field``, the value and the names allowed."""
+    if value not in allowed:
+        raise ValueError(f"{field} must be one of {', '.join(allowed)}, got {value!r}")
+    return value
+
 
 # Hyperparameters that SageMaker's API path reads (values are the strings "true"/"false").
 HP_TRAINING_COMPILER_ENABLED = "sagemaker_training_compiler_enabled"
@@ -20,9 +39,29 @@ HP_INSTANCE_TYPE = "sagemaker_instance_type"
 # Hyperparameters of this library.
 HP_TORCH_COMPILE = "compiled_training_torch_compile"
 HP_TORCH_COMPILE_MODE = "compiled_training_torch_compile_mode"
-HP_EPOCHS = "epochs"
+HP_BATCH_SIZE = "batch_size"
+"""Examples per replica per micro-batch."""
+HP_BASE_BATCH_SIZE = "base_batch_size"
+"""The batch ``learning_rate`` was tuned for: the runtime scales it to ``batch_size``."""
+HP_LR_SCALING = "lr_scaling"
 
 TORCH_COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+# How a learning rate follows a batch change (`HP_LR_SCALING`): in proportion, by the square
+# root of the ratio, or not at all.
+LR_SCALING_RULES = ("linear", "sqrt", "none")
+
+
+def scaled_learning_rate(learning_rate: float, base_batch_size: int, batch_size: int,
+                         rule: str = "linear") -> float:
+    """The learning rate tuned at ``base_batch_size``, moved to ``batch_size``: what the
+    runtime trains with and what the advisor recommends with a larger batch."""
+    if rule not in LR_SCALING_RULES:
+        raise ValueError(f"{HP_LR_SCALING} must be one of {', '.join(LR_SCALING_RULES)}, "
+                         f"got {rule!r}")
+    ratio = batch_size / base_batch_size
+    return learning_rate * {"linear": ratio, "sqrt": math.sqrt(ratio), "none": 1.0}[rule]
+
 
 # Input channels, as SageMaker mounts them under /opt/ml/input/data/<channel>.
 CHANNEL_TRAIN = "train"
@@ -69,13 +108,24 @@ def format_metric_line(step: int, metrics: Mapping[str, float]) -> str:
 ARM_BASELINE = "baseline"
 ARM_COMPILER = "compiler"
 ARM_COMPILER_LARGE_BATCH = "compiler-large-batch"
-BENCHMARK_ARMS = (ARM_BASELINE, ARM_COMPILER, ARM_COMPILER_LARGE_BATCH)
 
 # The runtime's run summary: written to SM_OUTPUT_DATA_DIR, which SageMaker uploads as
-# <output path>/<job name>/output/output.tar.gz.
+# <output path>/<job name>/output/output.tar.gz. It holds the last values of METRIC_NAMES
+# and these keys, which the comparison reads:
 RUN_SUMMARY_FILE = "metrics.json"
+SUMMARY_COMPILER = "compiler"
+"""One of COMPILERS: what compiled the run's graph."""
+SUMMARY_GLOBAL_BATCH_SIZE = "global_batch_size"
+SUMMARY_LEARNING_RATE = "learning_rate"
+"""The learning rate trained with, scaled to the batch."""
 COMPARISON_JSON = "comparison.json"
 COMPARISON_MARKDOWN = "comparison.md"
+# The comparison's decision (``comparison.json``, key ``decision``): the pipeline's condition
+# reads speedup and quality_drop, its Lambda step records every field.
+DECISION_FIELDS = ("verdict", "arm", "speedup", "quality_drop", "global_batch_size",
+                   "learning_rate", "reason")
+VERDICT_SHIP = "ship"
+VERDICT_HOLD = "hold"
 
 # Quality metrics a benchmark can hold an arm to: (higher is better, scale to report units,
 # unit). Accuracy is a fraction in the summary; tolerances are in percentage points.
@@ -83,5 +133,6 @@ QUALITY_METRICS = {
     "validation_accuracy": (True, 100.0, "points"),
     "validation_loss": (False, 1.0, ""),
 }
+DEFAULT_QUALITY_METRIC = "validation_accuracy"
 DEFAULT_SPEEDUP_THRESHOLD = 0.2
 DEFAULT_QUALITY_TOLERANCE = 0.1

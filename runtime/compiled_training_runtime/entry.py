@@ -1,7 +1,8 @@
-"""The entry point SageMaker runs: read the contract, pick the backend, train.
+"""The entry point SageMaker runs: read the contract, pick the compiler's backend, train.
 
-XLA when ``sagemaker_training_compiler_enabled`` is true, ``torch.compile`` when the
-library's torch.compile hyperparameter says so, eager otherwise. Any bad input ends in a
+Training Compiler (XLA) when ``sagemaker_training_compiler_enabled`` is true,
+``torch.compile`` when the library's torch.compile hyperparameter says so, none (eager)
+otherwise. Any bad input ends in a
 clear message in ``/opt/ml/output/failure`` (what SageMaker shows as the failure reason)
 and a non-zero exit.
 """
@@ -12,6 +13,7 @@ import json
 import sys
 import traceback
 
+from . import contract
 from .env import InputError, SageMakerEnv, parse_hyperparameters
 
 
@@ -23,7 +25,7 @@ def main(environ: dict[str, str] | None = None) -> int:
         config = parse_hyperparameters({**env.framework_params, **env.hyperparameters})
         from . import backends, loop  # torch loads only once the input is known to be good
 
-        backend = backends.create(config.backend, torch_compile_mode=config.torch_compile_mode)
+        backend = backends.create(config.compiler, torch_compile_mode=config.torch_compile_mode)
         summary = loop.run(env, config, backend)
     except InputError as error:
         env.write_failure(f"InputError: {error}")
@@ -46,7 +48,7 @@ def main(environ: dict[str, str] | None = None) -> int:
     if summary["rank"] != 0:
         return 0  # one run summary per job, from the first replica
     env.output_data_dir.mkdir(parents=True, exist_ok=True)
-    (env.output_data_dir / "metrics.json").write_text(json.dumps(summary, indent=2,
+    (env.output_data_dir / contract.RUN_SUMMARY_FILE).write_text(json.dumps(summary, indent=2,
                                                                   sort_keys=True))
     return 0
 

@@ -14,8 +14,6 @@ from typing import Any
 from . import contract
 
 PRECISIONS = ("fp32", "fp16", "bf16")
-LR_SCALING = ("linear", "sqrt", "none")
-BACKENDS = ("xla", "torch.compile", "eager")
 
 
 class InputError(ValueError):
@@ -58,18 +56,19 @@ class TrainingConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def backend(self) -> str:
+    def compiler(self) -> str:
+        """The compiler the hyperparameters switch on, one of `contract.COMPILERS`."""
         if self.training_compiler:
-            return "xla"
-        return "torch.compile" if self.torch_compile else "eager"
+            return contract.COMPILER_TRAINING_COMPILER
+        return contract.COMPILER_TORCH_COMPILE if self.torch_compile else contract.COMPILER_NONE
 
     @property
     def scaled_learning_rate(self) -> float:
         """The learning rate for ``batch_size``, scaled from ``base_batch_size``."""
-        if not self.base_batch_size or self.lr_scaling == "none":
+        if not self.base_batch_size:
             return self.learning_rate
-        ratio = self.batch_size / self.base_batch_size
-        return self.learning_rate * (ratio if self.lr_scaling == "linear" else ratio ** 0.5)
+        return contract.scaled_learning_rate(self.learning_rate, self.base_batch_size,
+                                             self.batch_size, self.lr_scaling)
 
 
 _FIELDS = {
@@ -103,7 +102,8 @@ def parse_hyperparameters(hps: dict[str, Any]) -> TrainingConfig:
         elif not name.startswith("sagemaker_"):
             extra[name] = raw
     config = TrainingConfig(**values, extra=extra)
-    for name, allowed in (("precision", PRECISIONS), ("lr_scaling", LR_SCALING)):
+    for name, allowed in (("precision", PRECISIONS), (contract.HP_LR_SCALING,
+                                                      contract.LR_SCALING_RULES)):
         if getattr(config, name) not in allowed:
             raise InputError(f"hyperparameter {name!r} must be one of {', '.join(allowed)}, "
                              f"got {getattr(config, name)!r}")

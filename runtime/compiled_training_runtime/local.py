@@ -15,9 +15,17 @@ from typing import Any
 
 from . import contract
 
+# A BERT small enough to train in seconds on a CPU: the model of ``compiled-training bench``
+# and of the tests. Random token sequences (`write_examples`) fit it.
+TINY_BERT: Mapping[str, Any] = {
+    "model_family": "bert", "vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 2,
+    "num_attention_heads": 2, "intermediate_size": 64, "max_seq_length": 16,
+}
 
-def write_examples(folder: Path, count: int, *, seed: int = 0, max_length: int = 16,
-                   vocab_size: int = 64) -> None:
+
+def write_examples(folder: Path, count: int, *, seed: int = 0,
+                   max_length: int = TINY_BERT["max_seq_length"],
+                   vocab_size: int = TINY_BERT["vocab_size"]) -> None:
     """``count`` random token sequences with binary labels, as JSON lines."""
     rng = random.Random(seed)
     records = []

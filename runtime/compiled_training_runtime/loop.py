@@ -115,10 +115,11 @@ def run(env: SageMakerEnv, config: TrainingConfig, backend: Backend) -> dict[str
 
     # The final save waits for the last step's graph and runs the pending closures.
     _save(backend, checkpoint, model, optimizer, scaler, progress)
-    summary: dict[str, Any] = {"backend": backend.name, "steps": progress.step,
-                               "samples": progress.samples, "counters": backend.counters(),
-                               "global_batch_size": per_step,
-                               "learning_rate": config.scaled_learning_rate,
+    summary: dict[str, Any] = {contract.SUMMARY_COMPILER: backend.compiler,
+                               "steps": progress.step, "samples": progress.samples,
+                               "counters": backend.counters(),
+                               contract.SUMMARY_GLOBAL_BATCH_SIZE: per_step,
+                               contract.SUMMARY_LEARNING_RATE: config.scaled_learning_rate,
                                "precision": config.precision, "world_size": backend.world_size,
                                "rank": backend.rank}
     if scaler is not None:  # a scale that collapsed towards 0 means gradients kept overflowing

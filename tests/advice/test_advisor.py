@@ -18,7 +18,6 @@ from compiled_training.advice.advisor import (
     WorkloadProfile,
     assess_workload,
     model_category,
-    scaled_learning_rate,
 )
 from compiled_training.pipelines.compiler import Compiler, CompilerKind
 from compiled_training.tools.cli import load_workloads
@@ -63,14 +62,13 @@ def test_seed_benchmark_lies_inside_the_published_prior():
     assert low <= 1140 / 820 <= high
 
 
-@pytest.mark.parametrize(("compiled", "expected_hours"), [
-    (1140, 4.5),          # batch 32: 6 h 12 m -> 4 h 30 m
-    (1260, 3 + 58 / 60),  # batch 48: -> 3 h 58 m measured
-])
-def test_seed_benchmark_wall_clock_within_5_percent(compiled, expected_hours):
+def test_seed_benchmark_wall_clock_lies_inside_the_predicted_range():
+    # The same benchmark at batch 32: 6 h 12 m -> 4 h 30 m, compile warm-up included. The
+    # advisor's range: the run at its high and low speedup, plus its least and most compile time.
     assessment = assess_workload(DOCUMENTS)
-    predicted = assessment.predicted_hours(baseline=820, compiled=compiled, compile_minutes=3)
-    assert predicted == pytest.approx(expected_hours, rel=0.05)
+    (low, high), (compile_least, compile_most) = assessment.speedup, assessment.compile_minutes
+    hours = DOCUMENTS.hours_per_run
+    assert hours / high + compile_least / 60 <= 4.5 <= hours / low + compile_most / 60
 
 
 def test_debug_run_is_skipped_because_compile_overhead_exceeds_the_saving():
@@ -268,11 +266,6 @@ def test_every_prior_cites_its_source_and_only_measured_families_can_enable():
         assert prior.source
         assert 1.0 <= prior.speedup[0] < prior.speedup[1]
         assert prior.published is (family != "other"), (compiler, family)
-
-
-@pytest.mark.parametrize(("rule", "expected"), [("linear", 7.5e-5), ("sqrt", 5e-5 * 1.5 ** 0.5)])
-def test_learning_rate_scaling(rule, expected):
-    assert scaled_learning_rate(5e-5, 32, 48, rule=rule) == pytest.approx(expected)
 
 
 def test_every_factor_has_a_reason_for_the_reference_platform():

@@ -22,17 +22,16 @@ from compiled_training import (
     TrainingPipeline,
 )
 from compiled_training.pipelines.job import ParameterType
-from tests.helpers import cdk_json_context, synth_reference_app
+from tests.helpers import cdk_json_context, new_stack, synth_reference_app
 
 BERT = Framework.pytorch("1.13.1")
-ENV = cdk.Environment(account="123456789012", region="us-east-1")
 
 
 def _pipeline(code, stack=None, **overrides) -> TrainingPipeline:
     props = {"framework": BERT, "compiler": Compiler.training_compiler(),
              "instance_type": "ml.g5.48xlarge", "source_dir": code,
              "entry_point": "train.py", "channels": [InputChannel("train", "s3://team-data/t/")]}
-    return TrainingPipeline(stack or cdk.Stack(cdk.App(), "Team", env=ENV), "Bert",
+    return TrainingPipeline(stack or new_stack(), "Bert",
                             **{**props, **overrides})
 
 
@@ -41,7 +40,7 @@ def _benchmark(source_dir, **overrides) -> CompilerBenchmark:
              "entry_point": "train.py",
              "channels": [InputChannel("train", "s3://team-data/t/"),
                           InputChannel("validation", "s3://team-data/v/")]}
-    return CompilerBenchmark(cdk.Stack(cdk.App(), "Team", env=ENV), "Bench",
+    return CompilerBenchmark(new_stack(), "Bench",
                              **{**props, **overrides})
 
 
@@ -90,7 +89,7 @@ def test_fails_on_a_scope_or_id_of_the_wrong_type(source_dir):
     with pytest.raises(TypeError, match=r"^TrainingPipeline Bert: scope must be a Construct, got str 'Team'$"):
         TrainingPipeline("Team", "Bert", framework=BERT, instance_type="ml.g5.xlarge")
     with pytest.raises(TypeError, match=r"^TrainingPipeline: construct_id must be a str, got int 7$"):
-        TrainingPipeline(cdk.Stack(cdk.App(), "Team"), 7, framework=BERT,
+        TrainingPipeline(new_stack(env=None), 7, framework=BERT,
                          instance_type="ml.g5.xlarge")
 
 
@@ -140,7 +139,7 @@ def test_accepts_an_aware_datetime_and_whole_durations(source_dir):
 def test_fails_on_a_wrong_type_for_runtime_image(overrides, message):
     props = {"framework": BERT, "compiler": Compiler.training_compiler(), **overrides}
     with pytest.raises(TypeError, match=r"^RuntimeImage Team/Image: " + message):
-        RuntimeImage(cdk.Stack(cdk.App(), "Team", env=ENV), "Image", **props)
+        RuntimeImage(new_stack(), "Image", **props)
 
 
 @pytest.mark.parametrize(("factory", "kind", "message"), [
@@ -171,13 +170,13 @@ def test_fails_on_nan_in_python_and_the_jsii_kernel_lives_on(source_dir):
     # Parameter.float("Lr", nan) used to reach jsii as JSON NaN and stop its Node process.
     with pytest.raises(ValueError, match=r"must be a finite number, got nan"):
         _pipeline(source_dir, hyperparameters={"lr": Parameter.float("Lr", float("nan"))})
-    stack = cdk.Stack(cdk.App(), "Team", env=ENV)
+    stack = new_stack()
     _pipeline(source_dir, stack, hyperparameters={"lr": Parameter.float("Lr", 0.001)})
     assert cdk.assertions.Template.from_stack(stack).find_resources("AWS::SageMaker::Pipeline")
 
 
 def test_accepts_imported_resources_for_interface_props(source_dir):
-    stack = cdk.Stack(cdk.App(), "Team", env=ENV)
+    stack = new_stack()
     key = kms.Key.from_key_arn(stack, "Key", "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab")
     bucket = s3.Bucket.from_bucket_name(stack, "Bucket", "team-outputs")
     pipeline = _pipeline(source_dir, stack, kms_key=key, output_bucket=bucket,

@@ -15,6 +15,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 
 from compiled_training import Compiler, Framework, TrainingPipeline, WorkloadProfile
 from compiled_training.nag.rule_pack import RULES, CompiledTrainingChecks
+from tests.helpers import REGION, new_stack
 
 BERT_PROFILE = dict(name="bert", framework="pytorch", model_family="bert",
                     instance_type="ml.g5.48xlarge", instance_count=1, hours_per_run=6.2,
@@ -31,10 +32,9 @@ COMPLIANT_STEP = {
 
 def _findings(tmp_path: Path, build) -> dict[str, str]:
     """Rule id -> level of every CompiledTraining finding in the app's validation report."""
-    app = cdk.App(outdir=str(tmp_path))
+    stack = new_stack(outdir=tmp_path)
+    app = stack.node.root
     cdk.Validations.of(app).add_plugins(CompiledTrainingChecks(app))
-    stack = cdk.Stack(app, "Team", env=cdk.Environment(account="123456789012",
-                                                       region="us-east-1"))
     build(stack)
     try:
         app.synth()
@@ -115,7 +115,7 @@ def test_pipelines_without_a_compiler_are_not_applicable(tmp_path, source_dir):
 def test_benchmark_verdict_gives_no_compiler_and_a_warning_pointing_to_the_ab_pipeline(source_dir):
     from aws_cdk.assertions import Annotations, Match
 
-    stack = cdk.Stack(cdk.App(), "Team", env=cdk.Environment(region="us-east-1"))
+    stack = new_stack(env=cdk.Environment(region=REGION))
     profile = WorkloadProfile(**{**BERT_PROFILE, "model_family": "stable-diffusion"})
     pipeline = TrainingPipeline(stack, "Sd", framework=Framework.pytorch("1.13.1"),
                                 compiler=Compiler.auto(profile), instance_type="ml.g5.48xlarge",

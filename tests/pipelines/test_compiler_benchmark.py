@@ -30,6 +30,7 @@ from tests.helpers import (
     cfn_lint,
     condition_outcome,
     definitions,
+    new_stack,
     validate_envelope,
     validate_job_arguments,
 )
@@ -37,12 +38,6 @@ from tests.helpers import (
 PYTORCH = Framework.pytorch("1.13.1")
 CHANNELS = [InputChannel("train", Parameter.string("TrainDataUri", "s3://team-data/sd/train/")),
             InputChannel("validation", "s3://team-data/sd/validation/")]
-
-
-def _stack(tmp_path: Path | None = None) -> cdk.Stack:
-    app = cdk.App(outdir=str(tmp_path)) if tmp_path else cdk.App()
-    return cdk.Stack(app, "Team", env=cdk.Environment(account="123456789012",
-                                                      region="us-east-1"))
 
 
 def _benchmark(stack: cdk.Stack, source_dir: Path, **overrides) -> CompilerBenchmark:
@@ -64,7 +59,7 @@ def benchmark_definition(source_dir: Path, **overrides) -> dict:
     """One synthesized benchmark's pipeline definition (the runtime's tests read it too)."""
     source_dir.mkdir(parents=True, exist_ok=True)
     (source_dir / "train.py").write_text(SAMPLE_ENTRY_POINT)
-    stack = _stack()
+    stack = new_stack()
     _benchmark(stack, source_dir, **overrides)
     (definition,) = definitions(Template.from_stack(stack).to_json())
     return definition
@@ -214,7 +209,7 @@ def test_fails_schema_validation_when_a_branch_step_is_malformed(source_dir):
 def _comparison(baseline_seconds: float, arm_seconds: float, baseline_accuracy: float,
                 arm_accuracy: float, thresholds: Thresholds) -> dict:
     def run(name: str, seconds: float, accuracy: float) -> ArmRun:
-        return ArmRun(name, "eager", 32, 5e-5, 1000 / seconds, accuracy, seconds, seconds)
+        return ArmRun(name, "none", 32, 5e-5, 1000 / seconds, accuracy, seconds, seconds)
 
     return compare([run("baseline", baseline_seconds, baseline_accuracy),
                     run("compiler", arm_seconds, arm_accuracy)], thresholds)
@@ -248,10 +243,9 @@ def test_the_pipeline_condition_and_the_comparison_verdict_agree(source_dir, arm
 def test_synth_is_clean_under_cdk_nag_and_cfn_lint_and_deterministic(tmp_path, source_dir):
     outputs = []
     for name in ("a", "b"):
-        app = cdk.App(outdir=str(tmp_path / name))
+        stack = new_stack(outdir=tmp_path / name)
+        app = stack.node.root
         cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), CompiledTrainingChecks(app))
-        stack = cdk.Stack(app, "Team", env=cdk.Environment(account="123456789012",
-                                                           region="us-east-1"))
         benchmark = _benchmark(stack, source_dir, large_batch_size=6)
         acknowledge(benchmark.resource, "CompiledTraining-CT9",
                     "Benchmarking Training Compiler's last release is the point.", pack=PACK)
@@ -262,7 +256,7 @@ def test_synth_is_clean_under_cdk_nag_and_cfn_lint_and_deterministic(tmp_path, s
 
 
 def test_roles_are_least_privilege(source_dir):
-    stack = _stack()
+    stack = new_stack()
     benchmark = _benchmark(stack, source_dir, large_batch_size=6)
     template = Template.from_stack(stack).to_json()
     roles = {lid: r for lid, r in template["Resources"].items() if r["Type"] == "AWS::IAM::Role"}
@@ -288,7 +282,7 @@ def test_roles_are_least_privilege(source_dir):
 
 
 def test_decision_parameter_starts_undecided_and_the_function_may_write_only_it(source_dir):
-    stack = _stack()
+    stack = new_stack()
     _benchmark(stack, source_dir, decision_parameter_name="/creative/sd/compiler-decision",
                speedup_threshold=0.25, quality_tolerance=0.05)
     template = Template.from_stack(stack)
@@ -319,7 +313,7 @@ def test_torch_compile_is_benchmarked_on_one_pytorch_2_image(source_dir):
 
 
 def test_spot_arms_draw_a_warning(source_dir):
-    stack = _stack()
+    stack = new_stack()
     _benchmark(stack, source_dir, spot=True)
     Annotations.from_stack(stack).has_warning(
         "/Team/Benchmark", Match.string_like_regexp("spot arms can be interrupted.*benchmark on demand"))
@@ -327,13 +321,13 @@ def test_spot_arms_draw_a_warning(source_dir):
 
 def test_a_derived_name_warns_that_a_rename_strands_comparisons_and_deletes_the_verdict(
         source_dir):
-    stack = _stack()
+    stack = new_stack()
     name = _benchmark(stack, source_dir).pipeline_name
     Annotations.from_stack(stack).has_warning("/Team/Benchmark", Match.string_like_regexp(
         f"leaves its checkpoints and comparisons under the old one and replaces its verdict "
         f"parameter /compiled-training/{name}/decision, deleting the recorded verdict; pass "
         f"pipeline_name='{name}'"))
-    named = _stack()
+    named = new_stack()
     _benchmark(named, source_dir, pipeline_name="sd-compiler-trial")
     Annotations.from_stack(named).has_no_warning("/Team/Benchmark", Match.string_like_regexp(
         "pipeline_name is omitted"))
@@ -406,7 +400,7 @@ def test_fails_to_record_a_verdict_judged_by_a_lowered_bar(monkeypatch, threshol
 def test_fails_when_a_schedule_would_lower_the_bar(source_dir):
     from compiled_training import RetrainingSchedule
 
-    stack = _stack()
+    stack = new_stack()
     benchmark = _benchmark(stack, source_dir, speedup_threshold=0.25)
     for parameters, message in (
             ({"SpeedupThreshold": 0.1}, r"parameter 'SpeedupThreshold' must be within 0.25-10, "
@@ -444,27 +438,27 @@ def test_fails_when_a_schedule_would_lower_the_bar(source_dir):
 def test_fails_on_bad_props_naming_field_value_and_what_is_allowed(source_dir, overrides,
                                                                      message):
     with pytest.raises(ValueError, match=r"CompilerBenchmark Team/Benchmark.*" + message):
-        _benchmark(_stack(), source_dir, **overrides)
+        _benchmark(new_stack(), source_dir, **overrides)
 
 
 def test_fails_with_every_problem_at_once(source_dir):
     with pytest.raises(ValueError, match=r"has 3 problems:\n  - compiler must be .*\n  - "
                                          r"framework must be a deep-learning framework .*"
                                          r"XGBoost 1.7-1\n  - channels must include"):
-        _benchmark(_stack(), source_dir, compiler=Compiler.none(),
+        _benchmark(new_stack(), source_dir, compiler=Compiler.none(),
                    framework=Framework.xgboost("1.7-1"), channels=CHANNELS[:1])
 
 
 def test_fails_when_a_distribution_does_not_fit_the_arm(source_dir):
     with pytest.raises(ValueError, match=r"\(baseline arm\): distribution 'pytorchxla' runs only "
                                          r"with Training Compiler"):
-        _benchmark(_stack(), source_dir, baseline_distribution=Distribution.PYTORCHXLA)
+        _benchmark(new_stack(), source_dir, baseline_distribution=Distribution.PYTORCHXLA)
 
 
 def test_a_schedule_can_rerun_the_benchmark_with_its_own_thresholds(source_dir):
     from compiled_training import RetrainingSchedule
 
-    stack = _stack()
+    stack = new_stack()
     benchmark = _benchmark(stack, source_dir)
     RetrainingSchedule(stack, "Monthly", pipeline=benchmark, team="creative",
                        expression="cron(0 3 1 * ? *)", parameters={"SpeedupThreshold": 0.3})
@@ -480,7 +474,7 @@ def test_a_schedule_can_rerun_the_benchmark_with_its_own_thresholds(source_dir):
 def test_grants_reading_the_verdict_and_nothing_else(source_dir):
     from aws_cdk import aws_iam as iam
 
-    stack = _stack()
+    stack = new_stack()
     benchmark = _benchmark(stack, source_dir)
     reader = iam.Role(stack, "Production", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
     benchmark.grant_read_decision(reader)
@@ -492,7 +486,7 @@ def test_grants_reading_the_verdict_and_nothing_else(source_dir):
 
 
 def test_advice_shared_by_arms_is_one_warning_naming_them(source_dir):
-    stack = _stack()
+    stack = new_stack()
     _benchmark(stack, source_dir, large_batch_size=6)  # 2 x ml.g5.12xlarge: no EFA
     found = Annotations.from_stack(stack).find_warning(
         "/Team/Benchmark", Match.string_like_regexp("has no EFA"))

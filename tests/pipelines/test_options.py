@@ -8,7 +8,6 @@ import subprocess
 import sys
 import textwrap
 
-import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Template
 
@@ -23,9 +22,8 @@ from compiled_training import (
 )
 from compiled_training.pipelines.options import prop_types
 from compiled_training.teams import TeamConfigError, benchmark_props, pipeline_props
-from tests.helpers import ROOT, definitions
+from tests.helpers import ROOT, definitions, new_stack
 
-ENV = cdk.Environment(account="123456789012", region="us-east-1")
 CHANNELS = [InputChannel("train", "s3://team-data/t/"),
             InputChannel("validation", "s3://team-data/v/")]
 
@@ -46,7 +44,7 @@ def _props(source_dir) -> dict:
 def test_every_job_option_is_a_typed_prop_of_both_constructs(construct):
     options = list(prop_types(TrainingJobOptions))
     with pytest.raises(TypeError) as raised:
-        construct(cdk.Stack(cdk.App(), "Team", env=ENV), "Job", **dict.fromkeys(options, _Wrong()))
+        construct(new_stack(), "Job", **dict.fromkeys(options, _Wrong()))
     header, *problems = str(raised.value).splitlines()
     assert header == f"{construct.__name__} Team/Job has {len(options)} problems:"
     assert [line.split(" must be ")[0] for line in problems] == [f"  - {o}" for o in options]
@@ -62,7 +60,7 @@ def test_the_props_extend_the_job_options():
 def test_fails_on_an_unknown_prop_naming_the_allowed_ones(source_dir):
     with pytest.raises(TypeError, match=r"^TrainingPipeline Team/Job: instance_typ is not a "
                                         r"prop; allowed: framework, instance_type, compiler, "):
-        TrainingPipeline(cdk.Stack(cdk.App(), "Team", env=ENV), "Job",
+        TrainingPipeline(new_stack(), "Job",
                          **{**_props(source_dir), "instance_typ": "ml.g5.xlarge"})
 
 
@@ -70,11 +68,11 @@ def test_fails_on_a_missing_required_prop(source_dir):
     props = _props(source_dir)
     del props["framework"]
     with pytest.raises(TypeError, match=r"^TrainingPipeline Team/Job: framework is required$"):
-        TrainingPipeline(cdk.Stack(cdk.App(), "Team", env=ENV), "Job", **props)
+        TrainingPipeline(new_stack(), "Job", **props)
     props = _props(source_dir)
     del props["entry_point"]
     with pytest.raises(TypeError, match=r"^CompilerBenchmark Team/Job: entry_point is required$"):
-        CompilerBenchmark(cdk.Stack(cdk.App(), "Team", env=ENV), "Job", **props)
+        CompilerBenchmark(new_stack(), "Job", **props)
 
 
 def test_type_checkers_see_the_props_of_the_keyword_arguments(tmp_path):
@@ -118,7 +116,7 @@ def test_a_prop_json_can_hold_is_a_team_key_without_an_edit_in_teams(tmp_path):
     # network_isolation and pipeline_name were never written into teams.py's key table.
     props = pipeline_props("Tabular", {**TEAM, "network_isolation": True,
                                        "pipeline_name": "tabular-nightly"}, base_dir=tmp_path)
-    stack = cdk.Stack(cdk.App(), "Tabular", env=ENV)
+    stack = new_stack("Tabular")
     TrainingPipeline(stack, "Pipeline", **props)
     template = Template.from_stack(stack)
     template.has_resource_properties("AWS::SageMaker::Pipeline",

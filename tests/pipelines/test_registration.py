@@ -23,6 +23,7 @@ from compiled_training.pipelines.registration import FAIL_STEP, GATE_STEP, REGIS
 from tests.helpers import (
     condition_outcome,
     definitions,
+    new_stack,
     validate_envelope,
     validate_job_arguments,
 )
@@ -30,11 +31,6 @@ from tests.internal.sdk_oracle import sdk_registration_steps
 
 ACCURACY = "Steps.Train.FinalMetricDataList['validation_accuracy'].Value"
 AUC = "Steps.Train.FinalMetricDataList['validation:auc'].Value"
-
-
-def _stack() -> cdk.Stack:
-    return cdk.Stack(cdk.App(), "Team",
-                     env=cdk.Environment(account="123456789012", region="us-east-1"))
 
 
 def _bert(stack: cdk.Stack, source_dir: Path, **registration) -> TrainingPipeline:
@@ -73,7 +69,7 @@ def _gate(definition: dict) -> dict:
 def test_gate_and_registration_pass_the_schema_and_the_api_shapes(source_dir):
     for build in (lambda s: _bert(s, source_dir), _xgboost,
                   lambda s: _bert(s, source_dir, gate_metric="")):
-        stack = _stack()
+        stack = new_stack()
         build(stack)
         definition = _definition(stack)
         validate_envelope(definition)
@@ -81,7 +77,7 @@ def test_gate_and_registration_pass_the_schema_and_the_api_shapes(source_dir):
 
 
 def test_registers_the_trained_model_with_the_inference_image_and_how_it_was_trained(source_dir):
-    stack = _stack()
+    stack = new_stack()
     _bert(stack, source_dir, git_commit="0123abc")
     definition = _definition(stack)
     (register,) = _gate(definition)["Arguments"]["IfSteps"]
@@ -103,7 +99,7 @@ def test_registers_the_trained_model_with_the_inference_image_and_how_it_was_tra
 
 
 def test_xgboost_registers_its_algorithm_image_after_a_gate_on_its_own_metric():
-    stack = _stack()
+    stack = new_stack()
     _xgboost(stack)
     gate = _gate(_definition(stack))
     assert gate["Arguments"]["Conditions"] == [{
@@ -118,7 +114,7 @@ def test_xgboost_registers_its_algorithm_image_after_a_gate_on_its_own_metric():
 
 
 def test_a_loss_gate_passes_at_or_below_its_threshold(source_dir):
-    stack = _stack()
+    stack = new_stack()
     _bert(stack, source_dir, gate_metric="validation_loss", gate_threshold=0.4)
     (condition,) = _gate(_definition(stack))["Arguments"]["Conditions"]
     assert condition["Type"] == "LessThanOrEqualTo"
@@ -129,7 +125,7 @@ def test_a_loss_gate_passes_at_or_below_its_threshold(source_dir):
     (0.93, 0.9, True), (0.9, 0.9, True), (0.87, 0.9, False), (0.93, 0.95, False)])
 def test_the_gate_registers_only_a_model_at_or_above_the_threshold(source_dir, accuracy,
                                                                     threshold, registers):
-    stack = _stack()
+    stack = new_stack()
     _bert(stack, source_dir)
     gate = _gate(_definition(stack))
     values = {ACCURACY: accuracy, "MinValidationAccuracy": threshold}
@@ -145,7 +141,7 @@ def test_the_gate_registers_only_a_model_at_or_above_the_threshold(source_dir, a
 
 
 def test_matches_the_sdk_register_model_and_condition_steps(source_dir):
-    stack = _stack()
+    stack = new_stack()
     _bert(stack, source_dir, git_commit="0123abc")
     definition = _definition(stack)
     ours = _gate(definition)
@@ -174,7 +170,7 @@ def test_matches_the_sdk_register_model_and_condition_steps(source_dir):
 # --- the construct ---------------------------------------------------------------------------
 
 def test_creates_the_group_retained_before_the_pipeline(source_dir):
-    stack = _stack()
+    stack = new_stack()
     pipeline = _bert(stack, source_dir, deployment_account="210987654321")
     template = Template.from_stack(stack)
     groups = template.find_resources("AWS::SageMaker::ModelPackageGroup")
@@ -192,13 +188,13 @@ def test_creates_the_group_retained_before_the_pipeline(source_dir):
 
 
 def test_an_existing_group_is_not_created():
-    stack = _stack()
+    stack = new_stack()
     _xgboost(stack, existing_group=True)
     Template.from_stack(stack).resource_count_is("AWS::SageMaker::ModelPackageGroup", 0)
 
 
 def test_pipeline_role_registers_only_into_its_group_and_passes_nothing_new():
-    stack = _stack()
+    stack = new_stack()
     _xgboost(stack)
     template = Template.from_stack(stack)
     roles = template.find_resources("AWS::IAM::Role")
@@ -214,7 +210,7 @@ def test_pipeline_role_registers_only_into_its_group_and_passes_nothing_new():
 
 
 def test_a_schedule_may_override_the_threshold_per_run(source_dir):
-    stack = _stack()
+    stack = new_stack()
     pipeline = _bert(stack, source_dir)
     assert pipeline.parameters["MinValidationAccuracy"] == Parameter.float(
         "MinValidationAccuracy", 0.9)
@@ -227,7 +223,7 @@ def test_a_schedule_may_override_the_threshold_per_run(source_dir):
 
 
 def test_summary_names_group_status_and_gate(source_dir):
-    assert _bert(_stack(), source_dir).summary()["registration"] == (
+    assert _bert(new_stack(), source_dir).summary()["registration"] == (
         "group bert-classifier, PendingManualApproval, if validation_accuracy >= "
         "MinValidationAccuracy (default 0.9)")
 
@@ -254,20 +250,20 @@ def test_summary_names_group_status_and_gate(source_dir):
 def test_fails_on_bad_registration_naming_field_value_and_allowed(source_dir, overrides,
                                                                    message):
     with pytest.raises(ValueError, match=r"TrainingPipeline Team/Bert: registration: " + message):
-        _bert(_stack(), source_dir, **overrides)
+        _bert(new_stack(), source_dir, **overrides)
 
 
 def test_fails_on_an_xgboost_metric_its_eval_metric_does_not_report():
     with pytest.raises(ValueError, match=r"gate_metric must be a metric the training job "
                                          r"reports \(train:auc, train:logloss, validation:auc, "
                                          r"validation:logloss\), got 'validation:rmse'"):
-        _xgboost(_stack(), gate_metric="validation:rmse")
+        _xgboost(new_stack(), gate_metric="validation:rmse")
 
 
 def test_fails_with_every_registration_problem_at_once(source_dir):
     with pytest.raises(ValueError, match=r"model_package_group_name .*; approval_status .*; "
                                          r"gate_metric "):
-        _bert(_stack(), source_dir, model_package_group_name="-", approval_status="ok",
+        _bert(new_stack(), source_dir, model_package_group_name="-", approval_status="ok",
               gate_metric="f1")
 
 
@@ -276,7 +272,7 @@ def test_fails_where_no_inference_image_exists_and_asks_for_one(source_dir):
                                          r"no SageMaker inference image; supported huggingface "
                                          r"versions: .*; give inference_image_uri$"):
         TrainingPipeline(
-            _stack(), "Hf", framework=Framework.huggingface("4.21.1", pytorch_version="1.11.0"),
+            new_stack(), "Hf", framework=Framework.huggingface("4.21.1", pytorch_version="1.11.0"),
             compiler=Compiler.training_compiler(), instance_type="ml.g5.2xlarge",
             source_dir=source_dir, entry_point="train.py",
             registration=ModelRegistration(model_package_group_name="hf"))
@@ -287,7 +283,7 @@ def test_fails_where_no_inference_image_exists_and_asks_for_one(source_dir):
 def test_a_new_version_and_its_approval_reach_the_team_topic(source_dir):
     from tests.delivery import refusals
 
-    stack = _stack()
+    stack = new_stack()
     schedule = RetrainingSchedule(stack, "Schedule", pipeline=_bert(stack, source_dir),
                                   team="nlp", expression="cron(0 1 ? * MON *)")
     template = Template.from_stack(stack)
@@ -315,7 +311,7 @@ def test_a_new_version_and_its_approval_reach_the_team_topic(source_dir):
 
 
 def test_no_model_rule_without_a_registration(source_dir):
-    stack = _stack()
+    stack = new_stack()
     pipeline = TrainingPipeline(stack, "Plain", framework=Framework.xgboost("1.7-1"),
                                 instance_type="ml.m6i.12xlarge")
     schedule = RetrainingSchedule(stack, "Schedule", pipeline=pipeline, team="tab",

@@ -25,18 +25,16 @@ from compiled_training import (
 )
 from compiled_training._internal.dlc import resolve_dlc
 from tests.helpers import (
+    ACCOUNT,
+    ENV,
     SAMPLE_ENTRY_POINT,
     definitions,
+    new_stack,
     validate_envelope,
     validate_job_arguments,
 )
 
 BERT = Framework.pytorch("1.13.1")
-
-
-def _stack(region: str | None = "us-east-1") -> cdk.Stack:
-    env = cdk.Environment(account="123456789012", region=region) if region else None
-    return cdk.Stack(cdk.App(), "Team", env=env)
 
 
 def _pipeline(stack: cdk.Stack, source_dir: Path, **overrides) -> TrainingPipeline:
@@ -78,7 +76,7 @@ def _statements(template: Template, role_prefix: str) -> list[dict]:
 # --- behaviour ------------------------------------------------------------------------------
 
 def test_creates_a_retained_encrypted_versioned_private_output_bucket(source_dir):
-    stack = _stack()
+    stack = new_stack()
     _pipeline(stack, source_dir)
     template = Template.from_stack(stack)
     template.has_resource("AWS::S3::Bucket", {
@@ -100,7 +98,7 @@ def test_creates_a_retained_encrypted_versioned_private_output_bucket(source_dir
 
 
 def test_kms_key_encrypts_bucket_volumes_and_outputs(source_dir):
-    stack = _stack()
+    stack = new_stack()
     key = kms.Key(stack, "Key", enable_key_rotation=True)
     _pipeline(stack, source_dir, kms_key=key)
     args = _arguments(stack)
@@ -113,7 +111,7 @@ def test_kms_key_encrypts_bucket_volumes_and_outputs(source_dir):
 
 
 def test_training_step_has_compiler_settings_and_retries(source_dir):
-    stack = _stack()
+    stack = new_stack()
     _pipeline(stack, source_dir, instance_count=2,
               hyperparameters={"epochs": Parameter.integer("Epochs", 3), "batch_size": 32})
     definition = _definition(stack)
@@ -136,7 +134,7 @@ def test_training_step_has_compiler_settings_and_retries(source_dir):
 ])
 def test_defaults_to_pytorchxla_when_a_compiler_job_spans_more_than_one_gpu(
         source_dir, instance_type, count, expected):
-    stack = _stack()
+    stack = new_stack()
     pipeline = _pipeline(stack, source_dir, instance_type=instance_type, instance_count=count)
     assert pipeline.distribution.value == expected
     hps = _arguments(stack)["HyperParameters"]
@@ -149,7 +147,7 @@ def test_defaults_to_pytorchxla_when_a_compiler_job_spans_more_than_one_gpu(
 ])
 def test_defaults_to_no_distribution_where_the_compiler_has_no_pytorchxla(source_dir, framework):
     # As the SDK runs it: Hugging Face PyTorch 1.9 and 1.10 have no pytorchxla launcher.
-    stack = _stack()
+    stack = new_stack()
     pipeline = _pipeline(stack, source_dir, framework=framework, instance_type="ml.p3.16xlarge",
                          instance_count=2)
     assert pipeline.distribution is Distribution.NONE
@@ -157,7 +155,7 @@ def test_defaults_to_no_distribution_where_the_compiler_has_no_pytorchxla(source
 
 
 def test_torch_distributed_runs_on_every_nvidia_gpu_family(source_dir):
-    stack = _stack()
+    stack = new_stack()
     _pipeline(stack, source_dir, framework=Framework.pytorch("2.3.0"),
               compiler=Compiler.torch_compile(), instance_type="ml.p6-b200.48xlarge",
               distribution=Distribution.TORCH_DISTRIBUTED)
@@ -166,7 +164,7 @@ def test_torch_distributed_runs_on_every_nvidia_gpu_family(source_dir):
 
 
 def test_spot_training_waits_and_checkpoints_per_execution(source_dir):
-    stack = _stack()
+    stack = new_stack()
     _pipeline(stack, source_dir, spot=True, max_runtime=cdk.Duration.hours(6))
     args = _arguments(stack)
     assert args["EnableManagedSpotTraining"] is True
@@ -178,7 +176,7 @@ def test_spot_training_waits_and_checkpoints_per_execution(source_dir):
 
 
 def test_torch_compile_runs_on_a_pytorch_2_dlc(source_dir):
-    stack = _stack()
+    stack = new_stack()
     _pipeline(stack, source_dir, framework=Framework.pytorch("2.3.0"),
               compiler=Compiler.torch_compile(mode="max-autotune"), instance_type="ml.g5.2xlarge")
     args = _arguments(stack)
@@ -191,7 +189,7 @@ def test_torch_compile_runs_on_a_pytorch_2_dlc(source_dir):
 
 
 def test_execution_role_reads_code_and_inputs_writes_own_prefix_pulls_own_image(source_dir):
-    stack = _stack()
+    stack = new_stack()
     pipeline = _pipeline(stack, source_dir)
     statements = json.dumps(_statements(Template.from_stack(stack), "BertExecutionRole"))
     assert "arn:\", {\"Ref\": \"AWS::Partition\"}, \":s3:::team-data/bert/train/*" in statements
@@ -202,7 +200,7 @@ def test_execution_role_reads_code_and_inputs_writes_own_prefix_pulls_own_image(
 
 
 def test_pipeline_role_creates_only_tagged_jobs_and_passes_only_the_execution_role(source_dir):
-    stack = _stack()
+    stack = new_stack()
     pipeline = _pipeline(stack, source_dir)
     statements = _statements(Template.from_stack(stack), "BertPipelineRole")
     create = next(s for s in statements if "sagemaker:CreateTrainingJob" in s["Action"])
@@ -217,7 +215,7 @@ def test_pipeline_role_creates_only_tagged_jobs_and_passes_only_the_execution_ro
 
 def test_pipeline_role_tags_only_its_own_jobs_with_its_own_tag_as_it_creates_them(source_dir):
     # Retagging another pipeline's job would let this role describe and stop it.
-    stack = _stack()
+    stack = new_stack()
     pipeline = _pipeline(stack, source_dir)
     statements = _statements(Template.from_stack(stack), "BertPipelineRole")
     (add_tags,) = [s for s in statements if "sagemaker:AddTags" in s["Action"]]
@@ -230,10 +228,11 @@ def test_pipeline_role_tags_only_its_own_jobs_with_its_own_tag_as_it_creates_the
     }
 
 
-@pytest.mark.parametrize(("region", "account"), [("us-east-1", "123456789012"),
-                                                 (None, {"Ref": "AWS::AccountId"})])
-def test_sagemaker_may_assume_the_roles_for_this_account_only(source_dir, region, account):
-    stack = _stack(region)
+@pytest.mark.parametrize(("env", "account"), [(ENV, "123456789012"),
+                                              (None, {"Ref": "AWS::AccountId"})],
+                         ids=["us-east-1", "agnostic"])
+def test_sagemaker_may_assume_the_roles_for_this_account_only(source_dir, env, account):
+    stack = new_stack(env=env)
     _pipeline(stack, source_dir)
     roles = Template.from_stack(stack).find_resources("AWS::IAM::Role")
     for prefix in ("BertExecutionRole", "BertPipelineRole"):
@@ -251,12 +250,12 @@ def test_fails_on_wildcards_in_a_channel_uri_that_iam_would_widen(source_dir, ur
             r"TrainingPipeline Team/Bert: channel 'train' URI must not contain '\*' or '\?' "
             r"\(the execution role's S3 grant is built from it and IAM reads them as wildcards: "
             r"'s3://bucket/\*' would grant the whole bucket\), got " + re.escape(repr(uri)))):
-        _pipeline(_stack(), source_dir, channels=[
+        _pipeline(new_stack(), source_dir, channels=[
             InputChannel("train", Parameter.string("TrainDataUri", uri))])
 
 
 def test_grants_start_execution_and_plugs_into_scheduler(source_dir):
-    stack = _stack()
+    stack = new_stack()
     pipeline = _pipeline(stack, source_dir)
     runner = iam.Role(stack, "Runner", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
     pipeline.grant_start_execution(runner)
@@ -272,7 +271,7 @@ def test_grants_start_execution_and_plugs_into_scheduler(source_dir):
 
 
 def test_failed_execution_metric_names_the_pipeline(source_dir):
-    stack = _stack()
+    stack = new_stack()
     pipeline = _pipeline(stack, source_dir)
     metric = pipeline.metric_failed_executions()
     assert metric.metric_name == "ExecutionFailed"
@@ -281,7 +280,7 @@ def test_failed_execution_metric_names_the_pipeline(source_dir):
 
 
 def test_vpc_job_gets_subnets_security_group_and_network_interface_permissions(source_dir):
-    stack = _stack()
+    stack = new_stack()
     vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
     _pipeline(stack, source_dir, vpc=vpc, network_isolation=True)
     args = _arguments(stack)
@@ -293,7 +292,7 @@ def test_vpc_job_gets_subnets_security_group_and_network_interface_permissions(s
 
 
 def test_environment_agnostic_stack_maps_registries_per_region(source_dir):
-    stack = _stack(region=None)
+    stack = new_stack(env=None)
     _pipeline(stack, source_dir)
     template = Template.from_stack(stack).to_json()
     (mapping,) = template["Mappings"].values()
@@ -306,7 +305,7 @@ def test_environment_agnostic_stack_maps_registries_per_region(source_dir):
 def test_every_definition_variant_passes_the_validators(source_dir):
     for overrides in ({}, {"spot": True}, {"debugger": True, "profiler": True},
                       {"instance_count": 4, "distribution": Distribution.PYTORCHXLA}):
-        stack = _stack()
+        stack = new_stack()
         _pipeline(stack, source_dir, **overrides)
         definition = _definition(stack)
         validate_envelope(definition)
@@ -357,12 +356,12 @@ def test_every_definition_variant_passes_the_validators(source_dir):
 ])
 def test_fails_with_a_message_naming_field_value_and_what_is_allowed(source_dir, overrides, message):
     with pytest.raises(ValueError, match=message):
-        _pipeline(_stack(), source_dir, **overrides)
+        _pipeline(new_stack(), source_dir, **overrides)
 
 
 def test_fails_with_all_problems_in_one_message(source_dir):
     with pytest.raises(ValueError, match=r"has 2 problems:\n  - instance_count .*\n  - .*reserved"):
-        _pipeline(_stack(), source_dir, instance_count=0,
+        _pipeline(new_stack(), source_dir, instance_count=0,
                   hyperparameters={"sagemaker_region": "eu-west-1"})
 
 
@@ -400,12 +399,12 @@ def test_fails_with_all_problems_in_one_message(source_dir):
 ])
 def test_fails_on_a_request_sagemaker_would_refuse(source_dir, overrides, message):
     with pytest.raises(ValueError, match=r"^TrainingPipeline Team/Bert: " + message):
-        _pipeline(_stack(), source_dir, **overrides)
+        _pipeline(new_stack(), source_dir, **overrides)
 
 
 def test_fails_on_a_long_pipeline_name_once_not_again_for_its_tag(source_dir):
     with pytest.raises(ValueError, match=r"^TrainingPipeline Team/Bert: pipeline_name must be at most 256 characters, got 'a+'\.\.\. \(257 characters\)$"):
-        _pipeline(_stack(), source_dir, pipeline_name="a" * 257)
+        _pipeline(new_stack(), source_dir, pipeline_name="a" * 257)
 
 
 def test_fails_on_every_request_problem_in_one_message(source_dir):
@@ -413,12 +412,12 @@ def test_fails_on_every_request_problem_in_one_message(source_dir):
                                          r"  - max_runtime: .* got 2505600 seconds \(29 days\)\n"
                                          r"  - volume_size_gib: .* got 10000000000\n"
                                          r"  - instance_count: .* got 2147483648$"):
-        _pipeline(_stack(), source_dir, instance_count=2**31, volume_size_gib=10**10,
+        _pipeline(new_stack(), source_dir, instance_count=2**31, volume_size_gib=10**10,
                   max_runtime=cdk.Duration.days(29))
 
 
 def test_accepts_the_limits_themselves(source_dir):
-    stack = _stack()
+    stack = new_stack()
     _pipeline(stack, source_dir, max_runtime=cdk.Duration.days(28), description="x" * 3072,
               channels=[InputChannel(f"c{i}", f"s3://team-data/{i}/") for i in range(20)],
               hyperparameters={"text": "é" * 415})  # 2,492 characters encoded
@@ -426,7 +425,7 @@ def test_accepts_the_limits_themselves(source_dir):
 
 
 def test_fails_on_a_pipeline_name_used_twice_in_one_stack(source_dir):
-    stack = _stack()
+    stack = new_stack()
     _pipeline(stack, source_dir, pipeline_name="bert")
     with pytest.raises(ValueError, match=r"^TrainingPipeline Team/Roberta: pipeline_name 'Bert' is already used by Team/Bert in this app \(same account and region\); pipeline names must be unique$"):
         TrainingPipeline(stack, "Roberta", framework=BERT, instance_type="ml.g5.xlarge",
@@ -434,31 +433,30 @@ def test_fails_on_a_pipeline_name_used_twice_in_one_stack(source_dir):
 
 
 def test_fails_on_a_pipeline_name_used_twice_in_one_app(source_dir):
-    app = cdk.App()
-    env = cdk.Environment(account="123456789012", region="us-east-1")
-    _pipeline(cdk.Stack(app, "One", env=env), source_dir, pipeline_name="bert")
+    one = new_stack("One")
+    _pipeline(one, source_dir, pipeline_name="bert")
     with pytest.raises(ValueError, match=r"pipeline_name 'bert' is already used by One/Bert"):
-        _pipeline(cdk.Stack(app, "Two", env=env), source_dir, pipeline_name="bert")
+        _pipeline(new_stack("Two", app=one.node.root), source_dir, pipeline_name="bert")
     # Another region is another namespace.
-    _pipeline(cdk.Stack(app, "Three", env=cdk.Environment(account="123456789012",
-                                                         region="eu-west-1")),
+    _pipeline(new_stack("Three", app=one.node.root,
+                        env=cdk.Environment(account=ACCOUNT, region="eu-west-1")),
               source_dir, pipeline_name="bert")
 
 
 def test_fails_in_a_region_without_the_dlc_naming_the_supported_ones(source_dir):
     with pytest.raises(ValueError, match=r"region 'eu-south-2' has no pytorch-trcomp-training:1.13.1-gpu-py39 image; supported regions: af-south-1, .*us-east-1"):
-        _pipeline(_stack(region="eu-south-2"), source_dir)
+        _pipeline(new_stack(env=cdk.Environment(account=ACCOUNT, region="eu-south-2")), source_dir)
 
 
 def test_fails_without_source_dir_for_a_framework_image():
     with pytest.raises(ValueError, match=r"source_dir is required for PyTorch 1.13.1"):
-        TrainingPipeline(_stack(), "Bert", framework=BERT, instance_type="ml.g5.xlarge",
+        TrainingPipeline(new_stack(), "Bert", framework=BERT, instance_type="ml.g5.xlarge",
                          entry_point="train.py")
 
 
 def test_fails_on_a_missing_source_dir(tmp_path):
     with pytest.raises(ValueError, match=r"source_dir must be an existing folder, got '.*nope'"):
-        _pipeline(_stack(), tmp_path / "nope")
+        _pipeline(new_stack(), tmp_path / "nope")
 
 
 # The entry point, as the training toolkit's launchers will demand it (read, never imported).
@@ -505,7 +503,7 @@ def _source(folder: Path, files: dict[str, str]) -> Path:
 ])
 def test_fails_on_an_entry_point_the_launcher_would_refuse(tmp_path, files, overrides, message):
     with pytest.raises(ValueError, match=message):
-        _pipeline(_stack(), _source(tmp_path, files), **overrides)
+        _pipeline(new_stack(), _source(tmp_path, files), **overrides)
 
 
 def test_fails_with_every_entry_point_problem_in_one_message(tmp_path):
@@ -513,12 +511,12 @@ def test_fails_with_every_entry_point_problem_in_one_message(tmp_path):
     with pytest.raises(ValueError, match=r"has 3 problems:\n  - instance_count .*\n"
                                          r"  - source_dir .* holds a setup.py.*\n"
                                          r"  - entry_point 'train.py' .* defines no top-level"):
-        _pipeline(_stack(), source, instance_count=0)
+        _pipeline(new_stack(), source, instance_count=0)
 
 
 def test_an_entry_point_without_mp_fn_is_fine_where_no_launcher_imports_it(tmp_path):
     source = _source(tmp_path, {"train.py": "print('train')\n", "setup.py": ""})
-    pipeline = _pipeline(_stack(), source, instance_type="ml.g5.xlarge")
+    pipeline = _pipeline(new_stack(), source, instance_type="ml.g5.xlarge")
     assert pipeline.distribution is Distribution.NONE
 
 
@@ -530,20 +528,20 @@ def test_fails_on_torch_compile_mode():
 # --- advice ------------------------------------------------------------------------------
 
 def test_warns_when_debugger_or_profiler_run_under_the_compiler(source_dir):
-    stack = _stack()
+    stack = new_stack()
     _pipeline(stack, source_dir, debugger=True)
     Annotations.from_stack(stack).has_warning(
         "/Team/Bert", Match.string_like_regexp("Debugger and Profiler add recompilation overhead"))
 
 
 def test_warns_on_a_multi_node_compiler_job_without_efa(source_dir):
-    stack = _stack()
+    stack = new_stack()
     _pipeline(stack, source_dir, instance_type="ml.g5.12xlarge", instance_count=2)
     Annotations.from_stack(stack).has_warning("/Team/Bert", Match.string_like_regexp("has no EFA"))
 
 
 def test_a_name_derived_from_the_construct_path_warns_that_a_rename_strands_the_data(source_dir):
-    stack = _stack()
+    stack = new_stack()
     name = _pipeline(stack, source_dir).pipeline_name
     Annotations.from_stack(stack).has_warning("/Team/Bert", Match.string_like_regexp(
         f"^pipeline_name is omitted, so the pipeline is named '{name}' after this construct's id "
@@ -554,13 +552,13 @@ def test_a_name_derived_from_the_construct_path_warns_that_a_rename_strands_the_
 
 
 def test_no_warning_for_the_recommended_setup(source_dir):
-    stack = _stack()
+    stack = new_stack()
     _pipeline(stack, source_dir, instance_count=2, pipeline_name="nlp-bert")
     Annotations.from_stack(stack).has_no_warning("*", Match.any_value())
 
 
 def test_pipelines_in_a_stack_share_the_output_bucket_and_code_but_not_prefixes(source_dir):
-    stack = _stack()
+    stack = new_stack()
     first = _pipeline(stack, source_dir)
     second = TrainingPipeline(stack, "Roberta", framework=BERT, instance_type="ml.g5.xlarge",
                               compiler=Compiler.training_compiler(), source_dir=source_dir,

@@ -24,12 +24,6 @@ XLA_SPAWN_SHIM = Path(__file__).resolve().parent / "xla_spawn_shim"
 # What the PyTorch DLCs set: the toolkit hands the job to the PyTorch container's launcher
 # logic, which picks the runner (pytorchxla, torch_distributed, or one process).
 DLC_TRAINING_MODULE = "sagemaker_pytorch_container.training:main"
-TINY_BERT = {
-    "model_family": "bert", "vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 2,
-    "num_attention_heads": 2, "intermediate_size": 64, "max_seq_length": 16,
-    "batch_size": 4, "learning_rate": 1e-3, "epochs": 1, "log_every": 1000,
-    "checkpoint_every": 1000, "seed": 7,
-}
 
 
 def opt_ml(base: Path, hyperparameters: dict[str, Any], *, train: int = 32,

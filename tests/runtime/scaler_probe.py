@@ -1,7 +1,7 @@
 """Two loss-scaled optimizer steps through the runtime's own step function: one whose
 gradients are not finite, then a normal one. Prints what happened as JSON.
 
-Run as ``python scaler_probe.py BACKEND`` with an image's interpreter (each backend in its own
+Run as ``python scaler_probe.py COMPILER`` with an image's interpreter (each compiler in its own
 process: importing torch_xla changes torch defaults for the process).
 """
 

@@ -23,9 +23,9 @@ import pytest
 from compiled_training_runtime import contract
 from compiled_training_runtime.compare import ArmRun, Thresholds, compare, main, to_markdown
 from compiled_training_runtime.local import pack_output
-from tests.helpers import condition_outcome
+from tests.helpers import TINY_BERT, condition_outcome
 from tests.pipelines.test_compiler_benchmark import benchmark_definition
-from tests.runtime.harness import TINY_BERT, metrics, opt_ml, run_direct
+from tests.runtime.harness import metrics, opt_ml, run_direct
 
 XLA = {"sagemaker_training_compiler_enabled": True}
 ARMS = {
@@ -104,11 +104,11 @@ def test_comparison_step_reads_real_runs_and_writes_what_the_condition_reads(arm
     arms = {arm["name"]: arm for arm in comparison["arms"]}
     assert list(arms) == list(ARMS)
     for name, summary in summaries.items():
-        assert arms[name]["backend"] == summary["backend"]
+        assert arms[name]["compiler"] == summary["compiler"]
         assert arms[name]["quality"] == summary["validation_accuracy"]
         assert arms[name]["samples_per_second"] == summary["samples_per_second"]
         assert arms[name]["training_seconds"] == timings[name][0]
-    assert [arms[n]["backend"] for n in ARMS] == ["eager", "xla", "xla"]
+    assert [arms[n]["compiler"] for n in ARMS] == ["none", "training-compiler", "training-compiler"]
     assert [arms[n]["global_batch_size"] for n in ARMS] == [4, 4, 8]
     # The large-batch arm's learning rate was scaled linearly by the runtime itself.
     assert arms["compiler-large-batch"]["learning_rate"] == pytest.approx(
@@ -182,7 +182,7 @@ def test_fails_when_the_runs_had_no_validation_channel(tmp_path, capsys):
     for name in ("baseline", "compiler"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "metrics.json").write_text(json.dumps(
-            {"backend": "eager", "global_batch_size": 4, "learning_rate": 0.001,
+            {"compiler": "none", "global_batch_size": 4, "learning_rate": 0.001,
              "samples_per_second": 10.0}))
     assert main(["--input-dir", str(tmp_path), "--output-dir", str(tmp_path / "out"),
                  "--arm", "baseline=10:10", "--arm", "compiler=8:8"]) == 2
@@ -193,7 +193,7 @@ def test_fails_when_the_runs_had_no_validation_channel(tmp_path, capsys):
 # --- the decision alone, on both sides of each threshold ----------------------------------
 
 def _run(name: str, seconds: float, accuracy: float, batch: int = 32) -> ArmRun:
-    return ArmRun(name=name, backend="eager" if name == "baseline" else "xla",
+    return ArmRun(name=name, compiler="none" if name == "baseline" else "training-compiler",
                   global_batch_size=batch, learning_rate=5e-5 * batch / 32,
                   samples_per_second=1000.0 / seconds, quality=accuracy,
                   training_seconds=seconds, billable_seconds=seconds)
@@ -240,7 +240,7 @@ def test_hold_names_the_closest_arm_and_every_threshold_it_missed():
     assert comparison["decision"]["reason"] == (
         "hold (too slow, quality lost): compiler is 0.0% faster than the baseline (threshold "
         "20%) and loses 10 points of validation_accuracy (tolerance 0.1 points)")
-    assert "| compiler | xla | 32 |" in to_markdown(comparison)
+    assert "| compiler | training-compiler | 32 |" in to_markdown(comparison)
 
 
 def test_fails_without_a_baseline_arm():

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from tests.environments import ENVS, require
+from tests.helpers import TINY_BERT
 from tests.runtime.harness import (
-    TINY_BERT,
     metrics,
     opt_ml,
     run_direct,

@@ -16,17 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from tests.environments import XLA_WITH_GRAD_SCALER, require
-from tests.runtime.harness import RUNTIME, TINY_BERT, metrics, opt_ml, run_direct
+from tests.helpers import TINY_BERT
+from tests.runtime.harness import RUNTIME, metrics, opt_ml, run_direct
 
 PROBE = Path(__file__).with_name("scaler_probe.py")
 XLA = {"sagemaker_training_compiler_enabled": True}
 
 
-def _probe(backend: str, python: str = sys.executable) -> dict[str, Any]:
+def _probe(compiler: str, python: str = sys.executable) -> dict[str, Any]:
     env = {"PJRT_DEVICE": "CPU", "PATH": "/usr/bin:/bin"}
     if python == sys.executable:
         env["PYTHONPATH"] = str(RUNTIME)
-    result = subprocess.run([python, str(PROBE), backend], env=env, capture_output=True,
+    result = subprocess.run([python, str(PROBE), compiler], env=env, capture_output=True,
                             text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stderr[-4000:]
     return dict(json.loads(result.stdout.strip().splitlines()[-1]))
@@ -39,7 +40,7 @@ def _assert_overflow_skipped_and_scale_dropped(outcome: dict[str, Any]) -> None:
 
 
 def test_xla_fp16_skips_a_step_whose_gradients_overflow_without_a_host_sync():
-    outcome = _probe("xla", str(require(XLA_WITH_GRAD_SCALER).executable))
+    outcome = _probe("training-compiler", str(require(XLA_WITH_GRAD_SCALER).executable))
     assert outcome["scaler"] == "torch_xla.amp.grad_scaler.GradScaler"
     assert outcome["optimizer"] == "torch_xla.amp.syncfree.adamw.AdamW"
     _assert_overflow_skipped_and_scale_dropped(outcome)
@@ -48,7 +49,7 @@ def test_xla_fp16_skips_a_step_whose_gradients_overflow_without_a_host_sync():
 
 
 def test_eager_fp16_skips_a_step_whose_gradients_overflow():
-    outcome = _probe("eager")
+    outcome = _probe("none")
     assert outcome["scaler"] == "torch.amp.grad_scaler.GradScaler"
     _assert_overflow_skipped_and_scale_dropped(outcome)
 

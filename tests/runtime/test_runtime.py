@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from compiled_training_runtime import contract
+from tests.helpers import TINY_BERT
 from tests.runtime.harness import (
-    TINY_BERT,
     metrics,
     opt_ml,
     run_direct,
@@ -35,7 +35,7 @@ def test_eager_run_writes_model_metrics_and_checkpoint_where_sagemaker_expects(t
     assert (base / "model" / "model.pt").exists()
     assert (base / "checkpoints" / "checkpoint.pt").exists()
     summary = metrics(base)
-    assert summary["backend"] == "eager" and summary["steps"] == 8
+    assert summary["compiler"] == "none" and summary["steps"] == 8
     assert 0 <= summary["validation_accuracy"] <= 1
     # Every metric the runtime prints is read by the regexes the construct declares.
     declared = {d["Name"]: d["Regex"] for d in contract.metric_definitions()}
@@ -70,13 +70,14 @@ def test_torch_compile_has_no_graph_breaks_and_no_recompiles(tmp_path):
     assert counters == {"graph_breaks": 0, "graphs": 1, "recompiles": 0}
 
 
-@pytest.mark.parametrize(("backend", "tolerance"), [
-    ({}, 0.0),     # eager: bit-exact
-    (XLA, 1e-5),   # XLA on CPU: the resumed run compiles anew; fused kernels may round apart
-])
-def test_sigterm_then_restart_resumes_and_matches_an_uninterrupted_run(tmp_path, backend,
+@pytest.mark.parametrize(("switch", "tolerance"), [
+    ({}, 0.0),     # none (eager): bit-exact
+    (XLA, 1e-5),   # training-compiler, XLA on CPU: the resumed run compiles anew; fused
+                   # kernels may round apart
+], ids=["none", "training-compiler"])
+def test_sigterm_then_restart_resumes_and_matches_an_uninterrupted_run(tmp_path, switch,
                                                                       tolerance):
-    hps = {**TINY_BERT, **backend, "log_every": 1, "checkpoint_every": 1}
+    hps = {**TINY_BERT, **switch, "log_every": 1, "checkpoint_every": 1}
     whole, _ = _train(tmp_path, "whole", hps)
     interrupted = opt_ml(tmp_path / "interrupted", hps)
     assert run_until_step_then_sigterm(interrupted, hps, step=3) == 143
@@ -134,6 +135,14 @@ def test_the_data_order_is_drawn_once_per_epoch_not_once_per_step(tmp_path, monk
     drawn = []
     permute = torch.randperm
     monkeypatch.setattr(torch, "randperm", lambda n, **kw: drawn.append(n) or permute(n, **kw))
-    summary = loop.run(env, parse_hyperparameters(env.hyperparameters), backends.create("eager"))
+    summary = loop.run(env, parse_hyperparameters(env.hyperparameters), backends.create("none"))
     assert summary["steps"] == 16  # 2 epochs of 32 examples at batch 4
     assert drawn == [32, 32]
+
+
+def test_fails_on_a_compiler_the_runtime_does_not_know_listing_those_it_does():
+    from compiled_training_runtime import backends
+
+    with pytest.raises(ValueError, match=r"^compiler must be one of training-compiler, "
+                                         r"torch-compile, none, got 'xla'$"):
+        backends.create("xla")

@@ -18,8 +18,8 @@ from typing import Any
 from compiled_training._internal.sourcedir import build_sourcedir
 from compiled_training_runtime import contract
 from tests.environments import XLA_WITH_GRAD_SCALER, require
-from tests.helpers import definitions, substitute_expressions
-from tests.runtime.harness import RUNTIME, TINY_BERT, opt_ml, run_with_toolkit
+from tests.helpers import TINY_BERT, definitions, substitute_expressions
+from tests.runtime.harness import RUNTIME, opt_ml, run_with_toolkit
 
 # The teams' models are large; the tests keep their hyperparameters and shrink the model.
 TINY = {k: v for k, v in TINY_BERT.items() if k not in ("epochs", "learning_rate")}
@@ -72,7 +72,7 @@ def test_document_classification_starts_under_the_pytorchxla_launcher(reference_
     assert launch["module"] == "train" and launch["argv"][0] == "train.py"
     assert "--max_steps" in launch["argv"]
     summary = _summary(base)
-    assert summary["backend"] == "xla" and summary["steps"] == 4
+    assert summary["compiler"] == "training-compiler" and summary["steps"] == 4
     assert summary["precision"] == "fp16" and summary["loss_scale"] > 0
     assert (base / "model" / "model.pt").exists()
     assert (base / "checkpoints" / "checkpoint.pt").exists()
@@ -96,5 +96,5 @@ def test_creative_starts_under_torchrun_with_one_worker_per_gpu(reference_assemb
     assert result.returncode == 0, logs[-6000:]
     assert re.search(r"torchrun --nnodes 1 --nproc_per_node 2 train\.py ", logs)
     summary = _summary(base)
-    assert summary["backend"] == "eager" and summary["world_size"] == 2
+    assert summary["compiler"] == "none" and summary["world_size"] == 2
     assert summary["steps"] == 2 and summary["samples"] == 2 * 2 * TINY["batch_size"]

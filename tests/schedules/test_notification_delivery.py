@@ -15,7 +15,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 
 from compiled_training import Compiler, Framework, RetrainingSchedule, TrainingPipeline
 from tests.delivery import refusals, senders
-from tests.helpers import templates
+from tests.helpers import REGION, new_stack, templates
 
 
 def test_every_notification_path_of_the_reference_platform_delivers(reference_assembly):
@@ -32,7 +32,7 @@ def test_every_notification_path_of_the_reference_platform_delivers(reference_as
 def test_the_reader_refuses_what_aws_refuses():
     # What the first release synthesized: a topic whose only policy statement is the one CDK's
     # SnsTopic target adds for EventBridge; the alarm publishes as CloudWatch.
-    stack = cdk.Stack(cdk.App(), "Old")
+    stack = new_stack("Old", env=None)
     key = kms.Key(stack, "Key")
     topic = sns.Topic(stack, "Topic", master_key=key)
     alarm = cloudwatch.Alarm(stack, "Alarm", metric=cloudwatch.Metric(
@@ -56,7 +56,7 @@ def _schedule(stack: cdk.Stack, source_dir, topic: sns.ITopic | None = None) -> 
 
 
 def test_publishing_is_allowed_only_to_this_schedules_rule_and_alarms(source_dir):
-    stack = cdk.Stack(cdk.App(), "Nlp")
+    stack = new_stack("Nlp", env=None)
     _schedule(stack, source_dir)
     template = Template.from_stack(stack)
     for service in ("events.amazonaws.com", "cloudwatch.amazonaws.com"):
@@ -74,7 +74,7 @@ def test_publishing_is_allowed_only_to_this_schedules_rule_and_alarms(source_dir
 
 
 def test_an_imported_topic_draws_a_warning_naming_what_its_policy_needs(source_dir):
-    stack = cdk.Stack(cdk.App(), "Nlp", env=cdk.Environment(region="us-east-1"))
+    stack = new_stack("Nlp", env=cdk.Environment(region=REGION))
     topic = sns.Topic.from_topic_arn(stack, "OnCall",
                                      "arn:aws:sns:us-east-1:123456789012:on-call")
     _schedule(stack, source_dir, topic)

@@ -22,6 +22,7 @@ from compiled_training import (
 )
 from compiled_training.schedules.retraining_schedule import RetrainingSchedule, group_name
 from tests.delivery import refusals, senders
+from tests.helpers import new_stack
 
 
 def _pipeline(stack: cdk.Stack, source_dir) -> TrainingPipeline:
@@ -38,8 +39,7 @@ def _pipeline(stack: cdk.Stack, source_dir) -> TrainingPipeline:
 
 
 def _schedule(source_dir, stack_name="Team", **overrides):
-    stack = cdk.Stack(cdk.App(), stack_name, env=cdk.Environment(account="123456789012",
-                                                                 region="us-east-1"))
+    stack = new_stack(stack_name)
     pipeline = _pipeline(stack, source_dir)
     props = {"pipeline": pipeline, "team": "nlp", "expression": "cron(0 1 ? * MON,WED,FRI *)",
              "time_zone": cdk.TimeZone.EUROPE_BERLIN}
@@ -107,7 +107,7 @@ def test_success_can_be_reported_too(source_dir):
 
 
 def test_a_given_topic_is_used_and_no_key_is_created(source_dir):
-    stack = cdk.Stack(cdk.App(), "Team")
+    stack = new_stack(env=None)
     topic = sns.Topic(stack, "OnCall")
     RetrainingSchedule(stack, "Retrain", pipeline=_pipeline(stack, source_dir), team="nlp",
                        expression="rate(1 day)", topic=topic)
@@ -196,8 +196,7 @@ def test_fails_before_cloudformation_with_a_clear_message(source_dir, overrides,
 # --- any aws_sagemaker.IPipeline: one the SageMaker SDK made, imported by name ---------------
 
 def _imported_schedule(app: cdk.App, **overrides):
-    stack = cdk.Stack(app, "Team", env=cdk.Environment(account="123456789012",
-                                                       region="us-east-1"))
+    stack = new_stack(app=app)
     # A pipeline the SageMaker SDK's Pipeline.upsert() created: only its name is known here.
     pipeline = TrainingPipeline.from_pipeline_name(stack, "SdkPipeline", "Churn-Nightly")
     schedule = RetrainingSchedule(stack, "Retrain", pipeline=pipeline, team="nlp",
@@ -257,6 +256,6 @@ def test_fails_on_an_override_scheduler_cannot_pass_even_for_an_imported_pipelin
 def test_fails_on_a_pipeline_that_is_no_ipipeline():
     with pytest.raises(TypeError, match=r"RetrainingSchedule Team/Retrain: pipeline must be "
                                         r"aws_sagemaker.IPipeline, got str 'Churn-Nightly'"):
-        stack = cdk.Stack(cdk.App(), "Team")
+        stack = new_stack(env=None)
         RetrainingSchedule(stack, "Retrain", pipeline="Churn-Nightly",  # type: ignore[arg-type]
                            team="nlp", expression="rate(1 day)")

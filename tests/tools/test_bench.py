@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from compiled_training.tools import bench as bench_module
-from compiled_training.tools.bench import bench, run_backend, table
+from compiled_training.tools.bench import bench, run_compiler, table
 from compiled_training.tools.cli import main
 from compiled_training_runtime import compare, contract, models
 from compiled_training_runtime.env import InputError, TrainingConfig, parse_hyperparameters
@@ -22,23 +22,46 @@ from compiled_training_runtime.local import digits
 ARMS = (contract.ARM_BASELINE, contract.ARM_COMPILER, contract.ARM_COMPILER_LARGE_BATCH)
 
 
-def test_bench_runs_each_backend_in_its_own_process_and_counts(tmp_path):
-    rows = {r["backend"]: r for r in bench(4, ["eager", "torch.compile", "xla"], tmp_path)}
-    assert rows["xla"]["compiles"] == 2          # the step and the optimizer-state creation
-    assert rows["xla"]["host_syncs_per_step"] == 0
-    assert rows["torch.compile"]["compiles"] == 1 and rows["torch.compile"]["graph_breaks"] == 0
+def test_bench_runs_each_compiler_in_its_own_process_and_counts(tmp_path):
+    rows = {r["compiler"]: r for r in bench(4, ["none", "torch-compile", "training-compiler"],
+                                            tmp_path)}
+    # Training Compiler's mechanism, XLA: the step and the optimizer-state creation.
+    assert rows["training-compiler"]["compiles"] == 2
+    assert rows["training-compiler"]["host_syncs_per_step"] == 0
+    assert rows["torch-compile"]["compiles"] == 1 and rows["torch-compile"]["graph_breaks"] == 0
     for row in rows.values():
         assert row["peak_memory_mib"] > 0
-        assert row["break_even_steps"] is None or row["break_even_steps"] > 0
+    assert rows["none"]["break_even_steps"] is None  # the baseline breaks even with nothing
     document = json.loads((tmp_path / "bench.json").read_text())
     assert [len(run["step_seconds"]) for run in document["runs"]] == [4, 4, 4]
     assert (tmp_path / "bench.png").read_bytes()[:4] == b"\x89PNG"
     assert table(list(rows.values())).count("\n") == 4
 
 
-def test_bench_rejects_an_unknown_backend(capsys):
-    assert main(["bench", "--backends", "eager,tpu"]) == 2
-    assert "--backends must come from eager, torch.compile, xla" in capsys.readouterr().err
+@pytest.mark.parametrize(("compiled", "break_even"), [
+    ([3.0, 0.3, 0.25, 0.25], 8),        # 2 s more to compile, 0.25 s saved a step
+    ([3.0, 0.6, 0.5, 0.5], None),       # no step saved: it never breaks even
+    ([0.5, 0.25, 0.25, 0.25], 0),       # cheaper from the first step
+])
+def test_break_even_is_the_compile_time_over_the_steady_saving(compiled, break_even):
+    # Step times given, not measured: the arithmetic alone (the warm-up steps are left out of
+    # the steady median).
+    runs = [{"compiler": compiler, "step_seconds": seconds, "batch_size": 8,
+             "counters": {}, "host_syncs_per_step": 0.0, "peak_memory_mib": 100.0}
+            for compiler, seconds in (("none", [1.0, 0.6, 0.5, 0.5]),
+                                      ("training-compiler", compiled))]
+    baseline, row = bench_module.summarize(runs)
+    assert (baseline["break_even_steps"], row["break_even_steps"]) == (None, break_even)
+    assert row["steady_samples_per_second"] == 8 / compiled[-1]
+    shown = table([baseline, row]).splitlines()[-1].split("|")[7].strip()
+    assert shown == ("never" if break_even is None else str(break_even))
+
+
+@pytest.mark.parametrize("unknown", ["tpu", "xla", "eager", "torch.compile"])
+def test_fails_on_an_unknown_compiler_listing_the_known_ones(capsys, unknown):
+    assert main(["bench", "--compilers", f"none,{unknown}"]) == 2
+    assert ("--compilers must come from none, torch-compile, training-compiler"
+            in capsys.readouterr().err)
 
 
 # A stand-in for the worker, because the real one fills the pipe buffer (64 KiB) only after
@@ -55,17 +78,17 @@ FAKE_WORKER = textwrap.dedent("""
     signal.signal(signal.SIGALRM, give_up)
     signal.alarm(20)
     parser = argparse.ArgumentParser()
-    for option in ("--backend", "--steps", "--config"):
+    for option in ("--compiler", "--steps", "--config"):
         parser.add_argument(option)
     args = parser.parse_args()
     steps = int(args.steps)
     for step in range(steps):
         print(f"step {step + 1}/{steps}", file=sys.stderr, flush=True)
     print("a warning the worker's libraries print", file=sys.stderr, flush=True)
-    if args.backend == "broken":
-        print("RuntimeError: the backend broke", file=sys.stderr)
+    if args.compiler == "broken":
+        print("RuntimeError: the compiler broke", file=sys.stderr)
         sys.exit(1)
-    print(json.dumps({"backend": args.backend, "step_seconds": [0.0123456789] * steps}))
+    print(json.dumps({"compiler": args.compiler, "step_seconds": [0.0123456789] * steps}))
 """)
 
 
@@ -88,7 +111,7 @@ def fake_worker(tmp_path, monkeypatch):
 def test_bench_reads_a_result_larger_than_the_pipe_buffer_while_counting_steps(fake_worker):
     steps = 60_000  # about 1 MiB of step times, sixteen times the pipe buffer
     progress = Counter()
-    result = run_backend("eager", steps, {}, progress)
+    result = run_compiler("none", steps, {}, progress)
     assert len(result["step_seconds"]) == steps
     assert progress.n == steps  # the warning is not a step
 
@@ -96,18 +119,19 @@ def test_bench_reads_a_result_larger_than_the_pipe_buffer_while_counting_steps(f
 def test_fails_when_the_worker_fails_with_its_last_stderr_lines(fake_worker):
     with pytest.raises(RuntimeError, match=r"(?s)bench of broken failed:\n.*a warning the "
                                            r"worker's libraries print\nRuntimeError: the "
-                                           r"backend broke\n$"):
-        run_backend("broken", 100, {}, Counter())
+                                           r"compiler broke\n$"):
+        run_compiler("broken", 100, {}, Counter())
 
 
 # --- compiled-training bench --ab: a CompilerBenchmark's arms and comparison, on digits -------
 
 @pytest.fixture(scope="module")
 def ab(tmp_path_factory):
-    """One A/B with the XLA arms: its folder, exit code, comparison and printed output."""
+    """One A/B with Training Compiler's arms (XLA on the CPU): its folder, exit code,
+    comparison and printed output."""
     out = tmp_path_factory.mktemp("ab")
     with contextlib.redirect_stdout(io.StringIO()) as printed:
-        code = main(["bench", "--ab", "--compiler", "xla", "--out", str(out)])
+        code = main(["bench", "--ab", "--compiler", "training-compiler", "--out", str(out)])
     comparison = json.loads((out / contract.COMPARISON_JSON).read_text())
     return out, code, comparison, printed.getvalue()
 
@@ -125,7 +149,8 @@ def test_digits_are_split_deterministically_into_features_in_0_to_1():
 def test_bench_ab_trains_the_arms_on_digits_and_decides_with_the_pipelines_comparison(ab):
     _, code, comparison, printed = ab
     arms = {arm["name"]: arm for arm in comparison["arms"]}
-    assert [arms[n]["backend"] for n in ARMS] == ["eager", "xla", "xla"]
+    assert [arms[n]["compiler"] for n in ARMS] == ["none", "training-compiler",
+                                                    "training-compiler"]
     assert [arms[n]["global_batch_size"] for n in ARMS] == [8, 8, 16]
     rate = arms[contract.ARM_BASELINE]["learning_rate"]
     assert [arms[n]["learning_rate"] for n in ARMS] == [rate, rate, 2 * rate]  # scaled linearly
@@ -168,7 +193,10 @@ def test_bench_ab_quality_gate_decides_on_the_measured_accuracy(ab, tmp_path, ca
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--compiler", "neuron"], "--compiler must be one of xla, torch.compile, got 'neuron'"),
+    (["--compiler", "xla"], "--compiler must be one of training-compiler, torch-compile, "
+                            "got 'xla'"),
+    (["--compiler", "none"], "--compiler must be one of training-compiler, torch-compile, "
+                             "got 'none'"),
     (["--epochs", "0"], "--epochs must be at least 1, got 0"),
 ])
 def test_fails_on_bad_ab_arguments(tmp_path, capsys, argv, message):

@@ -80,7 +80,7 @@ def test_plot_is_a_png(tmp_path, capsys):
     (["bench", "--ab"], "torch",
      "compiled-training bench: bench --ab needs torch (not installed): "
      "pip install 'compiled-training[bench]'\n"),
-    (["bench", "--backends", "eager"], "transformers",
+    (["bench", "--compilers", "none"], "transformers",
      "compiled-training bench: bench needs transformers (not installed): "
      "pip install 'compiled-training[bench]'\n"),
 ])

@@ -32,10 +32,8 @@ FAIL_STEP = "CompilerDoesNotShip"
 PROPERTY_FILE = "Comparison"
 COMPARISON_OUTPUT = "comparison"
 PROCESSING_ROOT = "/opt/ml/processing"
-# What the decision function receives from the comparison's decision, besides its context.
-DECISION_FIELDS = ("verdict", "arm", "speedup", "quality_drop", "global_batch_size",
-                   "learning_rate", "reason")
-# ... and the thresholds the comparison judged by, as it wrote them down.
+# What the decision function receives besides the comparison's decision
+# (contract.DECISION_FIELDS): the thresholds the comparison judged by, as it wrote them down.
 THRESHOLD_FIELDS = {"speedup_threshold": "thresholds.speedup",
                     "quality_tolerance": "thresholds.quality_tolerance"}
 # The comparison code travels as an archive of the runtime package; the image's own Python
@@ -156,7 +154,8 @@ def _compare_step(arms: Mapping[str, TrainingJob], job: ComparisonJob) -> dict[s
 
 
 def _record_step(job: ComparisonJob) -> dict[str, Any]:
-    arguments: dict[str, Any] = {name: decision_value(name) for name in DECISION_FIELDS}
+    arguments: dict[str, Any] = {name: decision_value(name)
+                                 for name in contract.DECISION_FIELDS}
     arguments.update({name: comparison_value(path) for name, path in THRESHOLD_FIELDS.items()})
     arguments["comparison"] = job.output_s3_uri
     arguments["execution"] = {"Get": "Execution.PipelineExecutionArn"}

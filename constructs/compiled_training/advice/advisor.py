@@ -258,11 +258,6 @@ class Assessment:
             return "model"
         return next(f for f in FACTORS if self.limits[f] is self.verdict)
 
-    def predicted_hours(self, *, baseline: float, compiled: float,
-                        compile_minutes: float) -> float:
-        """Wall-clock of one run with the compiler, from measured throughputs."""
-        return self.profile.hours_per_run * baseline / compiled + compile_minutes / 60
-
 
 def model_category(model_family: str) -> tuple[str, bool]:
     """The category of a model family, and whether the word was known (unknown: custom)."""
@@ -273,17 +268,6 @@ def model_category(model_family: str) -> tuple[str, bool]:
 def price_per_hour(instance_type: str, prices: Mapping[str, float] | None = None) -> float | None:
     """USD per instance-hour: ``prices`` first, then the table; None when neither knows it."""
     return {**ON_DEMAND_PRICES_USD, **(prices or {})}.get(instance_type)
-
-
-def scaled_learning_rate(learning_rate: float, old_batch: int, new_batch: int, *,
-                         rule: str = "linear") -> float:
-    """The learning rate for a new batch size: linear scaling or square-root scaling."""
-    ratio = new_batch / old_batch
-    if rule == "linear":
-        return learning_rate * ratio
-    if rule == "sqrt":
-        return learning_rate * math.sqrt(ratio)
-    raise ValueError(f"rule must be 'linear' or 'sqrt', got {rule!r}")
 
 
 def compiler_name(kind: CompilerKind) -> str:
@@ -415,7 +399,8 @@ def assess_workload(profile: WorkloadProfile, *,
     if tc_enabled and profile.batch_size:
         batch = int(profile.batch_size * TC_BATCH_GROWTH)
         if profile.learning_rate:
-            lr = scaled_learning_rate(profile.learning_rate, profile.batch_size, batch)
+            # The runtime's own rule: a job given base_batch_size trains at this rate.
+            lr = contract.scaled_learning_rate(profile.learning_rate, profile.batch_size, batch)
     return Assessment(
         profile=profile, compiler=compiler, verdict=verdict, reasons=reasons, limits=limits,
         speedup=speedup, compile_minutes=COMPILE_MINUTES, break_even_minutes=break_even,

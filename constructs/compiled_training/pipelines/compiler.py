@@ -14,9 +14,11 @@ if TYPE_CHECKING:
 
 
 class CompilerKind(str, Enum):
-    TRAINING_COMPILER = "training-compiler"
-    TORCH_COMPILE = "torch-compile"
-    NONE = "none"
+    """The compiler's name: the same in cdk.json, the runtime's run summary and the CLI."""
+
+    TRAINING_COMPILER = contract.COMPILER_TRAINING_COMPILER
+    TORCH_COMPILE = contract.COMPILER_TORCH_COMPILE
+    NONE = contract.COMPILER_NONE
 
 
 @dataclass(frozen=True)

@@ -111,7 +111,7 @@ class CompilerBenchmark(PipelineBase):
         super().__init__(scope, construct_id, options=props,
                          compiler=props.get("compiler") or Compiler.training_compiler())
         compiler, framework = self.compiler, self.framework
-        self.quality_metric = props.get("quality_metric") or "validation_accuracy"
+        self.quality_metric = props.get("quality_metric") or contract.DEFAULT_QUALITY_METRIC
         speedup_threshold = props.get("speedup_threshold")
         quality_tolerance = props.get("quality_tolerance")
         large_batch_size = props.get("large_batch_size")
@@ -253,8 +253,9 @@ class CompilerBenchmark(PipelineBase):
             (contract.ARM_COMPILER, compiler, compiled_distribution, {})]
         if large_batch_size is not None:
             settings.append((contract.ARM_COMPILER_LARGE_BATCH, compiler, compiled_distribution,
-                             {"batch_size": large_batch_size,
-                              "base_batch_size": common.hyperparameters["batch_size"]}))
+                             {contract.HP_BATCH_SIZE: large_batch_size,
+                              contract.HP_BASE_BATCH_SIZE:
+                                  common.hyperparameters[contract.HP_BATCH_SIZE]}))
         for name, arm_compiler, arm_distribution, overrides in settings:
             image = TrainingImage.dlc().bind(self, policy, framework=self.framework,
                                              compiler=arm_compiler, instance_type=instance_type)
@@ -293,14 +294,14 @@ class CompilerBenchmark(PipelineBase):
             if value is not None and not low <= value <= high:
                 problems.append(f"{field} must be between {low:g} and {high:g}, got {value!r}")
         if large_batch_size is not None:
-            base = hyperparameters.get("batch_size")
+            base = hyperparameters.get(contract.HP_BATCH_SIZE)
             if not isinstance(base, int) or isinstance(base, bool):
                 problems.append(f"large_batch_size needs an integer hyperparameters"
                                 f"['batch_size'] to scale the learning rate from, got {base!r}")
             elif not isinstance(large_batch_size, int) or large_batch_size <= base:
                 problems.append(f"large_batch_size must be an integer above batch_size {base}, "
                                 f"got {large_batch_size!r}")
-            if "base_batch_size" in hyperparameters:
+            if contract.HP_BASE_BATCH_SIZE in hyperparameters:
                 problems.append("hyperparameters['base_batch_size'] is set by the large-batch "
                                 "arm; leave it out")
         findings = [validation.Finding("Benchmark", p) for p in problems]

@@ -1,8 +1,9 @@
-"""``compiled-training bench``: the same tiny model under eager, torch.compile and XLA.
+"""``compiled-training bench``: the same tiny BERT under each compiler: ``none`` (eager
+PyTorch), ``torch-compile`` and ``training-compiler`` (XLA, as Training Compiler runs it).
 
-Each backend runs in its own process (importing torch_xla changes torch._dynamo defaults for
+Each compiler runs in its own process (importing torch_xla changes torch._dynamo defaults for
 the process). Reports first-step (compile) time, steady samples/s, break-even steps against
-eager, compile counts, host syncs per step and peak memory; writes JSON and a PNG of
+no compiler, compile counts, host syncs per step and peak memory; writes JSON and a PNG of
 cumulative time against steps with the break-even marked.
 """
 
@@ -20,20 +21,22 @@ from pathlib import Path
 from typing import Any
 
 from compiled_training.tools.extras import require_extra
+from compiled_training_runtime import contract
+from compiled_training_runtime.local import TINY_BERT
 
-BACKENDS = ("eager", "torch.compile", "xla")
-TINY_BERT = {"vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 2,
-             "num_attention_heads": 2, "intermediate_size": 64, "max_seq_length": 16,
-             "batch_size": 8}
+# The baseline first: the others are measured against it.
+COMPILERS = (contract.COMPILER_NONE, contract.COMPILER_TORCH_COMPILE,
+             contract.COMPILER_TRAINING_COMPILER)
+CONFIG = {**TINY_BERT, "batch_size": 8}
 WARMUP_STEPS = 2
-# One backend's run, in its own process.
+# One compiler's run, in its own process.
 WORKER = "compiled_training_runtime.bench"
 
 
-def run_backend(backend: str, steps: int, config: dict[str, Any],
-                progress: Any = None) -> dict[str, Any]:
+def run_compiler(compiler: str, steps: int, config: dict[str, Any],
+                 progress: Any = None) -> dict[str, Any]:
     env = dict(os.environ, PJRT_DEVICE=os.environ.get("PJRT_DEVICE", "CPU"))
-    command = [sys.executable, "-m", WORKER, "--backend", backend,
+    command = [sys.executable, "-m", WORKER, "--compiler", compiler,
                "--steps", str(steps), "--config", json.dumps(config)]
     errors: collections.deque[str] = collections.deque(maxlen=20)
     # The result goes to a file, not a pipe: a long run's result outgrows the pipe buffer,
@@ -49,7 +52,7 @@ def run_backend(backend: str, steps: int, config: dict[str, Any],
             else:
                 errors.append(line)
         if process.wait() != 0:
-            raise RuntimeError(f"bench of {backend} failed:\n{''.join(errors)}")
+            raise RuntimeError(f"bench of {compiler} failed:\n{''.join(errors)}")
         result.seek(0)
         output = result.read()
     return dict(json.loads(output.strip().splitlines()[-1]))
@@ -57,12 +60,12 @@ def run_backend(backend: str, steps: int, config: dict[str, Any],
 
 def summarize(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
-    eager = next((r for r in results if r["backend"] == "eager"), None)
+    baseline = _baseline(results)
     for result in results:
         times = result["step_seconds"]
         steady = statistics.median(times[WARMUP_STEPS:] or times)
         row = {
-            "backend": result["backend"],
+            contract.SUMMARY_COMPILER: result[contract.SUMMARY_COMPILER],
             "first_step_seconds": times[0],
             "steady_step_seconds": steady,
             "steady_samples_per_second": result["batch_size"] / steady,
@@ -72,26 +75,34 @@ def summarize(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "peak_memory_mib": round(result["peak_memory_mib"], 1),
             "break_even_steps": None,
         }
-        if eager is not None and result is not eager:
-            eager_steady = statistics.median(eager["step_seconds"][WARMUP_STEPS:]
-                                             or eager["step_seconds"])
-            extra = times[0] - eager["step_seconds"][0]
-            gain = eager_steady - steady
-            row["break_even_steps"] = math.ceil(extra / gain) if gain > 0 else None
+        if baseline is not None and result is not baseline:
+            baseline_steady = statistics.median(baseline["step_seconds"][WARMUP_STEPS:]
+                                                or baseline["step_seconds"])
+            extra = times[0] - baseline["step_seconds"][0]
+            gain = baseline_steady - steady
+            # A first step no slower than the baseline's has nothing to win back: 0 steps.
+            row["break_even_steps"] = math.ceil(max(extra, 0.0) / gain) if gain > 0 else None
         rows.append(row)
     return rows
 
 
+def _baseline(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The run without a compiler, which the others are measured against."""
+    return next((r for r in runs if r[contract.SUMMARY_COMPILER] == contract.COMPILER_NONE),
+                None)
+
+
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| backend | first step (s) | steady samples/s | ratio to eager | compiles | "
+    lines = ["| compiler | first step (s) | steady samples/s | ratio to none | compiles | "
              "host syncs/step | break-even steps | peak memory (MiB) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    eager = next((r for r in rows if r["backend"] == "eager"), rows[0])
+    baseline = _baseline(rows) or rows[0]
     for r in rows:
-        ratio = r["steady_samples_per_second"] / eager["steady_samples_per_second"]
-        break_even = "-" if r is eager else r["break_even_steps"] or "never"
+        ratio = r["steady_samples_per_second"] / baseline["steady_samples_per_second"]
+        break_even = ("-" if r is baseline else "never" if r["break_even_steps"] is None
+                      else r["break_even_steps"])
         lines.append(
-            f"| {r['backend']} | {r['first_step_seconds']:.2f} | "
+            f"| {r[contract.SUMMARY_COMPILER]} | {r['first_step_seconds']:.2f} | "
             f"{r['steady_samples_per_second']:.1f} | {ratio:.2f}x | "
             f"{'-' if r['compiles'] is None else r['compiles']} | "
             f"{r['host_syncs_per_step']:.2f} | "
@@ -108,15 +119,16 @@ def plot(results: list[dict[str, Any]], rows: list[dict[str, Any]], target: Path
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(figsize=(8, 5), dpi=110)
-    # Measured steps solid; beyond them each backend's steady step time, projected dashed,
-    # far enough to show where the compiled lines cross eager's.
+    # Measured steps solid; beyond them each compiler's steady step time, projected dashed,
+    # far enough to show where the compiled lines cross the baseline's.
     horizon = max([len(r["step_seconds"]) for r in results]
                   + [int(row["break_even_steps"] * 1.2) for row in rows
                      if row["break_even_steps"]])
     for result, row in zip(results, rows, strict=True):
         measured = [sum(result["step_seconds"][: i + 1])
                     for i in range(len(result["step_seconds"]))]
-        (line,) = axes.plot(range(1, len(measured) + 1), measured, label=result["backend"])
+        (line,) = axes.plot(range(1, len(measured) + 1), measured,
+                            label=result[contract.SUMMARY_COMPILER])
         axes.plot([len(measured), horizon],
                   [measured[-1], measured[-1] + (horizon - len(measured))
                    * row["steady_step_seconds"]],
@@ -137,15 +149,15 @@ def plot(results: list[dict[str, Any]], rows: list[dict[str, Any]], target: Path
     plt.close(figure)
 
 
-def bench(steps: int, backends: list[str], out: Path,
+def bench(steps: int, compilers: list[str], out: Path,
           config: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     require_extra("bench", "bench")
     from tqdm import tqdm
 
-    config = {**TINY_BERT, **(config or {})}
+    config = {**CONFIG, **(config or {})}
     out.mkdir(parents=True, exist_ok=True)
-    with tqdm(total=steps * len(backends), desc="bench", unit="step", file=sys.stderr) as bar:
-        results = [run_backend(b, steps, config, bar) for b in backends]
+    with tqdm(total=steps * len(compilers), desc="bench", unit="step", file=sys.stderr) as bar:
+        results = [run_compiler(c, steps, config, bar) for c in compilers]
     rows = summarize(results)
     (out / "bench.json").write_text(json.dumps({"config": config, "steps": steps,
                                                 "summary": rows, "runs": results}, indent=2))

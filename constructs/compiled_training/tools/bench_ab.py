@@ -22,32 +22,37 @@ from typing import Any
 from compiled_training_runtime import compare, contract
 from compiled_training_runtime.local import digits, job_env, job_folder, pack_output
 
-COMPILERS = {
-    "xla": {contract.HP_TRAINING_COMPILER_ENABLED: True},
-    "torch.compile": {contract.HP_TORCH_COMPILE: True},
+# The hyperparameters that switch each compiler on, as the pipeline sets them.
+SWITCHES = {
+    contract.COMPILER_TRAINING_COMPILER: {contract.HP_TRAINING_COMPILER_ENABLED: True},
+    contract.COMPILER_TORCH_COMPILE: {contract.HP_TORCH_COMPILE: True},
 }
 # 8x8 images of digits, 10 classes; logging and checkpoints out of the way.
 DIGITS_MLP: dict[str, Any] = {"model_family": "mlp", "num_features": 64, "num_labels": 10,
                               "hidden_size": 64, "batch_size": 8, "learning_rate": 1e-2,
                               "log_every": 1000, "checkpoint_every": 1000, "seed": 8}
-BATCH_SIZE = int(DIGITS_MLP["batch_size"])
+BATCH_SIZE = int(DIGITS_MLP[contract.HP_BATCH_SIZE])
+
+
+def check_compiler(compiler: str, field: str = "compiler") -> str:
+    """``compiler`` when it can be put on trial: any compiler but none."""
+    return contract.check_compiler(compiler, field, tuple(SWITCHES))
 
 
 def arms(compiler: str, epochs: int = 1) -> dict[str, dict[str, Any]]:
     """Each arm's hyperparameters, as the pipeline sets them."""
-    if compiler not in COMPILERS:
-        raise ValueError(f"compiler must be one of {', '.join(COMPILERS)}, got {compiler!r}")
+    switch = SWITCHES[check_compiler(compiler)]
     baseline = {**DIGITS_MLP, "epochs": epochs}
-    switch = COMPILERS[compiler]
     return {
         contract.ARM_BASELINE: baseline,
         contract.ARM_COMPILER: {**baseline, **switch},
-        contract.ARM_COMPILER_LARGE_BATCH: {**baseline, **switch, "batch_size": 2 * BATCH_SIZE,
-                                            "base_batch_size": BATCH_SIZE},
+        contract.ARM_COMPILER_LARGE_BATCH: {**baseline, **switch,
+                                            contract.HP_BATCH_SIZE: 2 * BATCH_SIZE,
+                                            contract.HP_BASE_BATCH_SIZE: BATCH_SIZE},
     }
 
 
-def run_ab(out: Path, *, compiler: str = "xla", epochs: int = 1,
+def run_ab(out: Path, *, compiler: str = contract.COMPILER_TRAINING_COMPILER, epochs: int = 1,
            thresholds: compare.Thresholds | None = None,
            progress: Any = None) -> dict[str, Any]:
     """Trains every arm, compares them, writes ``comparison.json`` and ``.md`` to ``out``."""

@@ -2,8 +2,13 @@
 
     compiled-training advise WORKLOADS.yaml [--json] [--plot FILE.png] [--prices FILE.yaml]
                              [--live-prices]
-    compiled-training bench [--steps N] [--backends eager,torch.compile,xla] [--out DIR]
-    compiled-training bench --ab [--compiler xla|torch.compile] [--epochs N] [--out DIR]
+    compiled-training bench [--steps N] [--compilers none,torch-compile,training-compiler]
+                            [--out DIR]
+    compiled-training bench --ab [--compiler training-compiler|torch-compile] [--epochs N]
+                                 [--out DIR]
+
+Compilers are named as in the API and cdk.json: ``training-compiler`` (SageMaker Training
+Compiler; locally its mechanism, XLA on the CPU), ``torch-compile``, ``none`` (eager PyTorch).
 
 ``bench --ab`` exits 0 when the compiler would ship and 1 when it would be held.
 
@@ -30,8 +35,9 @@ from compiled_training.advice.advisor import (
     assess_workload,
     live_prices,
 )
-from compiled_training.tools.bench import BACKENDS, WARMUP_STEPS
+from compiled_training.tools.bench import COMPILERS, WARMUP_STEPS
 from compiled_training.tools.extras import MissingExtraError, require_extra
+from compiled_training_runtime import contract
 
 USAGE_ERROR = 2
 _FIELDS = {f.name: f for f in dataclasses.fields(WorkloadProfile)}
@@ -218,12 +224,12 @@ def _bench(args: argparse.Namespace) -> int:
 
     if args.ab:
         return _ab(args)
-    chosen = [b for b in args.backends.split(",") if b]
-    unknown = sorted(set(chosen) - set(BACKENDS))
+    chosen = [c for c in args.compilers.split(",") if c]
+    unknown = sorted(set(chosen) - set(COMPILERS))
     if unknown or args.steps < WARMUP_STEPS + 1:
-        print(f"compiled-training bench: --backends must come from {', '.join(BACKENDS)} and "
-              f"--steps be at least {WARMUP_STEPS + 1}, got {args.backends!r}, {args.steps}",
-              file=sys.stderr)
+        print(f"compiled-training bench: --compilers must come from {', '.join(COMPILERS)} "
+              f"and --steps be at least {WARMUP_STEPS + 1}, got {args.compilers!r}, "
+              f"{args.steps}", file=sys.stderr)
         return USAGE_ERROR
     rows = bench.bench(args.steps, chosen, args.out)
     print(bench.table(rows))
@@ -236,13 +242,11 @@ def _ab(args: argparse.Namespace) -> int:
     require_extra("bench", "bench --ab")
     from tqdm import tqdm
 
-    from compiled_training.tools.bench_ab import COMPILERS, run_ab
+    from compiled_training.tools.bench_ab import check_compiler, run_ab
     from compiled_training_runtime.compare import Thresholds
 
     try:
-        if args.compiler not in COMPILERS:
-            raise ValueError(f"--compiler must be one of {', '.join(COMPILERS)}, "
-                             f"got {args.compiler!r}")
+        check_compiler(args.compiler, "--compiler")
         if args.epochs < 1:
             raise ValueError(f"--epochs must be at least 1, got {args.epochs}")
         thresholds = Thresholds(args.speedup_threshold, args.quality_tolerance)
@@ -252,9 +256,9 @@ def _ab(args: argparse.Namespace) -> int:
     with tqdm(total=3, desc="arms", unit="arm", file=sys.stderr) as bar:
         comparison = run_ab(args.out, compiler=args.compiler, thresholds=thresholds,
                             epochs=args.epochs, progress=bar)
-    print((args.out / "comparison.md").read_text())
-    print(f"results: {args.out / 'comparison.json'}")
-    return 0 if comparison["decision"]["verdict"] == "ship" else 1
+    print((args.out / contract.COMPARISON_MARKDOWN).read_text())
+    print(f"results: {args.out / contract.COMPARISON_JSON}")
+    return 0 if comparison["decision"]["verdict"] == contract.VERDICT_SHIP else 1
 
 
 def _live_prices(profiles: list[WorkloadProfile]) -> dict[str, dict[str, float]]:
@@ -283,19 +287,24 @@ def main(argv: list[str] | None = None) -> int:
                         help="instance type to on-demand USD per hour, before the built-in table")
     advise.add_argument("--live-prices", action="store_true",
                         help="ask the AWS Price List API (needs credentials) before the table")
-    bench = commands.add_parser("bench", help="eager, torch.compile and XLA on a tiny model")
+    bench = commands.add_parser("bench", help="each compiler on a tiny BERT, here")
     bench.add_argument("--steps", type=int, default=20)
-    bench.add_argument("--backends", default=",".join(BACKENDS),
-                       help=f"comma-separated, from {', '.join(BACKENDS)}")
+    bench.add_argument("--compilers", default=",".join(COMPILERS),
+                       help=f"comma-separated, from {', '.join(COMPILERS)} (training-compiler "
+                            "runs through XLA, Training Compiler's mechanism)")
     bench.add_argument("--out", type=Path, default=Path("bench-results"))
     bench.add_argument("--ab", action="store_true",
                        help="run a CompilerBenchmark's arms and comparison here instead")
-    bench.add_argument("--compiler", default="xla", help="with --ab: xla or torch.compile")
+    bench.add_argument("--compiler", default=contract.COMPILER_TRAINING_COMPILER,
+                       help="with --ab: the compiler on trial, training-compiler (through XLA, "
+                            "as on its images) or torch-compile")
     bench.add_argument("--epochs", type=int, default=1,
                        help="with --ab: epochs of the digits' 1,437 training images")
-    bench.add_argument("--speedup-threshold", type=float, default=0.2,
+    bench.add_argument("--speedup-threshold", type=float,
+                       default=contract.DEFAULT_SPEEDUP_THRESHOLD,
                        help="with --ab: least speedup to ship, as a fraction")
-    bench.add_argument("--quality-tolerance", type=float, default=0.1,
+    bench.add_argument("--quality-tolerance", type=float,
+                       default=contract.DEFAULT_QUALITY_TOLERANCE,
                        help="with --ab: most validation accuracy lost to ship, in points")
     args = parser.parse_args(argv)
     if hasattr(signal, "SIGPIPE"):
