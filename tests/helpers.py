@@ -85,6 +85,8 @@ def render(value: Any, template: dict[str, Any]) -> str:
             return "subnet-0123456789abcdef0"
         if kind == "AWS::SNS::Topic":
             return f"arn:aws:sns:{REGION}:{ACCOUNT}:{ref}"
+        if kind == "AWS::CodeBuild::Project":
+            return ref
         assert kind == "AWS::S3::Bucket", value
         return re.sub(r"[^a-z0-9-]", "", ref.lower())[:63]
     if "Fn::GetAtt" in value:

@@ -10,7 +10,8 @@ from aws_cdk import aws_ecr as ecr
 from aws_cdk.assertions import Annotations, Match, Template
 
 from compiled_training import Compiler, Framework, TrainingImage
-from tests.pipelines.test_training_pipeline import _arguments, _pipeline, _stack, _statements
+from tests.helpers import new_stack
+from tests.pipelines.test_training_pipeline import _arguments, _pipeline, _statements
 
 PULL = "ecr:BatchGetImage"
 
@@ -22,7 +23,7 @@ def _pulls(stack: cdk.Stack) -> list:
 
 
 def test_the_default_is_the_dlc_for_the_compiler_and_only_its_repository_is_pulled(source_dir):
-    stack = _stack()
+    stack = new_stack()
     pipeline = _pipeline(stack, source_dir)
     assert _arguments(stack)["AlgorithmSpecification"]["TrainingImage"] == (
         "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-trcomp-training:1.13.1-gpu-py39")
@@ -34,7 +35,7 @@ def test_the_default_is_the_dlc_for_the_compiler_and_only_its_repository_is_pull
 
 def test_an_ecr_repository_image_is_run_by_tag_and_pulled_from_that_repository_only(source_dir):
     # GIVEN an image extended from the Training Compiler DLC, in the team's repository
-    stack = _stack()
+    stack = new_stack()
     repository = ecr.Repository.from_repository_name(stack, "Team", "nlp/bert-trcomp")
     # WHEN
     _pipeline(stack, source_dir,
@@ -49,7 +50,7 @@ def test_an_ecr_repository_image_is_run_by_tag_and_pulled_from_that_repository_o
 
 
 def test_a_registry_uri_is_run_as_given_grants_nothing_and_says_so(source_dir):
-    stack = _stack()
+    stack = new_stack()
     uri = "123456789012.dkr.ecr.us-east-1.amazonaws.com/nlp/bert:1"
     _pipeline(stack, source_dir, image=TrainingImage.from_registry(uri))
     assert _arguments(stack)["AlgorithmSpecification"]["TrainingImage"] == uri
@@ -63,7 +64,7 @@ def test_a_registry_uri_is_run_as_given_grants_nothing_and_says_so(source_dir):
 
 def test_fails_on_a_training_compiler_version_that_has_no_dlc_to_extend(source_dir):
     # An extended image must extend a Training Compiler DLC: PyTorch 2.1 has none.
-    stack = _stack()
+    stack = new_stack()
     repository = ecr.Repository(stack, "Repo")
     with pytest.raises(ValueError, match=r"^TrainingPipeline Team/Bert: .*Training Compiler "
                                          r"does not support PyTorch 2.1.0"):
@@ -90,4 +91,4 @@ def test_fails_on_a_wrong_type_for_a_factory(build, message):
 def test_fails_on_an_image_uri_string_where_a_training_image_goes(source_dir):
     with pytest.raises(TypeError, match=r"^TrainingPipeline Team/Bert: image must be "
                                         r"TrainingImage or None, got str 'nlp/bert:1'$"):
-        _pipeline(_stack(), source_dir, image="nlp/bert:1")
+        _pipeline(new_stack(), source_dir, image="nlp/bert:1")

@@ -55,7 +55,8 @@ def test_notification_rules_round_trip_through_the_events_api(reference_assembly
     client = _client("events", endpoint)
     created = 0
     for stack in reference_assembly.stacks:
-        # Each team's status rule, and where the team registers models, its model rule.
+        # Each team's status rule, where the team registers models its model rule, and where
+        # it builds a runtime image in the cloud the image builder's build-ended rule.
         for i, rule in enumerate(_resources(stack.template, "AWS::Events::Rule")):
             name = f"{stack.stack_name}-{i}"
             client.put_rule(Name=name, EventPattern=json.dumps(rule["EventPattern"]),
@@ -67,4 +68,6 @@ def test_notification_rules_round_trip_through_the_events_api(reference_assembly
             (target,) = client.list_targets_by_rule(Rule=name)["Targets"]
             assert target == rule["Targets"][0]
             created += 1
-    assert created == 5  # three status rules, two model rules (DocumentClassification, Tabular)
+    # Three status rules, two model rules (DocumentClassification, Tabular), one image build
+    # rule (DocumentClassification).
+    assert created == 6
