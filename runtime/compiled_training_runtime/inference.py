@@ -45,7 +45,7 @@ _ENTRY = ('"""SageMaker\'s inference toolkit imports this file: the compiled-tra
 class Served:
     """What ``model_fn`` loads: the module, in eval mode on the device, and its config."""
 
-    model: torch.nn.Module
+    model: models.SequenceClassifier | models.FeatureClassifier
     config: TrainingConfig
     device: torch.device
 

@@ -4,7 +4,6 @@ the user's module."""
 from __future__ import annotations
 
 import importlib
-from typing import Union
 
 import torch
 
@@ -74,11 +73,7 @@ def mlp(config: TrainingConfig) -> torch.nn.Module:
                                torch.nn.Linear(config.hidden_size, config.num_labels))
 
 
-# typing.Union: the images' Python 3.8 cannot evaluate X | Y at run time.
-Classifier = Union[SequenceClassifier, FeatureClassifier]
-
-
-def build(config: TrainingConfig) -> Classifier:
+def build(config: TrainingConfig) -> SequenceClassifier | FeatureClassifier:
     if config.model_factory:
         module_name, _, function = config.model_factory.partition(":")
         try:

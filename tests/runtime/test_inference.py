@@ -78,7 +78,7 @@ def test_the_served_model_reproduces_the_validation_accuracy_training_reported(t
     assert len(predictions) == seen
     assert all(len(p["probabilities"]) == 10 and abs(sum(p["probabilities"]) - 1) < 1e-4
                for p in predictions)
-    correct = sum(p["label"] == r["label"] for p, r in zip(predictions, validation[:seen]))
+    correct = sum(p["label"] == r["label"] for p, r in zip(predictions, validation[:seen], strict=True))
     assert correct / seen == reported["validation_accuracy"]
     assert reported["validation_accuracy"] > 0.5  # it learned: the served weights are trained
 
