@@ -19,7 +19,12 @@ from compiled_training import (
     TrainingPipeline,
 )
 from compiled_training._internal.dlc import sdk_image_uris
-from compiled_training.pipelines.registration import FAIL_STEP, GATE_STEP, REGISTER_STEP
+from compiled_training.pipelines.registration import (
+    FAIL_STEP,
+    GATE_STEP,
+    METRICS_STEP,
+    REGISTER_STEP,
+)
 from tests.helpers import (
     condition_outcome,
     definitions,
@@ -65,7 +70,17 @@ def _definition(stack: cdk.Stack) -> dict:
 
 
 def _gate(definition: dict) -> dict:
-    return next(s for s in definition["Steps"] if s["Name"] == GATE_STEP)
+    return _step(definition, GATE_STEP)
+
+
+def _step(definition: dict, name: str) -> dict:
+    return next(s for s in definition["Steps"] if s["Name"] == name)
+
+
+def _register(gate: dict) -> dict:
+    """The registration step under the gate (under the approved-version check, where one is)."""
+    (then,) = gate["Arguments"]["IfSteps"]
+    return _register(then) if then["Type"] == "Condition" else then
 
 
 # --- the definition --------------------------------------------------------------------------
@@ -144,17 +159,20 @@ def test_the_gate_registers_only_a_model_at_or_above_the_threshold(source_dir, a
         f"MinValidationAccuracy {threshold}")
 
 
-def test_matches_the_sdk_register_model_and_condition_steps(source_dir):
+@pytest.mark.parametrize("max_regression", [None, 0.02])
+def test_matches_the_sdk_register_model_lambda_and_condition_steps(source_dir, max_regression):
     stack = _stack()
-    _bert(stack, source_dir, git_commit="0123abc")
+    pipeline = _bert(stack, source_dir, git_commit="0123abc", max_regression=max_regression)
     definition = _definition(stack)
     ours = _gate(definition)
-    (register,) = ours["Arguments"]["IfSteps"]
+    register = _register(ours)
     arguments = register["Arguments"]
     spec = arguments["InferenceSpecification"]
     metadata = {k: v for k, v in arguments["CustomerMetadataProperties"].items()
-                if not k.startswith("gate_")}
+                if not k.startswith("gate_") and k != "approved_comparison"}
     metadata["execution"] = "<execution>"
+    metrics = _step(definition, METRICS_STEP)
+    registration = pipeline.registration.registration
     sdk = sdk_registration_steps(
         image_uri=spec["Containers"][0]["Image"], group="bert-classifier",
         approval_status="PendingManualApproval", metric="validation_accuracy", threshold=0.9,
@@ -162,13 +180,21 @@ def test_matches_the_sdk_register_model_and_condition_steps(source_dir):
         transform=spec["SupportedTransformInstanceTypes"],
         content_types=spec["SupportedContentTypes"],
         response_types=spec["SupportedResponseMIMETypes"], metadata=metadata,
-        description=arguments["ModelPackageDescription"])
+        description=arguments["ModelPackageDescription"], report={
+            "function_arn": metrics["FunctionArn"], "bucket": metrics["Arguments"]["bucket"],
+            "prefix": registration.report_prefix, "metrics": [("validation_accuracy",
+                                                               "accuracy")],
+            "problem_type": "binary_classification", "max_regression": max_regression})
     # The one deliberate difference: the SDK names the step after its collection.
-    sdk_register = sdk["Gate"]["Arguments"]["IfSteps"][0]
+    sdk_register = _register(sdk["Gate"])
     assert sdk_register.pop("Name") == f"{REGISTER_STEP}-RegisterModel"
     sdk_register["Name"] = REGISTER_STEP
+    # And a named one: the SDK also writes empty Bias and Explainability reports.
+    assert sdk_register["Arguments"]["ModelMetrics"].pop("Bias") == {}
+    assert sdk_register["Arguments"]["ModelMetrics"].pop("Explainability") == {}
     assert ours == sdk["Gate"]
-    assert sdk["Parameters"][0] in definition["Parameters"]
+    assert metrics == sdk["Metrics"]
+    assert all(p in definition["Parameters"] for p in sdk["Parameters"])
 
 
 # --- the construct ---------------------------------------------------------------------------
