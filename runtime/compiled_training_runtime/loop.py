@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -131,7 +131,8 @@ def run(env: SageMakerEnv, config: TrainingConfig, backend: Backend) -> dict[str
     # The archive the PyTorch inference DLC serves. Unwrap DistributedDataParallel only:
     # FeatureClassifier has a `module` of its own.
     ddp = isinstance(model, torch.nn.parallel.DistributedDataParallel)
-    inference.write_model(env.model_dir, config, model.module if ddp else model)
+    inference.write_model(env.model_dir, config,
+                          cast(torch.nn.Module, model.module) if ddp else model)
     return summary
 
 

@@ -9,9 +9,9 @@ makes no AWS call.
 from __future__ import annotations
 
 import json
-import warnings
 import logging
 import os
+import warnings
 from dataclasses import dataclass
 from functools import cache
 from typing import Any

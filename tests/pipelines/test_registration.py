@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -24,6 +25,8 @@ from compiled_training.pipelines.registration import (
     GATE_STEP,
     METRICS_STEP,
     REGISTER_STEP,
+    REGRESSION_PARAMETER,
+    REGRESSION_STEP,
 )
 from tests.helpers import (
     condition_outcome,
@@ -35,6 +38,7 @@ from tests.internal.sdk_oracle import sdk_registration_steps
 
 ACCURACY = "Steps.Train.FinalMetricDataList['validation_accuracy'].Value"
 AUC = "Steps.Train.FinalMetricDataList['validation:auc'].Value"
+LOSS = "Steps.Train.FinalMetricDataList['validation_loss'].Value"
 
 
 def _stack() -> cdk.Stack:
@@ -42,15 +46,21 @@ def _stack() -> cdk.Stack:
                      env=cdk.Environment(account="123456789012", region="us-east-1"))
 
 
-def _bert(stack: cdk.Stack, source_dir: Path, **registration) -> TrainingPipeline:
+_PIPELINE = "bert-training"
+
+
+def _bert(stack: cdk.Stack, source_dir: Path, *, channels_with_validation: bool = False,
+          **registration) -> TrainingPipeline:
     options = {"model_package_group_name": "bert-classifier", "gate_threshold": 0.9,
                **registration}
+    channels = [InputChannel("train", "s3://team-data/bert/train/")]
+    if channels_with_validation:
+        channels.append(InputChannel("validation", "s3://team-data/bert/validation/"))
     return TrainingPipeline(
         stack, "Bert", framework=Framework.pytorch("1.13.1"),
         compiler=Compiler.training_compiler(), instance_type="ml.g5.48xlarge",
-        source_dir=source_dir, entry_point="train.py",
-        channels=[InputChannel("train", "s3://team-data/bert/train/")],
-        registration=ModelRegistration(**options))
+        source_dir=source_dir, entry_point="train.py", pipeline_name=_PIPELINE,
+        channels=channels, registration=ModelRegistration(**options))
 
 
 def _xgboost(stack: cdk.Stack, **registration) -> TrainingPipeline:
@@ -195,6 +205,169 @@ def test_matches_the_sdk_register_model_lambda_and_condition_steps(source_dir, m
     assert ours == sdk["Gate"]
     assert metrics == sdk["Metrics"]
     assert all(p in definition["Parameters"] for p in sdk["Parameters"])
+
+
+# --- the model-quality report and the approved-version gate ----------------------------------
+
+def _run_metrics_step(definition: dict, accuracy: float, execution: str,
+                      max_regression: float | None = None) -> dict:
+    """The ModelMetrics step as Pipelines runs it: its arguments evaluated, its function
+    called. AWS itself cannot exist here: moto stands in for S3 and SageMaker."""
+    from compiled_training._internal.handlers import model_metrics
+    from tests.helpers import substitute_expressions
+
+    step = _step(definition, METRICS_STEP)
+    values = {ACCURACY: accuracy, LOSS: 0.25, "Execution.PipelineExecutionId": execution,
+              **{p["Name"]: p["DefaultValue"] for p in definition["Parameters"]}}
+    if max_regression is not None:
+        values[REGRESSION_PARAMETER] = max_regression
+    outputs = model_metrics.handler(substitute_expressions(step["Arguments"], values))
+    assert set(outputs) == {o["OutputName"] for o in step["OutputParameters"]}
+    return outputs
+
+
+@pytest.fixture
+def aws(monkeypatch):
+    from moto import mock_aws
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    with mock_aws():
+        yield
+
+
+def _approve_run(definition: dict, statistics: str) -> None:
+    """A version registered from a run's report, then approved (as a person would)."""
+    import boto3
+
+    register = _register(_gate(definition))["Arguments"]
+    boto3.client("sagemaker").create_model_package(
+        ModelPackageGroupName=register["ModelPackageGroupName"],
+        ModelApprovalStatus="Approved",
+        InferenceSpecification={**register["InferenceSpecification"], "Containers": [{
+            "Image": register["InferenceSpecification"]["Containers"][0]["Image"],
+            "ModelDataUrl": "s3://bucket/model.tar.gz"}]},
+        ModelMetrics={"ModelQuality": {"Statistics": {"ContentType": "application/json",
+                                                      "S3Uri": statistics}}})
+
+
+def test_each_run_writes_a_model_quality_report_the_version_references(source_dir, aws):
+    import boto3
+
+    stack = _stack()
+    _bert(stack, source_dir, channels_with_validation=True)
+    definition = _definition(stack)
+    step = _step(definition, METRICS_STEP)
+    bucket = step["Arguments"]["bucket"]
+    boto3.client("s3").create_bucket(Bucket=bucket)
+
+    outputs = _run_metrics_step(definition, 0.93, "run1")
+
+    assert outputs == {"statistics": f"s3://{bucket}/{_PIPELINE}/model-metrics/run1/"
+                                     f"statistics.json"}
+    report = boto3.client("s3").get_object(Bucket=bucket, Key=outputs["statistics"].split(
+        "/", 3)[3])
+    assert report["ContentType"] == "application/json"
+    # SageMaker's model-quality format: the held-out metrics, by their report names.
+    assert json.loads(report["Body"].read()) == {
+        "version": 0.0, "binary_classification_metrics": {
+            "accuracy": {"value": 0.93, "standard_deviation": "NaN"},
+            "loss": {"value": 0.25, "standard_deviation": "NaN"}}}
+    assert _register(_gate(definition))["Arguments"]["ModelMetrics"] == {"ModelQuality": {
+        "Statistics": {"ContentType": "application/json",
+                       "S3Uri": {"Get": f"Steps.{METRICS_STEP}.OutputParameters['statistics']"}}}}
+
+
+def test_xgboost_reports_its_validation_metrics_as_a_binary_classifier():
+    stack = _stack()
+    _xgboost(stack)
+    arguments = _step(_definition(stack), METRICS_STEP)["Arguments"]
+    assert arguments["problem_type"] == "binary_classification"
+    assert arguments["metrics"]["Std:Join"]["Values"] == [
+        "auc=", {"Get": AUC}, ",logloss=",
+        {"Get": "Steps.Train.FinalMetricDataList['validation:logloss'].Value"}]
+
+
+@pytest.mark.parametrize(("approved", "accuracy", "allowed", "registers", "reason"), [
+    (None, 0.80, 0.01, True, r"no approved version in group bert-classifier yet"),
+    (0.93, 0.925, 0.01, True, r"accuracy 0.925 is 0.005 below approved version "
+                              r"arn:aws:sagemaker:us-east-1:123456789012:model-package/"
+                              r"bert-classifier/1 at 0.93 and at most 0.01 worse is allowed"),
+    (0.93, 0.91, 0.01, False, r"accuracy 0.91 is 0.02 below approved version .* at 0.93 and "
+                              r"at most 0.01 worse is allowed"),
+    # The per-run parameter loosens it.
+    (0.93, 0.91, 0.05, True, r"accuracy 0.91 is 0.02 below .* at most 0.05 worse is allowed"),
+    (0.93, 0.95, 0.0, True, r"accuracy 0.95 is 0.02 better than approved version .* at 0.93 "
+                            r"and at most 0 worse is allowed"),
+])
+def test_registers_only_a_run_no_worse_than_the_latest_approved_version(
+        source_dir, aws, approved, accuracy, allowed, registers, reason):
+    import boto3
+
+    from tests.helpers import condition_outcome, substitute_expressions
+
+    stack = _stack()
+    _bert(stack, source_dir, channels_with_validation=True, max_regression=0.01)
+    definition = _definition(stack)
+    boto3.client("s3").create_bucket(Bucket=_step(definition, METRICS_STEP)["Arguments"]["bucket"])
+    boto3.client("sagemaker").create_model_package_group(ModelPackageGroupName="bert-classifier")
+    if approved is not None:
+        earlier = _run_metrics_step(definition, approved, "run1", max_regression=allowed)
+        _approve_run(definition, earlier["statistics"])
+
+    outputs = _run_metrics_step(definition, accuracy, "run2", max_regression=allowed)
+
+    assert re.fullmatch(reason, outputs["comparison"])
+    # Past the threshold gate, the approved-version check decides, on the step's outputs.
+    (check,) = _gate(definition)["Arguments"]["IfSteps"]
+    assert check["Name"] == REGRESSION_STEP
+    values = {f"Steps.{METRICS_STEP}.OutputParameters['{k}']": v for k, v in outputs.items()}
+    assert condition_outcome(check, values, {}) is registers
+    assert [s["Name"] for s in check["Arguments"]["IfSteps"]] == [REGISTER_STEP]
+    (fail,) = check["Arguments"]["ElseSteps"]
+    assert substitute_expressions(fail["Arguments"]["ErrorMessage"], values) == \
+        "Model not registered: " + outputs["comparison"]
+    assert _register(_gate(definition))["Arguments"]["CustomerMetadataProperties"][
+        "approved_comparison"] == {"Get": f"Steps.{METRICS_STEP}.OutputParameters['comparison']"}
+    assert {"Name": REGRESSION_PARAMETER, "Type": "Float", "DefaultValue": 0.01} in \
+        definition["Parameters"]
+
+
+def test_an_approved_version_without_a_report_of_this_pipeline_is_no_baseline(source_dir, aws):
+    import boto3
+
+    stack = _stack()
+    _bert(stack, source_dir, channels_with_validation=True, max_regression=0.0)
+    definition = _definition(stack)
+    boto3.client("s3").create_bucket(Bucket=_step(definition, METRICS_STEP)["Arguments"]["bucket"])
+    boto3.client("sagemaker").create_model_package_group(ModelPackageGroupName="bert-classifier")
+    _approve_run(definition, "s3://elsewhere/statistics.json")
+
+    outputs = _run_metrics_step(definition, 0.5, "run2")
+
+    assert outputs["within_tolerance"] is True
+    assert re.fullmatch(r"approved version \S+/bert-classifier/1 has no report of accuracy "
+                        r"under s3://\S+/model-metrics/", outputs["comparison"])
+
+
+def test_the_metrics_function_writes_reports_and_reads_its_own_group_only(source_dir):
+    stack = _stack()
+    pipeline = _bert(stack, source_dir, max_regression=0.01)
+    template = Template.from_stack(stack)
+    function = stack.get_logical_id(pipeline.registration.metrics_function.node.default_child)
+    role = template.to_json()["Resources"][function]["Properties"]["Role"]["Fn::GetAtt"][0]
+    statements = template.to_json()["Resources"][role]["Properties"]["Policies"][0][
+        "PolicyDocument"]["Statement"]
+    rendered = json.dumps(statements)
+    assert f"/{_PIPELINE}/model-metrics/*" in rendered
+    assert "model-package/bert-classifier/*" in rendered
+    actions = {a for s in statements for a in (s["Action"] if isinstance(s["Action"], list)
+                                               else [s["Action"]])}
+    assert actions == {"s3:PutObject", "s3:GetObject", "s3:ListBucket",
+                       "sagemaker:DescribeModelPackage", "sagemaker:ListModelPackages",
+                       "logs:CreateLogStream", "logs:PutLogEvents"}
+    pipeline_role = pipeline.pipeline_role.node.default_child
+    assert "lambda:InvokeFunction" in json.dumps(
+        template.to_json()["Resources"][stack.get_logical_id(pipeline_role)])
 
 
 # --- the construct ---------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 from urllib.parse import urlparse
 
@@ -68,11 +69,10 @@ def compare_with_approved(event: dict[str, Any], metrics: dict[str, float],
         return _outcome(True, arn, f"approved version {arn} has no report of {metric} under "
                                    f"{event['reports']}")
     regression = baseline - value if higher else value - baseline
-    within = regression <= allowed
-    direction = "below" if higher else "above"
-    return _outcome(within, arn, (
-        f"{metric} {value:g} is {abs(regression):g} {direction if regression > 0 else 'better than'}"
-        f" approved version {arn} ({baseline:g}); at most {allowed:g} worse is allowed"))
+    worse = "below" if higher else "above"
+    return _outcome(regression <= allowed, arn, (
+        f"{metric} {value:g} is {abs(regression):g} {worse if regression > 0 else 'better than'}"
+        f" approved version {arn} at {baseline:g} and at most {allowed:g} worse is allowed"))
 
 
 def _approved_value(package: dict[str, Any], metric: str, reports: str,
@@ -91,5 +91,7 @@ def _approved_value(package: dict[str, Any], metric: str, reports: str,
 
 
 def _outcome(within: bool, version: str, reason: str) -> dict[str, Any]:
+    # The reason becomes customer metadata of the version: letters, digits, spaces and
+    # _.:/=+@- only, at most 256 characters.
     return {"within_tolerance": within, "approved_version": version or "none",
-            "comparison": reason}
+            "comparison": re.sub(r"[^\w .:/=+@-]", " ", reason)[:256]}
