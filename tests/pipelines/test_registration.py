@@ -481,6 +481,179 @@ def test_fails_where_no_inference_image_exists_and_asks_for_one(source_dir):
             registration=ModelRegistration(model_package_group_name="hf"))
 
 
+# --- the deployment account's read --------------------------------------------------------
+
+DEPLOYMENT = "210987654321"
+
+
+def _kms_bert(stack: cdk.Stack, source_dir: Path, **registration) -> TrainingPipeline:
+    from aws_cdk import aws_kms as kms
+
+    return TrainingPipeline(
+        stack, "Bert", framework=Framework.pytorch("1.13.1"),
+        compiler=Compiler.training_compiler(), instance_type="ml.g5.48xlarge",
+        source_dir=source_dir, entry_point="train.py", pipeline_name=_PIPELINE,
+        kms_key=kms.Key(stack, "Key", enable_key_rotation=True),
+        channels=[InputChannel("train", "s3://team-data/bert/train/")],
+        registration=ModelRegistration(model_package_group_name="bert-classifier",
+                                       **registration))
+
+
+def _allowed(statements: list[dict], request: dict) -> bool:
+    """A resource policy as AWS evaluates it for a request from another account: an
+    explicit deny wins, else an allow must match principal, action, resource and every
+    condition (a condition key the request lacks, or an operator this reader does not know,
+    is not met)."""
+    import fnmatch
+
+    def listed(value):
+        return value if isinstance(value, list) else [value]
+
+    def principal(statement):
+        given = statement.get("Principal", {})
+        arns = ["*"] if given == "*" else listed(given.get("AWS", []))
+        return any(a in ("*", request["principal"], request["principal"].split(":")[4])
+                   for a in arns)
+
+    def conditions(statement):
+        for operator, tests in statement.get("Condition", {}).items():
+            for key, wanted in tests.items():
+                if key not in request["context"]:
+                    return False
+                have = str(request["context"][key])
+                if operator in ("StringEquals", "ArnEquals"):
+                    met = have in listed(wanted)
+                elif operator in ("StringLike", "ArnLike"):
+                    met = any(fnmatch.fnmatchcase(have, w) for w in listed(wanted))
+                elif operator == "Bool":
+                    met = have.lower() in [str(w).lower() for w in listed(wanted)]
+                else:
+                    return False
+                if not met:
+                    return False
+        return True
+
+    matching = [s for s in statements if principal(s)
+                and any(fnmatch.fnmatchcase(request["action"], a) for a in listed(s["Action"]))
+                and any(fnmatch.fnmatchcase(request["resource"], r)
+                        for r in listed(s["Resource"])) and conditions(s)]
+    return not any(s["Effect"] == "Deny" for s in matching) and \
+        any(s["Effect"] == "Allow" for s in matching)
+
+
+def _policies(template: dict) -> tuple[str, list[dict], list[dict]]:
+    """The output bucket's name, its bucket policy and its key's policy, rendered."""
+    from tests.helpers import render_tree
+
+    resources = template["Resources"]
+    (bucket_policy,) = [r for r in resources.values() if r["Type"] == "AWS::S3::BucketPolicy"
+                        and "AccessLogs" not in json.dumps(r["Properties"]["Bucket"])]
+    bucket = render_tree(bucket_policy["Properties"]["Bucket"], template)
+    (key,) = [r for r in resources.values() if r["Type"] == "AWS::KMS::Key"]
+    return (bucket,
+            render_tree(bucket_policy["Properties"]["PolicyDocument"], template)["Statement"],
+            render_tree(key["Properties"]["KeyPolicy"], template)["Statement"])
+
+
+@pytest.mark.parametrize(("account", "key", "tls", "reads"), [
+    (DEPLOYMENT, f"{_PIPELINE}/output/pipelines-0123-Train-abc/output/model.tar.gz", True, True),
+    (DEPLOYMENT, f"{_PIPELINE}/model-metrics/0123456789ab/statistics.json", True, True),
+    (DEPLOYMENT, f"{_PIPELINE}/checkpoints/0123456789ab/checkpoint.pt", True, False),
+    (DEPLOYMENT, f"{_PIPELINE}/output/pipelines-0123-Train-abc/output/output.tar.gz", True,
+     False),
+    (DEPLOYMENT, "other-pipeline/output/job/output/model.tar.gz", True, False),
+    (DEPLOYMENT, f"{_PIPELINE}/output/pipelines-0123-Train-abc/output/model.tar.gz", False,
+     False),
+    ("999999999999", f"{_PIPELINE}/output/pipelines-0123-Train-abc/output/model.tar.gz", True,
+     False),
+])
+def test_the_deployment_account_reads_this_pipelines_models_and_reports_only(
+        source_dir, account, key, tls, reads):
+    stack = _stack()
+    _kms_bert(stack, source_dir, deployment_account=DEPLOYMENT)
+    bucket, bucket_statements, key_statements = _policies(Template.from_stack(stack).to_json())
+    principal = f"arn:aws:iam::{account}:root"
+    get = {"principal": principal, "action": "s3:GetObject",
+           "resource": f"arn:aws:s3:::{bucket}/{key}",
+           "context": {"aws:SecureTransport": str(tls).lower()}}
+    # S3 decrypts with the bucket key, in the requester's name, through S3.
+    decrypt = {"principal": principal, "action": "kms:Decrypt",
+               "resource": "arn:aws:kms:us-east-1:123456789012:key/1234abcd",
+               "context": {"kms:ViaService": "s3.us-east-1.amazonaws.com",
+                           "kms:EncryptionContext:aws:s3:arn": f"arn:aws:s3:::{bucket}"}}
+    assert _allowed(bucket_statements, get) is reads
+    assert _allowed(key_statements, decrypt) is (account == DEPLOYMENT)
+
+
+def test_the_deployment_account_decrypts_only_through_s3(source_dir):
+    stack = _stack()
+    _kms_bert(stack, source_dir, deployment_account=DEPLOYMENT)
+    bucket, _, key_statements = _policies(Template.from_stack(stack).to_json())
+    request = {"principal": f"arn:aws:iam::{DEPLOYMENT}:root", "action": "kms:Decrypt",
+               "resource": "arn:aws:kms:us-east-1:123456789012:key/1234abcd"}
+    through_s3 = {"kms:ViaService": "s3.us-east-1.amazonaws.com",
+                  "kms:EncryptionContext:aws:s3:arn":
+                      f"arn:aws:s3:::{bucket}/{_PIPELINE}/model-metrics/1/statistics.json"}
+    assert _allowed(key_statements, {**request, "context": through_s3})
+    # A direct call, or another service's, gets nothing: what S3 decrypts for it is what
+    # the bucket policy lets it read.
+    assert not _allowed(key_statements, {**request, "context": {
+        "kms:EncryptionContext:aws:s3:arn": f"arn:aws:s3:::{bucket}"}})
+    assert not _allowed(key_statements, {**request, "context": {
+        **through_s3, "kms:ViaService": "sqs.us-east-1.amazonaws.com"}})
+    assert not _allowed(key_statements, {**request, "action": "kms:Encrypt",
+                                         "context": through_s3})
+
+
+def test_without_a_deployment_account_no_other_account_reads(source_dir):
+    stack = _stack()
+    _kms_bert(stack, source_dir)
+    _, bucket_statements, key_statements = _policies(Template.from_stack(stack).to_json())
+    assert DEPLOYMENT not in json.dumps([bucket_statements, key_statements])
+
+
+def test_an_imported_bucket_cannot_grant_the_read_and_says_so(source_dir):
+    from aws_cdk import aws_s3 as s3
+    from aws_cdk.assertions import Annotations
+
+    stack = _stack()
+    TrainingPipeline(
+        stack, "Bert", framework=Framework.pytorch("1.13.1"), instance_type="ml.g5.2xlarge",
+        source_dir=source_dir, entry_point="train.py", pipeline_name=_PIPELINE,
+        output_bucket=s3.Bucket.from_bucket_name(stack, "Outputs", "team-outputs"),
+        registration=ModelRegistration(model_package_group_name="bert-classifier",
+                                       deployment_account=DEPLOYMENT))
+    Annotations.from_stack(stack).has_warning("/Team/Bert", Match.string_like_regexp(
+        r"deployment_account 210987654321 may read the group's versions but not their "
+        r"artifacts: the output bucket \(or its KMS key\) is imported.*grant s3:GetObject on "
+        r"bert-training/output/\*/output/model.tar.gz and bert-training/model-metrics/\*"))
+
+
+def test_synth_with_reports_and_a_deployment_account_is_clean_under_cdk_nag_and_cfn_lint(
+        tmp_path, source_dir):
+    from cdk_nag import AwsSolutionsChecks
+
+    from compiled_training import CompiledTrainingChecks
+    from compiled_training.nag.acknowledgements import acknowledge
+    from compiled_training.nag.rule_pack import PACK
+    from tests.helpers import cfn_lint
+
+    app = cdk.App(outdir=str(tmp_path))
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), CompiledTrainingChecks(app))
+    stack = cdk.Stack(app, "Team", env=cdk.Environment(account="123456789012",
+                                                       region="us-east-1"))
+    pipeline = _kms_bert(stack, source_dir, deployment_account=DEPLOYMENT, max_regression=0.01)
+    acknowledge(pipeline.resource, "CompiledTraining-CT9",
+                "Training Compiler's last release is what this team runs.", pack=PACK)
+    # Not this feature's: the execution role's grant_encrypt_decrypt on a customer key
+    # (kms:GenerateDataKey*, kms:ReEncrypt*), whichever pipeline has a kms_key.
+    for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
+        acknowledge(pipeline.role, f"AwsSolutions-IAM5[Action::{action}]",
+                    "The training job's own use of the pipeline's key; outside this test.")
+    app.synth()  # raises on any unacknowledged cdk-nag finding
+    assert cfn_lint(str(tmp_path / "Team.template.json")) == []
+
+
 # --- notification -------------------------------------------------------------------------
 
 def test_a_new_version_and_its_approval_reach_the_team_topic(source_dir):

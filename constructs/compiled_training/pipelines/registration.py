@@ -593,8 +593,8 @@ def _metrics_function(scope: Construct, registration: Registration, bucket: s3.I
     role = policy.role(scope, "ModelMetricsRole",
                        f"Writes the model-quality reports of pipeline {pipeline_name}",
                        service="lambda.amazonaws.com")
-    if bucket.encryption_key is not None:
-        bucket.encryption_key.grant_encrypt_decrypt(role)
+    if bucket.encryption_key is not None:  # SSE-KMS: a data key to write, decrypt to read
+        bucket.encryption_key.grant(role, "kms:GenerateDataKey", "kms:Decrypt")
     function = lambda_.Function(
         scope, "ModelMetricsFunction",
         runtime=lambda_.Runtime.PYTHON_3_14,
@@ -628,11 +628,12 @@ def _let_deployment_account_read(scope: Construct, bucket: s3.IBucket, pipeline_
     if key is not None:
         added = key.add_to_resource_policy(iam.PolicyStatement(
             principals=[principal], actions=["kms:Decrypt"], resources=["*"],
+            # Only as S3 decrypts an object for it (which the bucket policy limits to these
+            # objects). The bucket's own ARN cannot be named here: the bucket names this key,
+            # so the key naming the bucket would be a dependency cycle.
             conditions={
                 "StringEquals": {"kms:ViaService": f"s3.{Aws.REGION}.amazonaws.com"},
-                # A bucket key's context is the bucket; an object key's, the object.
-                "StringLike": {"kms:EncryptionContext:aws:s3:arn": [
-                    bucket.bucket_arn, bucket.arn_for_objects(f"{pipeline_name}/*")]},
+                "StringLike": {"kms:EncryptionContext:aws:s3:arn": f"arn:{Aws.PARTITION}:s3:::*"},
             })).statement_added and added
     if not added:
         Annotations.of(scope).add_warning_v2(
