@@ -79,8 +79,6 @@ def render(value: Any, template: dict[str, Any]) -> str:
         kind = template["Resources"][logical_id]["Type"]
         rendered = {
             ("AWS::IAM::Role", "Arn"): f"arn:aws:iam::{ACCOUNT}:role/{logical_id}",
-            ("AWS::S3::Bucket", "Arn"):
-                f"arn:aws:s3:::{render({'Ref': logical_id}, template)}",
             ("AWS::KMS::Key", "Arn"):
                 f"arn:aws:kms:{REGION}:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab",
             ("AWS::EC2::SecurityGroup", "GroupId"): "sg-0123456789abcdef0",
@@ -90,6 +88,8 @@ def render(value: Any, template: dict[str, Any]) -> str:
             ("Custom::RuntimeImageBuild", "ImageUri"):
                 f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/{logical_id.lower()}:0123456789abcdef0123",
         }
+        if (kind, attribute) == ("AWS::S3::Bucket", "Arn"):
+            return f"arn:aws:s3:::{render({'Ref': logical_id}, template)}"
         assert (kind, attribute) in rendered, value
         return rendered[(kind, attribute)]
     if "Fn::FindInMap" in value:

@@ -210,11 +210,9 @@ def sdk_registration_steps(*, image_uri: str, group: str, approval_status: str,
                         LambdaOutput("approved_version", LambdaOutputTypeEnum.String),
                         LambdaOutput("comparison", LambdaOutputTypeEnum.String)]
             sdk_metadata["approved_comparison"] = None  # set once the step exists
-        with warnings.catch_warnings():  # "won't be updated": it is only described here
-            warnings.simplefilter("ignore", UserWarning)
-            lambda_step = LambdaStep(name="ModelMetrics", lambda_func=Lambda(
-                function_arn=report["function_arn"], session=_session()), inputs=inputs,
-                outputs=outputs)
+        lambda_step = LambdaStep(name="ModelMetrics", lambda_func=Lambda(
+            function_arn=report["function_arn"], session=_session()), inputs=inputs,
+            outputs=outputs)
         steps.append(lambda_step)
         model_metrics = ModelMetrics(model_statistics=MetricsSource(
             content_type="application/json",
@@ -248,7 +246,9 @@ def sdk_registration_steps(*, image_uri: str, group: str, approval_status: str,
         name="parity", steps=[*steps, gate], parameters=parameters,
         sagemaker_session=_session(),
         pipeline_definition_config=PipelineDefinitionConfig(use_custom_job_prefix=False))
-    definition = json.loads(pipeline.definition())
+    with warnings.catch_warnings():  # "won't be updated": the Lambda is only described here
+        warnings.simplefilter("ignore", UserWarning)
+        definition = json.loads(pipeline.definition())
     found = {step["Name"]: step for step in definition["Steps"]}
     return {"Parameters": definition["Parameters"], "Gate": found["QualityGate"],
             "Metrics": found.get("ModelMetrics")}
