@@ -277,6 +277,18 @@ def test_each_run_writes_a_model_quality_report_the_version_references(source_di
                        "S3Uri": {"Get": f"Steps.{METRICS_STEP}.OutputParameters['statistics']"}}}}
 
 
+def test_fails_to_report_a_model_that_diverged(source_dir, aws):
+    import boto3
+
+    stack = _stack()
+    _bert(stack, source_dir, channels_with_validation=True)
+    definition = _definition(stack)
+    boto3.client("s3").create_bucket(Bucket=_step(definition, METRICS_STEP)["Arguments"]["bucket"])
+    with pytest.raises(ValueError, match=r"^metric accuracy is nan: no report for a model that "
+                                         r"diverged$"):
+        _run_metrics_step(definition, float("nan"), "run1")
+
+
 def test_xgboost_reports_its_validation_metrics_as_a_binary_classifier():
     stack = _stack()
     _xgboost(stack)
@@ -429,6 +441,10 @@ def test_summary_names_group_status_and_gate(source_dir):
     assert _bert(_stack(), source_dir).summary()["registration"] == (
         "group bert-classifier, PendingManualApproval, if validation_accuracy >= "
         "MinValidationAccuracy (default 0.9)")
+    assert _bert(_stack(), source_dir, max_regression=0.01).summary()["registration"] == (
+        "group bert-classifier, PendingManualApproval, if validation_accuracy >= "
+        "MinValidationAccuracy (default 0.9) and no worse than the latest approved version by "
+        "MaxRegressionFromApproved (default 0.01)")
 
 
 # --- failures ---------------------------------------------------------------------------
@@ -449,6 +465,12 @@ def test_summary_names_group_status_and_gate(source_dir):
      r"realtime_instance_types and transform_instance_types must all be GPU or all CPU \(one inference image serves them\), got ml.g5.xlarge, "
      r"ml.m5.xlarge"),
     ({"deployment_account": "dev"}, r"deployment_account must be a 12-digit account id"),
+    ({"max_regression": -0.1},
+     r"max_regression must be a number of at least 0 \(how much worse than the latest "
+     r"approved version the gate metric may be\), with a gate metric, got -0.1$"),
+    ({"max_regression": 0.01, "gate_metric": ""},
+     r"max_regression must be a number of at least 0 .*got 0.01 and no gate metric$"),
+    ({"max_regression": float("inf")}, r"max_regression must be .*got inf$"),
 ])
 def test_fails_on_bad_registration_naming_field_value_and_allowed(source_dir, overrides,
                                                                    message):

@@ -486,6 +486,10 @@ class BoundRegistration:
         condition = (f"if {gate.metric} {'>=' if gate.higher_is_better else '<='} "
                      f"{gate.threshold.name} (default {gate.threshold.default})"
                      if gate else "without a gate")
+        regression = self.registration.regression
+        if regression is not None:
+            condition += (f" and no worse than the latest approved version by "
+                          f"{regression.name} (default {regression.default})")
         return (f"group {self.registration.group_name}, {self.registration.approval_status}, "
                 f"{condition}")
 
