@@ -503,6 +503,62 @@ def test_fails_where_no_inference_image_exists_and_asks_for_one(source_dir):
             registration=ModelRegistration(model_package_group_name="hf"))
 
 
+def _with_benchmark(stack: cdk.Stack, source_dir: Path, **benchmark) -> TrainingPipeline:
+    from compiled_training import CompilerBenchmark
+
+    compared = CompilerBenchmark(
+        stack, "Benchmark", framework=Framework.pytorch(benchmark.pop("version", "1.13.1")),
+        instance_type="ml.g5.12xlarge", source_dir=source_dir, entry_point="train.py",
+        pipeline_name="bert-benchmark", decision_parameter_name="/nlp/bert/compiler-decision",
+        channels=[InputChannel("train", "s3://team-data/bert/train/"),
+                  InputChannel("validation", "s3://team-data/bert/validation/")])
+    return _bert(stack, source_dir, channels_with_validation=True, benchmark=compared)
+
+
+def test_a_version_records_the_benchmarks_verdict_as_it_stood(source_dir, aws):
+    import boto3
+
+    stack = _stack()
+    pipeline = _with_benchmark(stack, source_dir)
+    definition = _definition(stack)
+    step = _step(definition, METRICS_STEP)
+    assert step["Arguments"]["benchmark_decision"] == "/nlp/bert/compiler-decision"
+    assert _register(_gate(definition))["Arguments"]["CustomerMetadataProperties"][
+        "compiler_benchmark"] == {
+            "Get": f"Steps.{METRICS_STEP}.OutputParameters['compiler_benchmark']"}
+    boto3.client("s3").create_bucket(Bucket=step["Arguments"]["bucket"])
+    # What the benchmark's RecordDecision step wrote last.
+    boto3.client("ssm").put_parameter(Name="/nlp/bert/compiler-decision", Type="String",
+                                      Value=json.dumps({
+                                          "verdict": "ship", "arm": "compiler-large-batch",
+                                          "speedup": 0.54, "quality_drop": 0.05,
+                                          "reason": "ship: 54 % faster (>= 20 %)",
+                                          "comparison": "s3://b/bert-benchmark/comparison/x"}))
+
+    outputs = _run_metrics_step(definition, 0.93, "run1")
+
+    assert outputs["compiler_benchmark"] == (
+        "verdict ship arm compiler-large-batch speedup 0.54 quality_drop 0.05 comparison "
+        "s3://b/bert-benchmark/comparison/x")
+    # The function may read that one parameter, and no other.
+    template = Template.from_stack(stack).to_json()
+    role = template["Resources"][stack.get_logical_id(
+        pipeline.registration.metrics_function.node.default_child)]["Properties"]["Role"][
+        "Fn::GetAtt"][0]
+    reads = [s for p in template["Resources"].values() if p["Type"] == "AWS::IAM::Policy"
+             and {"Ref": role} in p["Properties"]["Roles"]
+             for s in p["Properties"]["PolicyDocument"]["Statement"]
+             if "ssm:GetParameter" in s["Action"]]
+    assert len(reads) == 1 and "compiler-decision" in json.dumps(reads[0]["Resource"])
+
+
+def test_fails_on_a_benchmark_of_another_framework(source_dir):
+    with pytest.raises(ValueError, match=r"registration: benchmark must be a CompilerBenchmark "
+                                         r"of this pipeline's framework \(PyTorch 1.13.1\), .*"
+                                         r"got PyTorch 1.12.0$"):
+        _with_benchmark(_stack(), source_dir, version="1.12.0")
+
+
 # --- the deployment account's read --------------------------------------------------------
 
 DEPLOYMENT = "210987654321"

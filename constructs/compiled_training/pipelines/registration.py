@@ -31,22 +31,16 @@ from typing import Any
 from aws_cdk import Annotations, Aws, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 
 from compiled_training._internal.definition import parameter_declarations
 from compiled_training._internal.dlc import DlcImage, resolve_dlc
 from compiled_training._internal.dlc_uri import dlc_image_uri
-from compiled_training._internal.handlers import handler_code
+from compiled_training._internal.handlers import step_function
 from compiled_training._internal.instances import accelerator
 from compiled_training._internal.policy import InlinePolicy
-from compiled_training.nag.acknowledgements import (
-    LOG_GROUP_WITHOUT_KMS,
-    allow_redundant_role_dependency,
-    skip_checkov,
-    skip_checkov_for_function,
-)
+from compiled_training.pipelines.compiler_benchmark import CompilerBenchmark
 from compiled_training.pipelines.job import Parameter, TrainingJob
 from constructs import Construct
 
@@ -113,6 +107,10 @@ class ModelRegistration:
     """An account id that may read the group's versions (a resource policy on a group this
     stack creates) and their artifacts (the output bucket's model archives and metrics reports
     of this pipeline, and the bucket's KMS key for decrypting them); when omitted, none."""
+    benchmark: CompilerBenchmark | None = None
+    """A `CompilerBenchmark` of this pipeline's framework: each version then records the
+    benchmark's verdict as it stood when the run finished (``compiler_benchmark`` metadata:
+    verdict, arm, speedup, quality lost, comparison in S3); when omitted, none."""
     max_regression: float | None = None
     """When given, a run is registered only if its gate metric is no worse than the group's
     latest approved version's by more than this (the default of a Float pipeline parameter,
@@ -152,6 +150,8 @@ class Registration:
     metrics_function_arn: str = ""
     regression: Parameter | None = None
     """Most the gate metric may be worse than the latest approved version's; None: no check."""
+    benchmark_parameter: str = ""
+    """The SSM parameter of a benchmark's verdict, recorded with each version; "": none."""
 
     @property
     def reports_uri(self) -> str:
@@ -217,6 +217,9 @@ def metrics_step(job: TrainingJob, registration: Registration) -> dict[str, Any]
         })
         outputs += [("within_tolerance", "Boolean"), ("approved_version", "String"),
                     ("comparison", "String")]
+    if registration.benchmark_parameter:
+        arguments["benchmark_decision"] = registration.benchmark_parameter
+        outputs.append(("compiler_benchmark", "String"))
     return {
         "Name": METRICS_STEP,
         "Type": "Lambda",
@@ -279,6 +282,8 @@ def register_step(job: TrainingJob, registration: Registration) -> dict[str, Any
             job, gate.metric)), "gate_threshold": _text(gate.threshold.ref())})
     if registration.regression is not None:
         metadata["approved_comparison"] = metrics_output("comparison")
+    if registration.benchmark_parameter:
+        metadata["compiler_benchmark"] = metrics_output("compiler_benchmark")
     arguments: dict[str, Any] = {
         "ModelPackageGroupName": registration.group_name,
         "ModelPackageDescription": registration.description,
@@ -528,10 +533,24 @@ def bind_registration(scope: Construct, where: str, options: ModelRegistration,
             raise ValueError(f"{where}: registration: {error}; give inference_image_uri") \
                 from None
     registration = resolve(where, options, job, image_uri, metadata)
+    benchmark = options.benchmark
+    if benchmark is not None:
+        given = (benchmark.framework.describe() if isinstance(benchmark, CompilerBenchmark)
+                 else type(benchmark).__name__)
+        if not isinstance(benchmark, CompilerBenchmark) or benchmark.framework != job.framework \
+                or not registration.metrics:
+            raise ValueError(
+                f"{where}: registration: benchmark must be a CompilerBenchmark of this "
+                f"pipeline's framework ({job.framework.describe()}), on a pipeline whose runs "
+                f"report a metric (a gate metric or a validation channel: the verdict is "
+                f"recorded by the ModelMetrics step), got {given}"
+                f"{'' if registration.metrics else ' and no reported metric'}")
+        registration = replace(registration,
+                               benchmark_parameter=benchmark.decision_parameter_name)
     stack = Stack.of(scope)
     function = None
     if registration.metrics:
-        function = _metrics_function(scope, registration, bucket, job.pipeline_name)
+        function = _metrics_function(scope, registration, bucket, job.pipeline_name, benchmark)
         registration = replace(registration, report_bucket=bucket.bucket_name,
                                metrics_function_arn=function.function_arn)
     if options.deployment_account is not None:
@@ -570,12 +589,11 @@ def _group_policy(stack: Stack, group_arn: str, name: str,
 
 
 def _metrics_function(scope: Construct, registration: Registration, bucket: s3.IBucket,
-                      pipeline_name: str) -> lambda_.Function:
+                      pipeline_name: str, benchmark: CompilerBenchmark | None
+                      ) -> lambda_.Function:
     """Writes this pipeline's reports, and reads its own reports and its group's versions
     where it compares with approved versions; nothing else."""
     stack = Stack.of(scope)
-    log_group = logs.LogGroup(scope, "ModelMetricsLogs", retention=logs.RetentionDays.ONE_YEAR,
-                              removal_policy=RemovalPolicy.RETAIN)
     policy = InlinePolicy()
     reports = f"{registration.report_prefix}/"
     policy.allow_prefix(bucket.bucket_name, reports, ["s3:PutObject"],
@@ -593,28 +611,16 @@ def _metrics_function(scope: Construct, registration: Registration, bucket: s3.I
         policy.allow(["sagemaker:ListModelPackages"], ["*"],
                      why="sagemaker:ListModelPackages supports no resource-level permission; "
                          "it lists metadata only, and reads are limited to this group.")
-    policy.allow(["logs:CreateLogStream", "logs:PutLogEvents"], [log_group.log_group_arn])
-    role = policy.role(scope, "ModelMetricsRole",
-                       f"Writes the model-quality reports of pipeline {pipeline_name}",
-                       service="lambda.amazonaws.com")
-    if bucket.encryption_key is not None:  # SSE-KMS: a data key to write, decrypt to read
-        bucket.encryption_key.grant(role, "kms:GenerateDataKey", "kms:Decrypt")
-    function = lambda_.Function(
-        scope, "ModelMetricsFunction",
-        runtime=lambda_.Runtime.PYTHON_3_14,
-        code=handler_code("model_metrics"),
-        handler="model_metrics.handler",
-        role=role,
-        log_group=log_group,
-        timeout=Duration.seconds(60),
+    function = step_function(
+        scope, "ModelMetrics", module="model_metrics", policy=policy,
         description=f"Writes the model-quality report of each run of pipeline {pipeline_name}",
-    )
-    resource = function.node.default_child
-    assert isinstance(resource, lambda_.CfnFunction)
-    allow_redundant_role_dependency(resource)
-    skip_checkov_for_function(function, "It writes one report to S3 per run, from the "
-                                        "pipeline's Lambda step")
-    skip_checkov(log_group, LOG_GROUP_WITHOUT_KMS)
+        purpose="It writes one report to S3 per run, from the pipeline's Lambda step",
+        timeout=Duration.seconds(60))
+    if bucket.encryption_key is not None and function.role is not None:
+        # SSE-KMS: a data key to write, decrypt to read.
+        bucket.encryption_key.grant(function.role, "kms:GenerateDataKey", "kms:Decrypt")
+    if benchmark is not None:
+        benchmark.grant_read_decision(function)
     return function
 
 

@@ -11,6 +11,9 @@ version, reads its report, and says whether this run's gate metric is worse than
 more than ``max_regression``. A group with no approved version, or whose latest approved
 version has no report of this pipeline's (under ``reports``) holding the metric, has nothing
 to compare with: the run passes and the reason says so.
+
+With ``benchmark_decision`` (a `CompilerBenchmark`'s SSM parameter) it returns the verdict
+recorded there, for the version's metadata.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from urllib.parse import urlparse
 import boto3
 
 REPORT_CONTENT_TYPE = "application/json"
+BENCHMARK_FIELDS = ("verdict", "arm", "speedup", "quality_drop", "comparison")
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
@@ -36,7 +40,17 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     result: dict[str, Any] = {"statistics": f"s3://{event['bucket']}/{event['key']}"}
     if "max_regression" in event:
         result.update(compare_with_approved(event, metrics, s3))
+    if "benchmark_decision" in event:
+        value = boto3.client("ssm").get_parameter(Name=event["benchmark_decision"])
+        result["compiler_benchmark"] = benchmark_summary(value["Parameter"]["Value"])
     return result
+
+
+def benchmark_summary(value: str) -> str:
+    """A `CompilerBenchmark`'s recorded verdict, as one line of metadata."""
+    decision = json.loads(value)
+    return metadata_text(" ".join(f"{name} {decision[name]}" for name in BENCHMARK_FIELDS
+                                  if name in decision))
 
 
 def parse_metrics(text: str) -> dict[str, float]:
@@ -91,7 +105,11 @@ def _approved_value(package: dict[str, Any], metric: str, reports: str,
 
 
 def _outcome(within: bool, version: str, reason: str) -> dict[str, Any]:
-    # The reason becomes customer metadata of the version: letters, digits, spaces and
-    # _.:/=+@- only, at most 256 characters.
     return {"within_tolerance": within, "approved_version": version or "none",
-            "comparison": re.sub(r"[^\w .:/=+@-]", " ", reason)[:256]}
+            "comparison": metadata_text(reason)}
+
+
+def metadata_text(text: str) -> str:
+    """Text as a version's customer metadata value: letters, digits, spaces and _.:/=+@-
+    only, at most 256 characters."""
+    return re.sub(r"[^\w .:/=+@-]", " ", text)[:256]
