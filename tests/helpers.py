@@ -103,6 +103,8 @@ def render(value: Any, template: dict[str, Any]) -> str:
             ("Custom::RuntimeImageBuild", "ImageUri"):
                 f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/{logical_id.lower()}:0123456789abcdef0123",
         }
+        if (kind, attribute) == ("AWS::S3::Bucket", "Arn"):
+            return f"arn:aws:s3:::{render({'Ref': logical_id}, template)}"
         assert (kind, attribute) in rendered, value
         return rendered[(kind, attribute)]
     if "Fn::FindInMap" in value:
@@ -234,6 +236,8 @@ def _run_time_value(path: str) -> str:
     """A plausible value for what only an execution knows, by the expression's path."""
     if path.endswith(".ModelArtifacts.S3ModelArtifacts"):
         return "s3://output-bucket/pipeline/output/job-0123/output/model.tar.gz"
+    if path.endswith(".OutputParameters['statistics']"):  # the model-quality report
+        return "s3://output-bucket/pipeline/model-metrics/0123456789ab/statistics.json"
     if path == "Execution.PipelineExecutionArn":
         return "arn:aws:sagemaker:us-east-1:123456789012:pipeline/pipeline/execution/0123456789ab"
     return RUN_TIME_VALUE

@@ -121,6 +121,7 @@ _REGISTRATION_KEYS: dict[str, type | tuple[type, ...]] = {
     "gate_metric": str,
     "gate_threshold": (int, float),
     "higher_is_better": bool,
+    "max_regression": (int, float),
     "inference_image_uri": str,
     "realtime_instance_types": list,
     "transform_instance_types": list,

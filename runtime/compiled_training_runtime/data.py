@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -21,10 +22,17 @@ def load(channel: Path, config: TrainingConfig) -> dict[str, torch.Tensor]:
                if line.strip()]
     if not records:
         raise InputError(f"channel folder {channel} holds no examples (*.jsonl lines)")
-    labels = torch.tensor([int(r["label"]) for r in records], dtype=torch.long)
+    return tensors(records, config)
+
+
+def tensors(records: list[dict[str, Any]], config: TrainingConfig, *,
+            labels: bool = True) -> dict[str, torch.Tensor]:
+    """Records as tensors, padded as in training; without labels for inference."""
+    targets = {"labels": torch.tensor([int(r["label"]) for r in records], dtype=torch.long)
+               } if labels else {}
     if "features" in records[0]:
         return {"features": torch.tensor([r["features"] for r in records], dtype=torch.float32),
-                "labels": labels}
+                **targets}
     length = config.max_seq_length
     lengths = [len(r["input_ids"]) for r in records]
     if not config.static_shapes:
@@ -36,7 +44,9 @@ def load(channel: Path, config: TrainingConfig) -> dict[str, torch.Tensor]:
         tokens = record["input_ids"][:length]
         ids[row, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
         mask[row, : len(tokens)] = 1
-    return {"input_ids": ids, "attention_mask": mask, "labels": labels,
+    if not labels:
+        return {"input_ids": ids, "attention_mask": mask}
+    return {"input_ids": ids, "attention_mask": mask, **targets,
             "lengths": torch.tensor(lengths)}
 
 

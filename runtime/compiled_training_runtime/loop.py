@@ -11,17 +11,16 @@ the same data order and random state.
 from __future__ import annotations
 
 import functools
-import json
 import signal
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
-from . import compat, contract, data, models
+from . import compat, contract, data, inference, models
 from .backends import Backend, Stopwatch
 from .env import InputError, SageMakerEnv, TrainingConfig
 
@@ -130,12 +129,11 @@ def run(env: SageMakerEnv, config: TrainingConfig, backend: Backend) -> dict[str
         summary.update(_validate(env, config, backend, model))
     if not backend.is_master():
         return summary
-    env.model_dir.mkdir(parents=True, exist_ok=True)
-    module = getattr(model, "module", model)  # unwrap DistributedDataParallel
-    state = {k: v.detach().cpu() for k, v in module.state_dict().items()}
-    torch.save(state, env.model_dir / "model.pt")
-    (env.model_dir / "config.json").write_text(json.dumps(
-        {k: v for k, v in config.__dict__.items() if k != "extra"}, sort_keys=True))
+    # The archive the PyTorch inference DLC serves. Unwrap DistributedDataParallel only:
+    # FeatureClassifier has a `module` of its own.
+    ddp = isinstance(model, torch.nn.parallel.DistributedDataParallel)
+    inference.write_model(env.model_dir, config,
+                          cast(torch.nn.Module, model.module) if ddp else model)
     return summary
 
 

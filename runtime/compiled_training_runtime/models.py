@@ -31,9 +31,14 @@ class SequenceClassifier(torch.nn.Module):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask)
-        logits = out.logits
+        logits = self.predict(input_ids, attention_mask)
         return torch.nn.functional.cross_entropy(logits.float(), labels), logits
+
+    def predict(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The logits, for serving (no labels)."""
+        logits: torch.Tensor = self.model(input_ids=input_ids,
+                                          attention_mask=attention_mask).logits
+        return logits
 
 
 class FeatureClassifier(torch.nn.Module):
@@ -45,8 +50,13 @@ class FeatureClassifier(torch.nn.Module):
 
     def forward(self, features: torch.Tensor,
                 labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        logits = self.module(features)
+        logits = self.predict(features)
         return torch.nn.functional.cross_entropy(logits.float(), labels), logits
+
+    def predict(self, features: torch.Tensor) -> torch.Tensor:
+        """The logits, for serving (no labels)."""
+        logits: torch.Tensor = self.module(features)
+        return logits
 
 
 BUILT_IN_FAMILIES = ("bert", "roberta", "distilbert", "mlp")
@@ -63,7 +73,7 @@ def mlp(config: TrainingConfig) -> torch.nn.Module:
                                torch.nn.Linear(config.hidden_size, config.num_labels))
 
 
-def build(config: TrainingConfig) -> torch.nn.Module:
+def build(config: TrainingConfig) -> SequenceClassifier | FeatureClassifier:
     if config.model_factory:
         module_name, _, function = config.model_factory.partition(":")
         try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import warnings
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -140,9 +141,15 @@ def sdk_registration_steps(*, image_uri: str, group: str, approval_status: str,
                            metric: str, threshold: float, higher_is_better: bool,
                            realtime: list[str], transform: list[str], content_types: list[str],
                            response_types: list[str], metadata: dict[str, Any],
-                           description: str) -> dict[str, Any]:
+                           description: str, report: dict[str, Any] | None = None
+                           ) -> dict[str, Any]:
     """The SDK's gate (a ConditionStep) with its RegisterModel and Fail steps, as it writes
-    them after a training step named ``Train``: the step JSON, by name (branches included)."""
+    them after a training step named ``Train``: the step JSON, by name (branches included).
+
+    With ``report`` (function_arn, bucket, prefix, metrics as (job name, report name) pairs,
+    problem_type, and max_regression or None), first a LambdaStep ``ModelMetrics`` whose
+    output is the version's ``ModelMetrics`` report, and with max_regression a ConditionStep
+    on its verdict around the RegisterModel (returned as "Metrics")."""
     from sagemaker.estimator import Estimator
     from sagemaker.workflow.condition_step import ConditionStep
     from sagemaker.workflow.conditions import (
@@ -170,22 +177,78 @@ def sdk_registration_steps(*, image_uri: str, group: str, approval_status: str,
                     for k, v in metadata.items()}
     sdk_metadata.update({"gate_metric": metric, "gate_value": Join(on="", values=[value]),
                          "gate_threshold": Join(on="", values=[limit])})
+    parameters = [limit]
+    steps: list[Any] = [train]
+    model_metrics = lambda_step = None
+    if report is not None:
+        from sagemaker.lambda_helper import Lambda
+        from sagemaker.model_metrics import MetricsSource, ModelMetrics
+        from sagemaker.workflow.conditions import ConditionEquals
+        from sagemaker.workflow.lambda_step import (
+            LambdaOutput,
+            LambdaOutputTypeEnum,
+            LambdaStep,
+        )
+
+        values: list[Any] = []
+        for index, (job_metric, report_name) in enumerate(report["metrics"]):
+            values += [("," if index else "") + f"{report_name}=",
+                       train.properties.FinalMetricDataList[job_metric].Value]
+        inputs: dict[str, Any] = {
+            "metrics": Join(on="", values=values), "problem_type": report["problem_type"],
+            "bucket": report["bucket"], "key": Join(on="/", values=[
+                report["prefix"], ExecutionVariables.PIPELINE_EXECUTION_ID, "statistics.json"])}
+        outputs = [LambdaOutput("statistics", LambdaOutputTypeEnum.String)]
+        if report["max_regression"] is not None:
+            allowed = ParameterFloat(name="MaxRegressionFromApproved",
+                                     default_value=report["max_regression"])
+            parameters.append(allowed)
+            inputs.update({"group": group, "gate_metric": dict(report["metrics"])[metric],
+                           "higher_is_better": higher_is_better, "max_regression": allowed,
+                           "reports": f"s3://{report['bucket']}/{report['prefix']}/"})
+            outputs += [LambdaOutput("within_tolerance", LambdaOutputTypeEnum.Boolean),
+                        LambdaOutput("approved_version", LambdaOutputTypeEnum.String),
+                        LambdaOutput("comparison", LambdaOutputTypeEnum.String)]
+            sdk_metadata["approved_comparison"] = None  # set once the step exists
+        lambda_step = LambdaStep(name="ModelMetrics", lambda_func=Lambda(
+            function_arn=report["function_arn"], session=_session()), inputs=inputs,
+            outputs=outputs)
+        steps.append(lambda_step)
+        model_metrics = ModelMetrics(model_statistics=MetricsSource(
+            content_type="application/json",
+            s3_uri=lambda_step.properties.Outputs["statistics"]))
+        if "approved_comparison" in sdk_metadata:
+            sdk_metadata["approved_comparison"] = lambda_step.properties.Outputs["comparison"]
     register = RegisterModel(
         name="RegisterModel", estimator=estimator,
         model_data=train.properties.ModelArtifacts.S3ModelArtifacts, image_uri=image_uri,
         content_types=content_types, response_types=response_types,
         inference_instances=realtime, transform_instances=transform,
         model_package_group_name=group, approval_status=approval_status,
-        customer_metadata_properties=sdk_metadata, description=description)
+        customer_metadata_properties=sdk_metadata, description=description,
+        model_metrics=model_metrics)
+    then: Any = register
+    if lambda_step is not None and report is not None and report["max_regression"] is not None:
+        then = ConditionStep(
+            name="NoWorseThanApproved", conditions=[ConditionEquals(
+                left=lambda_step.properties.Outputs["within_tolerance"], right=True)],
+            if_steps=[register], else_steps=[FailStep(
+                name="WorseThanApproved", error_message=Join(on="", values=[
+                    "Model not registered: ", lambda_step.properties.Outputs["comparison"]]))])
     compare = ConditionGreaterThanOrEqualTo if higher_is_better else ConditionLessThanOrEqualTo
     below = "below" if higher_is_better else "above"
     fail = FailStep(name="QualityGateFailed", error_message=Join(on="", values=[
         f"Model not registered: {metric} ", value, f" is {below} the threshold {name} ",
         limit]))
     gate = ConditionStep(name="QualityGate", conditions=[compare(left=value, right=limit)],
-                         if_steps=[register], else_steps=[fail])
+                         if_steps=[then], else_steps=[fail])
     pipeline = Pipeline(
-        name="parity", steps=[train, gate], parameters=[limit], sagemaker_session=_session(),
+        name="parity", steps=[*steps, gate], parameters=parameters,
+        sagemaker_session=_session(),
         pipeline_definition_config=PipelineDefinitionConfig(use_custom_job_prefix=False))
-    steps = json.loads(pipeline.definition())["Steps"]
-    return {"Parameters": json.loads(pipeline.definition())["Parameters"], "Gate": steps[1]}
+    with warnings.catch_warnings():  # "won't be updated": the Lambda is only described here
+        warnings.simplefilter("ignore", UserWarning)
+        definition = json.loads(pipeline.definition())
+    found = {step["Name"]: step for step in definition["Steps"]}
+    return {"Parameters": definition["Parameters"], "Gate": found["QualityGate"],
+            "Metrics": found.get("ModelMetrics")}

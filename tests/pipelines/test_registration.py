@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -19,7 +20,14 @@ from compiled_training import (
     TrainingPipeline,
 )
 from compiled_training._internal.dlc import sdk_image_uris
-from compiled_training.pipelines.registration import FAIL_STEP, GATE_STEP, REGISTER_STEP
+from compiled_training.pipelines.registration import (
+    FAIL_STEP,
+    GATE_STEP,
+    METRICS_STEP,
+    REGISTER_STEP,
+    REGRESSION_PARAMETER,
+    REGRESSION_STEP,
+)
 from tests.helpers import (
     condition_outcome,
     definitions,
@@ -31,17 +39,24 @@ from tests.internal.sdk_oracle import sdk_registration_steps
 
 ACCURACY = "Steps.Train.FinalMetricDataList['validation_accuracy'].Value"
 AUC = "Steps.Train.FinalMetricDataList['validation:auc'].Value"
+LOSS = "Steps.Train.FinalMetricDataList['validation_loss'].Value"
 
 
-def _bert(stack: cdk.Stack, source_dir: Path, **registration) -> TrainingPipeline:
+_PIPELINE = "bert-training"
+
+
+def _bert(stack: cdk.Stack, source_dir: Path, *, channels_with_validation: bool = False,
+          **registration) -> TrainingPipeline:
     options = {"model_package_group_name": "bert-classifier", "gate_threshold": 0.9,
                **registration}
+    channels = [InputChannel("train", "s3://team-data/bert/train/")]
+    if channels_with_validation:
+        channels.append(InputChannel("validation", "s3://team-data/bert/validation/"))
     return TrainingPipeline(
         stack, "Bert", framework=Framework.pytorch("1.13.1"),
         compiler=Compiler.training_compiler(), instance_type="ml.g5.48xlarge",
-        source_dir=source_dir, entry_point="train.py",
-        channels=[InputChannel("train", "s3://team-data/bert/train/")],
-        registration=ModelRegistration(**options))
+        source_dir=source_dir, entry_point="train.py", pipeline_name=_PIPELINE,
+        channels=channels, registration=ModelRegistration(**options))
 
 
 def _xgboost(stack: cdk.Stack, **registration) -> TrainingPipeline:
@@ -61,7 +76,17 @@ def _definition(stack: cdk.Stack) -> dict:
 
 
 def _gate(definition: dict) -> dict:
-    return next(s for s in definition["Steps"] if s["Name"] == GATE_STEP)
+    return _step(definition, GATE_STEP)
+
+
+def _step(definition: dict, name: str) -> dict:
+    return next(s for s in definition["Steps"] if s["Name"] == name)
+
+
+def _register(gate: dict) -> dict:
+    """The registration step under the gate (under the approved-version check, where one is)."""
+    (then,) = gate["Arguments"]["IfSteps"]
+    return _register(then) if then["Type"] == "Condition" else then
 
 
 # --- the definition --------------------------------------------------------------------------
@@ -140,17 +165,20 @@ def test_the_gate_registers_only_a_model_at_or_above_the_threshold(source_dir, a
         f"MinValidationAccuracy {threshold}")
 
 
-def test_matches_the_sdk_register_model_and_condition_steps(source_dir):
+@pytest.mark.parametrize("max_regression", [None, 0.02])
+def test_matches_the_sdk_register_model_lambda_and_condition_steps(source_dir, max_regression):
     stack = new_stack()
-    _bert(stack, source_dir, git_commit="0123abc")
+    pipeline = _bert(stack, source_dir, git_commit="0123abc", max_regression=max_regression)
     definition = _definition(stack)
     ours = _gate(definition)
-    (register,) = ours["Arguments"]["IfSteps"]
+    register = _register(ours)
     arguments = register["Arguments"]
     spec = arguments["InferenceSpecification"]
     metadata = {k: v for k, v in arguments["CustomerMetadataProperties"].items()
-                if not k.startswith("gate_")}
+                if not k.startswith("gate_") and k != "approved_comparison"}
     metadata["execution"] = "<execution>"
+    metrics = _step(definition, METRICS_STEP)
+    registration = pipeline.registration.registration
     sdk = sdk_registration_steps(
         image_uri=spec["Containers"][0]["Image"], group="bert-classifier",
         approval_status="PendingManualApproval", metric="validation_accuracy", threshold=0.9,
@@ -158,13 +186,196 @@ def test_matches_the_sdk_register_model_and_condition_steps(source_dir):
         transform=spec["SupportedTransformInstanceTypes"],
         content_types=spec["SupportedContentTypes"],
         response_types=spec["SupportedResponseMIMETypes"], metadata=metadata,
-        description=arguments["ModelPackageDescription"])
+        description=arguments["ModelPackageDescription"], report={
+            "function_arn": metrics["FunctionArn"], "bucket": metrics["Arguments"]["bucket"],
+            "prefix": registration.report_prefix, "metrics": [("validation_accuracy",
+                                                               "accuracy")],
+            "problem_type": "binary_classification", "max_regression": max_regression})
     # The one deliberate difference: the SDK names the step after its collection.
-    sdk_register = sdk["Gate"]["Arguments"]["IfSteps"][0]
+    sdk_register = _register(sdk["Gate"])
     assert sdk_register.pop("Name") == f"{REGISTER_STEP}-RegisterModel"
     sdk_register["Name"] = REGISTER_STEP
+    # And a named one: the SDK also writes empty Bias and Explainability reports.
+    assert sdk_register["Arguments"]["ModelMetrics"].pop("Bias") == {}
+    assert sdk_register["Arguments"]["ModelMetrics"].pop("Explainability") == {}
     assert ours == sdk["Gate"]
-    assert sdk["Parameters"][0] in definition["Parameters"]
+    assert metrics == sdk["Metrics"]
+    assert all(p in definition["Parameters"] for p in sdk["Parameters"])
+
+
+# --- the model-quality report and the approved-version gate ----------------------------------
+
+def _run_metrics_step(definition: dict, accuracy: float, execution: str,
+                      max_regression: float | None = None) -> dict:
+    """The ModelMetrics step as Pipelines runs it: its arguments evaluated, its function
+    called. AWS itself cannot exist here: moto stands in for S3 and SageMaker."""
+    from compiled_training._internal.handlers import model_metrics
+    from tests.helpers import substitute_expressions
+
+    step = _step(definition, METRICS_STEP)
+    values = {ACCURACY: accuracy, LOSS: 0.25, "Execution.PipelineExecutionId": execution,
+              **{p["Name"]: p["DefaultValue"] for p in definition["Parameters"]}}
+    if max_regression is not None:
+        values[REGRESSION_PARAMETER] = max_regression
+    outputs = model_metrics.handler(substitute_expressions(step["Arguments"], values))
+    assert set(outputs) == {o["OutputName"] for o in step["OutputParameters"]}
+    return outputs
+
+
+@pytest.fixture
+def aws(monkeypatch):
+    from moto import mock_aws
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    with mock_aws():
+        yield
+
+
+def _approve_run(definition: dict, statistics: str) -> None:
+    """A version registered from a run's report, then approved (as a person would)."""
+    import boto3
+
+    register = _register(_gate(definition))["Arguments"]
+    boto3.client("sagemaker").create_model_package(
+        ModelPackageGroupName=register["ModelPackageGroupName"],
+        ModelApprovalStatus="Approved",
+        InferenceSpecification={**register["InferenceSpecification"], "Containers": [{
+            "Image": register["InferenceSpecification"]["Containers"][0]["Image"],
+            "ModelDataUrl": "s3://bucket/model.tar.gz"}]},
+        ModelMetrics={"ModelQuality": {"Statistics": {"ContentType": "application/json",
+                                                      "S3Uri": statistics}}})
+
+
+def test_each_run_writes_a_model_quality_report_the_version_references(source_dir, aws):
+    import boto3
+
+    stack = new_stack()
+    _bert(stack, source_dir, channels_with_validation=True)
+    definition = _definition(stack)
+    step = _step(definition, METRICS_STEP)
+    bucket = step["Arguments"]["bucket"]
+    boto3.client("s3").create_bucket(Bucket=bucket)
+
+    outputs = _run_metrics_step(definition, 0.93, "run1")
+
+    assert outputs == {"statistics": f"s3://{bucket}/{_PIPELINE}/model-metrics/run1/"
+                                     f"statistics.json"}
+    report = boto3.client("s3").get_object(Bucket=bucket, Key=outputs["statistics"].split(
+        "/", 3)[3])
+    assert report["ContentType"] == "application/json"
+    # SageMaker's model-quality format: the held-out metrics, by their report names.
+    assert json.loads(report["Body"].read()) == {
+        "version": 0.0, "binary_classification_metrics": {
+            "accuracy": {"value": 0.93, "standard_deviation": "NaN"},
+            "loss": {"value": 0.25, "standard_deviation": "NaN"}}}
+    assert _register(_gate(definition))["Arguments"]["ModelMetrics"] == {"ModelQuality": {
+        "Statistics": {"ContentType": "application/json",
+                       "S3Uri": {"Get": f"Steps.{METRICS_STEP}.OutputParameters['statistics']"}}}}
+
+
+def test_fails_to_report_a_model_that_diverged(source_dir, aws):
+    import boto3
+
+    stack = new_stack()
+    _bert(stack, source_dir, channels_with_validation=True)
+    definition = _definition(stack)
+    boto3.client("s3").create_bucket(Bucket=_step(definition, METRICS_STEP)["Arguments"]["bucket"])
+    with pytest.raises(ValueError, match=r"^metric accuracy is nan: no report for a model that "
+                                         r"diverged$"):
+        _run_metrics_step(definition, float("nan"), "run1")
+
+
+def test_xgboost_reports_its_validation_metrics_as_a_binary_classifier():
+    stack = new_stack()
+    _xgboost(stack)
+    arguments = _step(_definition(stack), METRICS_STEP)["Arguments"]
+    assert arguments["problem_type"] == "binary_classification"
+    assert arguments["metrics"]["Std:Join"]["Values"] == [
+        "auc=", {"Get": AUC}, ",logloss=",
+        {"Get": "Steps.Train.FinalMetricDataList['validation:logloss'].Value"}]
+
+
+@pytest.mark.parametrize(("approved", "accuracy", "allowed", "registers", "reason"), [
+    (None, 0.80, 0.01, True, r"no approved version in group bert-classifier yet"),
+    (0.93, 0.925, 0.01, True, r"accuracy 0.925 is 0.005 below approved version "
+                              r"arn:aws:sagemaker:us-east-1:123456789012:model-package/"
+                              r"bert-classifier/1 at 0.93 and at most 0.01 worse is allowed"),
+    (0.93, 0.91, 0.01, False, r"accuracy 0.91 is 0.02 below approved version .* at 0.93 and "
+                              r"at most 0.01 worse is allowed"),
+    # The per-run parameter loosens it.
+    (0.93, 0.91, 0.05, True, r"accuracy 0.91 is 0.02 below .* at most 0.05 worse is allowed"),
+    (0.93, 0.95, 0.0, True, r"accuracy 0.95 is 0.02 better than approved version .* at 0.93 "
+                            r"and at most 0 worse is allowed"),
+])
+def test_registers_only_a_run_no_worse_than_the_latest_approved_version(
+        source_dir, aws, approved, accuracy, allowed, registers, reason):
+    import boto3
+
+    from tests.helpers import condition_outcome, substitute_expressions
+
+    stack = new_stack()
+    _bert(stack, source_dir, channels_with_validation=True, max_regression=0.01)
+    definition = _definition(stack)
+    boto3.client("s3").create_bucket(Bucket=_step(definition, METRICS_STEP)["Arguments"]["bucket"])
+    boto3.client("sagemaker").create_model_package_group(ModelPackageGroupName="bert-classifier")
+    if approved is not None:
+        earlier = _run_metrics_step(definition, approved, "run1", max_regression=allowed)
+        _approve_run(definition, earlier["statistics"])
+
+    outputs = _run_metrics_step(definition, accuracy, "run2", max_regression=allowed)
+
+    assert re.fullmatch(reason, outputs["comparison"])
+    # Past the threshold gate, the approved-version check decides, on the step's outputs.
+    (check,) = _gate(definition)["Arguments"]["IfSteps"]
+    assert check["Name"] == REGRESSION_STEP
+    values = {f"Steps.{METRICS_STEP}.OutputParameters['{k}']": v for k, v in outputs.items()}
+    assert condition_outcome(check, values, {}) is registers
+    assert [s["Name"] for s in check["Arguments"]["IfSteps"]] == [REGISTER_STEP]
+    (fail,) = check["Arguments"]["ElseSteps"]
+    assert substitute_expressions(fail["Arguments"]["ErrorMessage"], values) == \
+        "Model not registered: " + outputs["comparison"]
+    assert _register(_gate(definition))["Arguments"]["CustomerMetadataProperties"][
+        "approved_comparison"] == {"Get": f"Steps.{METRICS_STEP}.OutputParameters['comparison']"}
+    assert {"Name": REGRESSION_PARAMETER, "Type": "Float", "DefaultValue": 0.01} in \
+        definition["Parameters"]
+
+
+def test_an_approved_version_without_a_report_of_this_pipeline_is_no_baseline(source_dir, aws):
+    import boto3
+
+    stack = new_stack()
+    _bert(stack, source_dir, channels_with_validation=True, max_regression=0.0)
+    definition = _definition(stack)
+    boto3.client("s3").create_bucket(Bucket=_step(definition, METRICS_STEP)["Arguments"]["bucket"])
+    boto3.client("sagemaker").create_model_package_group(ModelPackageGroupName="bert-classifier")
+    _approve_run(definition, "s3://elsewhere/statistics.json")
+
+    outputs = _run_metrics_step(definition, 0.5, "run2")
+
+    assert outputs["within_tolerance"] is True
+    assert re.fullmatch(r"approved version \S+/bert-classifier/1 has no report of accuracy "
+                        r"under s3://\S+/model-metrics/", outputs["comparison"])
+
+
+def test_the_metrics_function_writes_reports_and_reads_its_own_group_only(source_dir):
+    stack = new_stack()
+    pipeline = _bert(stack, source_dir, max_regression=0.01)
+    template = Template.from_stack(stack)
+    function = stack.get_logical_id(pipeline.registration.metrics_function.node.default_child)
+    role = template.to_json()["Resources"][function]["Properties"]["Role"]["Fn::GetAtt"][0]
+    statements = template.to_json()["Resources"][role]["Properties"]["Policies"][0][
+        "PolicyDocument"]["Statement"]
+    rendered = json.dumps(statements)
+    assert f"/{_PIPELINE}/model-metrics/*" in rendered
+    assert "model-package/bert-classifier/*" in rendered
+    actions = {a for s in statements for a in (s["Action"] if isinstance(s["Action"], list)
+                                               else [s["Action"]])}
+    assert actions == {"s3:PutObject", "s3:GetObject", "s3:ListBucket",
+                       "sagemaker:DescribeModelPackage", "sagemaker:ListModelPackages",
+                       "logs:CreateLogStream", "logs:PutLogEvents"}
+    pipeline_role = pipeline.pipeline_role.node.default_child
+    assert "lambda:InvokeFunction" in json.dumps(
+        template.to_json()["Resources"][stack.get_logical_id(pipeline_role)])
 
 
 # --- the construct ---------------------------------------------------------------------------
@@ -226,6 +437,10 @@ def test_summary_names_group_status_and_gate(source_dir):
     assert _bert(new_stack(), source_dir).summary()["registration"] == (
         "group bert-classifier, PendingManualApproval, if validation_accuracy >= "
         "MinValidationAccuracy (default 0.9)")
+    assert _bert(new_stack(), source_dir, max_regression=0.01).summary()["registration"] == (
+        "group bert-classifier, PendingManualApproval, if validation_accuracy >= "
+        "MinValidationAccuracy (default 0.9) and no worse than the latest approved version by "
+        "MaxRegressionFromApproved (default 0.01)")
 
 
 # --- failures ---------------------------------------------------------------------------
@@ -246,6 +461,12 @@ def test_summary_names_group_status_and_gate(source_dir):
      r"realtime_instance_types and transform_instance_types must all be GPU or all CPU \(one inference image serves them\), got ml.g5.xlarge, "
      r"ml.m5.xlarge"),
     ({"deployment_account": "dev"}, r"deployment_account must be a 12-digit account id"),
+    ({"max_regression": -0.1},
+     r"max_regression must be a number of at least 0 \(how much worse than the latest "
+     r"approved version the gate metric may be\), with a gate metric, got -0.1$"),
+    ({"max_regression": 0.01, "gate_metric": ""},
+     r"max_regression must be a number of at least 0 .*got 0.01 and no gate metric$"),
+    ({"max_regression": float("inf")}, r"max_regression must be .*got inf$"),
 ])
 def test_fails_on_bad_registration_naming_field_value_and_allowed(source_dir, overrides,
                                                                    message):
@@ -276,6 +497,253 @@ def test_fails_where_no_inference_image_exists_and_asks_for_one(source_dir):
             compiler=Compiler.training_compiler(), instance_type="ml.g5.2xlarge",
             source_dir=source_dir, entry_point="train.py",
             registration=ModelRegistration(model_package_group_name="hf"))
+
+
+def _with_benchmark(stack: cdk.Stack, source_dir: Path, **benchmark) -> TrainingPipeline:
+    from compiled_training import CompilerBenchmark
+
+    compared = CompilerBenchmark(
+        stack, "Benchmark", framework=Framework.pytorch(benchmark.pop("version", "1.13.1")),
+        instance_type="ml.g5.2xlarge", source_dir=source_dir, entry_point="train.py",
+        pipeline_name="bert-benchmark", decision_parameter_name="/nlp/bert/compiler-decision",
+        channels=[InputChannel("train", "s3://team-data/bert/train/"),
+                  InputChannel("validation", "s3://team-data/bert/validation/")])
+    return _bert(stack, source_dir, channels_with_validation=True, benchmark=compared)
+
+
+def test_a_version_records_the_benchmarks_verdict_as_it_stood(source_dir, aws):
+    import boto3
+
+    stack = new_stack()
+    pipeline = _with_benchmark(stack, source_dir)
+    (definition,) = [d for d in definitions(Template.from_stack(stack).to_json())
+                     if any(s["Name"] == METRICS_STEP for s in d["Steps"])]
+    step = _step(definition, METRICS_STEP)
+    assert step["Arguments"]["benchmark_decision"] == "/nlp/bert/compiler-decision"
+    assert _register(_gate(definition))["Arguments"]["CustomerMetadataProperties"][
+        "compiler_benchmark"] == {
+            "Get": f"Steps.{METRICS_STEP}.OutputParameters['compiler_benchmark']"}
+    boto3.client("s3").create_bucket(Bucket=step["Arguments"]["bucket"])
+    # What the benchmark's RecordDecision step wrote last.
+    boto3.client("ssm").put_parameter(Name="/nlp/bert/compiler-decision", Type="String",
+                                      Value=json.dumps({
+                                          "verdict": "ship", "arm": "compiler-large-batch",
+                                          "speedup": 0.54, "quality_drop": 0.05,
+                                          "reason": "ship: 54 % faster (>= 20 %)",
+                                          "comparison": "s3://b/bert-benchmark/comparison/x"}))
+
+    outputs = _run_metrics_step(definition, 0.93, "run1")
+
+    assert outputs["compiler_benchmark"] == (
+        "verdict ship arm compiler-large-batch speedup 0.54 quality_drop 0.05 comparison "
+        "s3://b/bert-benchmark/comparison/x")
+    # The function may read that one parameter, and no other.
+    template = Template.from_stack(stack).to_json()
+    role = template["Resources"][stack.get_logical_id(
+        pipeline.registration.metrics_function.node.default_child)]["Properties"]["Role"][
+        "Fn::GetAtt"][0]
+    reads = [s for p in template["Resources"].values() if p["Type"] == "AWS::IAM::Policy"
+             and {"Ref": role} in p["Properties"]["Roles"]
+             for s in p["Properties"]["PolicyDocument"]["Statement"]
+             if "ssm:GetParameter" in s["Action"]]
+    parameter = stack.node.find_child("Benchmark").decision_parameter.node.default_child
+    assert len(reads) == 1 and {"Ref": stack.get_logical_id(parameter)} in \
+        reads[0]["Resource"]["Fn::Join"][1]
+
+
+def test_fails_on_a_benchmark_of_another_framework(source_dir):
+    with pytest.raises(ValueError, match=r"registration: benchmark must be a CompilerBenchmark "
+                                         r"of this pipeline's framework \(PyTorch 1.13.1\), .*"
+                                         r"got PyTorch 1.12.0$"):
+        _with_benchmark(new_stack(), source_dir, version="1.12.0")
+
+
+# --- the deployment account's read --------------------------------------------------------
+
+DEPLOYMENT = "210987654321"
+
+
+def _kms_bert(stack: cdk.Stack, source_dir: Path, **registration) -> TrainingPipeline:
+    from aws_cdk import aws_kms as kms
+
+    return TrainingPipeline(
+        stack, "Bert", framework=Framework.pytorch("1.13.1"),
+        compiler=Compiler.training_compiler(), instance_type="ml.g5.48xlarge",
+        source_dir=source_dir, entry_point="train.py", pipeline_name=_PIPELINE,
+        kms_key=kms.Key(stack, "Key", enable_key_rotation=True),
+        channels=[InputChannel("train", "s3://team-data/bert/train/")],
+        registration=ModelRegistration(model_package_group_name="bert-classifier",
+                                       **registration))
+
+
+def _allowed(statements: list[dict], request: dict) -> bool:
+    """A resource policy as AWS evaluates it for a request from another account: an
+    explicit deny wins, else an allow must match principal, action, resource and every
+    condition (a condition key the request lacks, or an operator this reader does not know,
+    is not met)."""
+    import fnmatch
+
+    def listed(value):
+        return value if isinstance(value, list) else [value]
+
+    def principal(statement):
+        given = statement.get("Principal", {})
+        arns = ["*"] if given == "*" else listed(given.get("AWS", []))
+        return any(a in ("*", request["principal"], request["principal"].split(":")[4])
+                   for a in arns)
+
+    def conditions(statement):
+        for operator, tests in statement.get("Condition", {}).items():
+            for key, wanted in tests.items():
+                if key not in request["context"]:
+                    return False
+                have = str(request["context"][key])
+                if operator in ("StringEquals", "ArnEquals"):
+                    met = have in listed(wanted)
+                elif operator in ("StringLike", "ArnLike"):
+                    met = any(fnmatch.fnmatchcase(have, w) for w in listed(wanted))
+                elif operator == "Bool":
+                    met = have.lower() in [str(w).lower() for w in listed(wanted)]
+                else:
+                    return False
+                if not met:
+                    return False
+        return True
+
+    matching = [s for s in statements if principal(s)
+                and any(fnmatch.fnmatchcase(request["action"], a) for a in listed(s["Action"]))
+                and any(fnmatch.fnmatchcase(request["resource"], r)
+                        for r in listed(s["Resource"])) and conditions(s)]
+    return not any(s["Effect"] == "Deny" for s in matching) and \
+        any(s["Effect"] == "Allow" for s in matching)
+
+
+def _policies(template: dict) -> tuple[str, list[dict], list[dict]]:
+    """The output bucket's name, its bucket policy and its key's policy, rendered."""
+    from tests.helpers import render_tree
+
+    resources = template["Resources"]
+    (bucket_policy,) = [r for r in resources.values() if r["Type"] == "AWS::S3::BucketPolicy"
+                        and "AccessLogs" not in json.dumps(r["Properties"]["Bucket"])]
+    bucket = render_tree(bucket_policy["Properties"]["Bucket"], template)
+    (key,) = [r for r in resources.values() if r["Type"] == "AWS::KMS::Key"]
+    return (bucket,
+            render_tree(bucket_policy["Properties"]["PolicyDocument"], template)["Statement"],
+            render_tree(key["Properties"]["KeyPolicy"], template)["Statement"])
+
+
+@pytest.mark.parametrize(("account", "key", "tls", "reads"), [
+    (DEPLOYMENT, f"{_PIPELINE}/output/pipelines-0123-Train-abc/output/model.tar.gz", True, True),
+    (DEPLOYMENT, f"{_PIPELINE}/model-metrics/0123456789ab/statistics.json", True, True),
+    (DEPLOYMENT, f"{_PIPELINE}/checkpoints/0123456789ab/checkpoint.pt", True, False),
+    (DEPLOYMENT, f"{_PIPELINE}/output/pipelines-0123-Train-abc/output/output.tar.gz", True,
+     False),
+    (DEPLOYMENT, "other-pipeline/output/job/output/model.tar.gz", True, False),
+    (DEPLOYMENT, f"{_PIPELINE}/output/pipelines-0123-Train-abc/output/model.tar.gz", False,
+     False),
+    ("999999999999", f"{_PIPELINE}/output/pipelines-0123-Train-abc/output/model.tar.gz", True,
+     False),
+])
+def test_the_deployment_account_reads_this_pipelines_models_and_reports_only(
+        source_dir, account, key, tls, reads):
+    stack = new_stack()
+    _kms_bert(stack, source_dir, deployment_account=DEPLOYMENT)
+    bucket, bucket_statements, key_statements = _policies(Template.from_stack(stack).to_json())
+    principal = f"arn:aws:iam::{account}:root"
+    get = {"principal": principal, "action": "s3:GetObject",
+           "resource": f"arn:aws:s3:::{bucket}/{key}",
+           "context": {"aws:SecureTransport": str(tls).lower()}}
+    # S3 decrypts with the bucket key, in the requester's name, through S3.
+    decrypt = {"principal": principal, "action": "kms:Decrypt",
+               "resource": "arn:aws:kms:us-east-1:123456789012:key/1234abcd",
+               "context": {"kms:ViaService": "s3.us-east-1.amazonaws.com",
+                           "kms:EncryptionContext:aws:s3:arn": f"arn:aws:s3:::{bucket}"}}
+    assert _allowed(bucket_statements, get) is reads
+    assert _allowed(key_statements, decrypt) is (account == DEPLOYMENT)
+
+
+def test_the_deployment_account_decrypts_only_through_s3(source_dir):
+    stack = new_stack()
+    _kms_bert(stack, source_dir, deployment_account=DEPLOYMENT)
+    bucket, _, key_statements = _policies(Template.from_stack(stack).to_json())
+    request = {"principal": f"arn:aws:iam::{DEPLOYMENT}:root", "action": "kms:Decrypt",
+               "resource": "arn:aws:kms:us-east-1:123456789012:key/1234abcd"}
+    through_s3 = {"kms:ViaService": "s3.us-east-1.amazonaws.com",
+                  "kms:EncryptionContext:aws:s3:arn":
+                      f"arn:aws:s3:::{bucket}/{_PIPELINE}/model-metrics/1/statistics.json"}
+    assert _allowed(key_statements, {**request, "context": through_s3})
+    # A direct call, or another service's, gets nothing: what S3 decrypts for it is what
+    # the bucket policy lets it read.
+    assert not _allowed(key_statements, {**request, "context": {
+        "kms:EncryptionContext:aws:s3:arn": f"arn:aws:s3:::{bucket}"}})
+    assert not _allowed(key_statements, {**request, "context": {
+        **through_s3, "kms:ViaService": "sqs.us-east-1.amazonaws.com"}})
+    assert not _allowed(key_statements, {**request, "action": "kms:Encrypt",
+                                         "context": through_s3})
+
+
+def test_without_a_deployment_account_no_other_account_reads(source_dir):
+    stack = new_stack()
+    _kms_bert(stack, source_dir)
+    _, bucket_statements, key_statements = _policies(Template.from_stack(stack).to_json())
+    assert DEPLOYMENT not in json.dumps([bucket_statements, key_statements])
+
+
+def test_an_imported_bucket_cannot_grant_the_read_and_says_so(source_dir):
+    from aws_cdk import aws_s3 as s3
+    from aws_cdk.assertions import Annotations
+
+    stack = new_stack()
+    TrainingPipeline(
+        stack, "Bert", framework=Framework.pytorch("1.13.1"), instance_type="ml.g5.2xlarge",
+        source_dir=source_dir, entry_point="train.py", pipeline_name=_PIPELINE,
+        output_bucket=s3.Bucket.from_bucket_name(stack, "Outputs", "team-outputs"),
+        registration=ModelRegistration(model_package_group_name="bert-classifier",
+                                       deployment_account=DEPLOYMENT))
+    Annotations.from_stack(stack).has_warning("/Team/Bert", Match.string_like_regexp(
+        r"deployment_account 210987654321 may read the group's versions but not their "
+        r"artifacts: the output bucket \(or its KMS key\) is imported.*grant s3:GetObject on "
+        r"bert-training/output/\*/output/model.tar.gz and bert-training/model-metrics/\*"))
+
+
+def test_synth_with_reports_and_a_deployment_account_is_clean_under_the_scanners(
+        tmp_path, source_dir):
+    from cdk_nag import AwsSolutionsChecks
+
+    from compiled_training import CompiledTrainingChecks
+    from compiled_training.nag.acknowledgements import acknowledge
+    from compiled_training.nag.rule_pack import PACK
+    from tests.helpers import cfn_lint
+
+    app = cdk.App(outdir=str(tmp_path))
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), CompiledTrainingChecks(app))
+    stack = new_stack(app=app)
+    pipeline = _kms_bert(stack, source_dir, deployment_account=DEPLOYMENT, max_regression=0.01)
+    acknowledge(pipeline.resource, "CompiledTraining-CT9",
+                "Training Compiler's last release is what this team runs.", pack=PACK)
+    # Not this feature's: the execution role's grant_encrypt_decrypt on a customer key
+    # (kms:GenerateDataKey*, kms:ReEncrypt*), whichever pipeline has a kms_key.
+    for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
+        acknowledge(pipeline.role, f"AwsSolutions-IAM5[Action::{action}]",
+                    "The training job's own use of the pipeline's key; outside this test.")
+    app.synth()  # raises on any unacknowledged cdk-nag finding
+    assert cfn_lint(str(tmp_path / "Team.template.json")) == []
+    # And checkov: nothing failed, every skip explained (the execution role's key grant is
+    # acknowledged above for cdk-nag only; checkov does not flag it).
+    import subprocess
+
+    from tests.environments import CHECKOV, require
+
+    checkov = require(CHECKOV).folder / "bin" / "checkov"
+    result = subprocess.run(
+        [str(checkov), "-f", str(tmp_path / "Team.template.json"), "--framework",
+         "cloudformation", "--skip-download", "--output", "json"],
+        capture_output=True, text=True, timeout=600, check=False)
+    report = json.loads(result.stdout)
+    assert [f"{f['check_id']} {f['resource']}" for f in report["results"]["failed_checks"]] == []
+    assert all(s["check_result"].get("suppress_comment")
+               for s in report["results"]["skipped_checks"])
+    assert report["summary"]["passed"] > 50  # it really checked the template
 
 
 # --- notification -------------------------------------------------------------------------

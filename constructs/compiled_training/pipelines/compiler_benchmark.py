@@ -10,10 +10,9 @@ from dataclasses import replace
 from typing import Any, Unpack
 
 import jsii
-from aws_cdk import Annotations, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import Annotations, Duration, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_ssm as ssm
 
@@ -27,17 +26,11 @@ from compiled_training._internal.benchmark_definition import (
 )
 from compiled_training._internal.dlc import DlcImage, resolve_dlc
 from compiled_training._internal.dlc_uri import dlc_image_uri
-from compiled_training._internal.handlers import handler_code
+from compiled_training._internal.handlers import step_function
 from compiled_training._internal.instances import gpus_per_instance
 from compiled_training._internal.policy import InlinePolicy
 from compiled_training._internal.typecheck import check_arguments
 from compiled_training.image.runtime_wheel import PACKAGE_DIR as RUNTIME_PACKAGE_DIR
-from compiled_training.nag.acknowledgements import (
-    LOG_GROUP_WITHOUT_KMS,
-    allow_redundant_role_dependency,
-    skip_checkov,
-    skip_checkov_for_function,
-)
 from compiled_training.pipelines.base import (
     PipelineBase,
     execution_scoped,
@@ -322,35 +315,17 @@ class CompilerBenchmark(PipelineBase):
                              ) from None
 
     def _decision_function(self) -> lambda_.Function:
-        log_group = logs.LogGroup(self, "DecisionLogs", retention=logs.RetentionDays.ONE_YEAR,
-                                  removal_policy=RemovalPolicy.RETAIN)
         policy = InlinePolicy()
         policy.allow(["ssm:PutParameter"], [self.decision_parameter.parameter_arn])
-        policy.allow(["logs:CreateLogStream", "logs:PutLogEvents"], [log_group.log_group_arn])
-        role = policy.role(self, "DecisionRole",
-                           f"Records the verdict of compiler benchmark {self.pipeline_name}",
-                           service="lambda.amazonaws.com")
-        function = lambda_.Function(
-            self, "DecisionFunction",
-            runtime=lambda_.Runtime.PYTHON_3_14,
-            code=handler_code("decision"),
-            handler="decision.handler",
-            role=role,
-            log_group=log_group,
+        return step_function(
+            self, "Decision", module="decision", policy=policy,
+            description=f"Records the verdict of compiler benchmark {self.pipeline_name}",
+            purpose="It writes the verdict to one SSM parameter from the pipeline's Lambda step",
             timeout=Duration.seconds(30),
             environment={
                 "DECISION_PARAMETER": self.decision_parameter.parameter_name,
                 "THRESHOLD_RANGES": json.dumps({VERDICT_FIELDS[name]: list(bounds) for
                                                 name, bounds in self.threshold_ranges.items()},
                                                sort_keys=True),
-            },
-            description=f"Records the verdict of compiler benchmark {self.pipeline_name}",
-        )
-        resource = function.node.default_child
-        assert isinstance(resource, lambda_.CfnFunction)
-        allow_redundant_role_dependency(resource)
-        skip_checkov_for_function(function, "It writes the verdict to one SSM parameter "
-                                            "from the pipeline's Lambda step")
-        skip_checkov(log_group, LOG_GROUP_WITHOUT_KMS)
-        return function
+            })
 

@@ -9,9 +9,15 @@ inference image, the pipeline role's permission.
 Deliberate differences from the SDK's output, each for a reason:
 
 - the step is named ``RegisterModel``; the SDK appends ``-RegisterModel`` to its collection name;
-- no ``ModelMetrics``: they must point at a JSON report in S3 (a processing step would have to
-  write one); the gate's metric, value and threshold go into ``CustomerMetadataProperties``,
-  which the registry shows and the notification reads.
+- ``ModelMetrics`` holds the model-quality report only; the SDK adds empty ``Bias`` and
+  ``Explainability`` objects.
+
+Before the gate, a ``ModelMetrics`` Lambda step writes the run's held-out metrics (and the gate
+metric) to S3 as a model-quality report, which the version references as its ``ModelMetrics``;
+with ``max_regression`` it also compares the gate metric with the latest approved version's,
+and a second condition after the gate registers only a run no worse than that by more than
+the allowed amount. The gate's metric, value and threshold also go into
+``CustomerMetadataProperties``, which the registry shows and the notification reads.
 """
 
 from __future__ import annotations
@@ -19,18 +25,22 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from aws_cdk import RemovalPolicy, Stack, Token
+from aws_cdk import Annotations, Aws, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 
 from compiled_training._internal.definition import parameter_declarations
 from compiled_training._internal.dlc import DlcImage, resolve_dlc
 from compiled_training._internal.dlc_uri import dlc_image_uri
+from compiled_training._internal.handlers import step_function
 from compiled_training._internal.instances import accelerator
 from compiled_training._internal.policy import InlinePolicy
+from compiled_training.pipelines.compiler_benchmark import CompilerBenchmark
 from compiled_training.pipelines.job import Parameter, TrainingJob
 from constructs import Construct
 
@@ -38,6 +48,12 @@ APPROVAL_STATUSES = ("PendingManualApproval", "Approved")
 GATE_STEP = "QualityGate"
 FAIL_STEP = "QualityGateFailed"
 REGISTER_STEP = "RegisterModel"
+METRICS_STEP = "ModelMetrics"
+REGRESSION_STEP = "NoWorseThanApproved"
+REGRESSION_FAIL_STEP = "WorseThanApproved"
+REGRESSION_PARAMETER = "MaxRegressionFromApproved"
+REPORT_FILE = "statistics.json"
+REPORT_FOLDER = "model-metrics"
 # CreateModelPackageGroup's pattern for ModelPackageGroupName.
 _GROUP_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 # CustomerMetadataProperties values may hold letters, digits, spaces and _.:/=+-@ only.
@@ -89,7 +105,17 @@ class ModelRegistration:
     """When omitted, versions record no commit."""
     deployment_account: str | None = None
     """An account id that may read the group's versions (a resource policy on a group this
-    stack creates); when omitted, none."""
+    stack creates) and their artifacts (the output bucket's model archives and metrics reports
+    of this pipeline, and the bucket's KMS key for decrypting them); when omitted, none."""
+    benchmark: CompilerBenchmark | None = None
+    """A `CompilerBenchmark` of this pipeline's framework: each version then records the
+    benchmark's verdict as it stood when the run finished (``compiler_benchmark`` metadata:
+    verdict, arm, speedup, quality lost, comparison in S3); when omitted, none."""
+    max_regression: float | None = None
+    """When given, a run is registered only if its gate metric is no worse than the group's
+    latest approved version's by more than this (the default of a Float pipeline parameter,
+    ``MaxRegressionFromApproved``, overridable per run), read at run time; when omitted, no
+    comparison with approved versions."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +139,23 @@ class Registration:
     gate: Gate | None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
+    metrics: Sequence[tuple[str, str]] = ()
+    """The metrics of the model-quality report: (the job's name, the report's name) pairs;
+    empty: no report and no ``ModelMetrics``."""
+    problem_type: str = "binary_classification"
+    """The report's kind, as SageMaker's model-quality reports name it."""
+    report_bucket: str = ""
+    report_prefix: str = ""
+    """The reports' key prefix in ``report_bucket``: one report per execution below it."""
+    metrics_function_arn: str = ""
+    regression: Parameter | None = None
+    """Most the gate metric may be worse than the latest approved version's; None: no check."""
+    benchmark_parameter: str = ""
+    """The SSM parameter of a benchmark's verdict, recorded with each version; "": none."""
+
+    @property
+    def reports_uri(self) -> str:
+        return f"s3://{self.report_bucket}/{self.report_prefix}/"
 
 
 # --- the pure definition builder ---------------------------------------------------------
@@ -122,13 +165,18 @@ def add_registration(definition: dict[str, Any], job: TrainingJob,
     """``definition`` with the gate and the registration after ``job``'s training step."""
     register = register_step(job, registration)
     steps = [*definition["Steps"]]
-    parameters = [*definition["Parameters"]]
+    if registration.metrics:
+        steps.append(metrics_step(job, registration))
+    added = [p for p in (registration.gate.threshold if registration.gate else None,
+                         registration.regression) if p is not None]
+    declared = {p["Name"] for p in definition["Parameters"]}
+    parameters = [*definition["Parameters"],
+                  *parameter_declarations(p for p in added if p.name not in declared)]
     if registration.gate is None:
         steps.append(register)
     else:
-        threshold = registration.gate.threshold
-        if threshold.name not in {p["Name"] for p in parameters}:
-            parameters += parameter_declarations([threshold])
+        if registration.regression is not None:
+            register = regression_step(register)
         steps.append(gate_step(job, registration.gate, register))
     return {**definition, "Parameters": parameters, "Steps": steps}
 
@@ -136,6 +184,69 @@ def add_registration(definition: dict[str, Any], job: TrainingJob,
 def metric_value(job: TrainingJob, metric: str) -> dict[str, str]:
     """The final value of a metric the training job reports."""
     return {"Get": f"Steps.{job.step_name}.FinalMetricDataList['{metric}'].Value"}
+
+
+def metrics_output(name: str) -> dict[str, str]:
+    """An output of the ``ModelMetrics`` step."""
+    return {"Get": f"Steps.{METRICS_STEP}.OutputParameters['{name}']"}
+
+
+def metrics_step(job: TrainingJob, registration: Registration) -> dict[str, Any]:
+    """The Lambda step that writes the model-quality report (and compares with the latest
+    approved version, with ``regression``)."""
+    values: list[Any] = []
+    for index, (metric, name) in enumerate(registration.metrics):
+        values += [("," if index else "") + f"{name}=", metric_value(job, metric)]
+    arguments: dict[str, Any] = {
+        "metrics": {"Std:Join": {"On": "", "Values": values}},
+        "problem_type": registration.problem_type,
+        "bucket": registration.report_bucket,
+        "key": {"Std:Join": {"On": "/", "Values": [
+            registration.report_prefix, {"Get": "Execution.PipelineExecutionId"},
+            REPORT_FILE]}},
+    }
+    outputs = [("statistics", "String")]
+    gate = registration.gate
+    if registration.regression is not None and gate is not None:
+        arguments.update({
+            "group": registration.group_name,
+            "gate_metric": dict(registration.metrics)[gate.metric],
+            "higher_is_better": gate.higher_is_better,
+            "max_regression": registration.regression.ref(),
+            "reports": registration.reports_uri,
+        })
+        outputs += [("within_tolerance", "Boolean"), ("approved_version", "String"),
+                    ("comparison", "String")]
+    if registration.benchmark_parameter:
+        arguments["benchmark_decision"] = registration.benchmark_parameter
+        outputs.append(("compiler_benchmark", "String"))
+    return {
+        "Name": METRICS_STEP,
+        "Type": "Lambda",
+        "Arguments": arguments,
+        "FunctionArn": registration.metrics_function_arn,
+        "OutputParameters": [{"OutputName": n, "OutputType": t} for n, t in outputs],
+    }
+
+
+def regression_step(register: dict[str, Any]) -> dict[str, Any]:
+    """Registers only a run no worse than the latest approved version by more than allowed;
+    otherwise fails with the comparison."""
+    return {
+        "Name": REGRESSION_STEP,
+        "Type": "Condition",
+        "Arguments": {
+            "Conditions": [{"Type": "Equals", "LeftValue": metrics_output("within_tolerance"),
+                            "RightValue": True}],
+            "IfSteps": [register],
+            "ElseSteps": [{
+                "Name": REGRESSION_FAIL_STEP,
+                "Type": "Fail",
+                "Arguments": {"ErrorMessage": {"Std:Join": {"On": "", "Values": [
+                    "Model not registered: ", metrics_output("comparison")]}}},
+            }],
+        },
+    }
 
 
 def gate_step(job: TrainingJob, gate: Gate, register: dict[str, Any]) -> dict[str, Any]:
@@ -169,6 +280,10 @@ def register_step(job: TrainingJob, registration: Registration) -> dict[str, Any
         gate = registration.gate
         metadata.update({"gate_metric": gate.metric, "gate_value": _text(metric_value(
             job, gate.metric)), "gate_threshold": _text(gate.threshold.ref())})
+    if registration.regression is not None:
+        metadata["approved_comparison"] = metrics_output("comparison")
+    if registration.benchmark_parameter:
+        metadata["compiler_benchmark"] = metrics_output("compiler_benchmark")
     arguments: dict[str, Any] = {
         "ModelPackageGroupName": registration.group_name,
         "ModelPackageDescription": registration.description,
@@ -183,6 +298,9 @@ def register_step(job: TrainingJob, registration: Registration) -> dict[str, Any
         "ModelApprovalStatus": registration.approval_status,
         "SkipModelValidation": "None",
     }
+    if registration.metrics:
+        arguments["ModelMetrics"] = {"ModelQuality": {"Statistics": {
+            "ContentType": "application/json", "S3Uri": metrics_output("statistics")}}}
     return {"Name": REGISTER_STEP, "Type": "RegisterModel", "Arguments": arguments,
             "Description": registration.description}
 
@@ -240,6 +358,17 @@ def resolve(where: str, options: ModelRegistration, job: TrainingJob, image_uri:
                 ("Min" if higher else "Max") + re.sub(r"[^A-Za-z0-9]", "", metric.title()),
                 float((0.0 if higher else 1.0) if default is None else default))
             gate = Gate(metric, higher, threshold)
+    regression = None
+    if options.max_regression is not None:
+        allowed = options.max_regression
+        if gate is None or isinstance(allowed, bool) or not isinstance(allowed, (int, float)) \
+                or not 0 <= allowed < float("inf"):
+            problems.append(f"max_regression must be a number of at least 0 (how much worse "
+                            f"than the latest approved version the gate metric may be), with "
+                            f"a gate metric, got {allowed!r}"
+                            + ("" if gate else " and no gate metric"))
+        else:
+            regression = Parameter.float(REGRESSION_PARAMETER, float(allowed))
     realtime = list(options.realtime_instance_types or default_instance_types(job))
     transform = list(options.transform_instance_types or realtime)
     problems += instance_type_problems(realtime, transform)
@@ -264,7 +393,33 @@ def resolve(where: str, options: ModelRegistration, job: TrainingJob, image_uri:
                   for k, v in metadata.items()},
         description=f"{job.framework.describe()} trained by pipeline {job.pipeline_name}"
                     f" (compiler: {job.compiler.describe()})",
+        metrics=report_metrics(job, gate),
+        problem_type=problem_type(job),
+        report_prefix=f"{job.pipeline_name}/{REPORT_FOLDER}",
+        regression=regression,
     )
+
+
+def report_metrics(job: TrainingJob, gate: Gate | None) -> list[tuple[str, str]]:
+    """The model-quality report's metrics: the held-out ones the job reports (only with a
+    validation channel: a metric the job never prints would fail the step that reads it) and
+    the gate's; each named as SageMaker's reports name them (``validation_accuracy`` ->
+    ``accuracy``, ``validation:auc`` -> ``auc``)."""
+    validated = any(c.name == "validation" for c in job.channels)
+    chosen = [m for m in declared_metrics(job)
+              if (validated and m.startswith("validation")) or (gate and m == gate.metric)]
+    return [(m, re.sub(r"^validation[_:]", "", m)) for m in chosen]
+
+
+def problem_type(job: TrainingJob) -> str:
+    """The report's kind: from XGBoost's objective, or the runtime's ``num_labels``."""
+    if not job.framework.runs_script:
+        objective = str(job.hyperparameters.get("objective", ""))
+        kinds = {"binary": "binary_classification", "multi": "multiclass_classification"}
+        return kinds.get(objective.split(":")[0], "regression")
+    labels = job.hyperparameters.get("num_labels", 2)
+    multiclass = isinstance(labels, int) and labels > 2
+    return "multiclass_classification" if multiclass else "binary_classification"
 
 
 def default_instance_types(job: TrainingJob) -> tuple[str, ...]:
@@ -322,6 +477,8 @@ class BoundRegistration:
     group_arn: str
     group: sagemaker.CfnModelPackageGroup | None
     """The group resource, when this stack creates it."""
+    metrics_function: lambda_.Function | None = None
+    """The ``ModelMetrics`` step's function, when the run writes a model-quality report."""
 
     @property
     def parameters(self) -> list[Parameter]:
@@ -334,6 +491,10 @@ class BoundRegistration:
         condition = (f"if {gate.metric} {'>=' if gate.higher_is_better else '<='} "
                      f"{gate.threshold.name} (default {gate.threshold.default})"
                      if gate else "without a gate")
+        regression = self.registration.regression
+        if regression is not None:
+            condition += (f" and no worse than the latest approved version by "
+                          f"{regression.name} (default {regression.default})")
         return (f"group {self.registration.group_name}, {self.registration.approval_status}, "
                 f"{condition}")
 
@@ -350,11 +511,16 @@ class BoundRegistration:
         policy.allow(["sagemaker:DescribeModelPackageGroup"], [
             stack.format_arn(service="sagemaker", resource="model-package-group",
                              resource_name=n) for n in names])
+        if self.metrics_function is not None:
+            policy.allow(["lambda:InvokeFunction"], [self.metrics_function.function_arn])
 
 
 def bind_registration(scope: Construct, where: str, options: ModelRegistration,
-                      job: TrainingJob, metadata: Mapping[str, Any]) -> BoundRegistration:
-    """Resolves the options in ``scope``'s stack; creates the group unless it exists."""
+                      job: TrainingJob, metadata: Mapping[str, Any],
+                      bucket: s3.IBucket) -> BoundRegistration:
+    """Resolves the options in ``scope``'s stack; creates the group unless it exists, the
+    ``ModelMetrics`` step's function (its reports go to ``bucket``, the job's output bucket),
+    and the deployment account's read of the artifacts."""
     if not isinstance(options, ModelRegistration):
         raise ValueError(f"{where}: registration must be a ModelRegistration, got "
                          f"{type(options).__name__}")
@@ -367,7 +533,29 @@ def bind_registration(scope: Construct, where: str, options: ModelRegistration,
             raise ValueError(f"{where}: registration: {error}; give inference_image_uri") \
                 from None
     registration = resolve(where, options, job, image_uri, metadata)
+    benchmark = options.benchmark
+    if benchmark is not None:
+        given = (benchmark.framework.describe() if isinstance(benchmark, CompilerBenchmark)
+                 else type(benchmark).__name__)
+        if not isinstance(benchmark, CompilerBenchmark) or benchmark.framework != job.framework \
+                or not registration.metrics:
+            raise ValueError(
+                f"{where}: registration: benchmark must be a CompilerBenchmark of this "
+                f"pipeline's framework ({job.framework.describe()}), on a pipeline whose runs "
+                f"report a metric (a gate metric or a validation channel: the verdict is "
+                f"recorded by the ModelMetrics step), got {given}"
+                f"{'' if registration.metrics else ' and no reported metric'}")
+        registration = replace(registration,
+                               benchmark_parameter=benchmark.decision_parameter_name)
     stack = Stack.of(scope)
+    function = None
+    if registration.metrics:
+        function = _metrics_function(scope, registration, bucket, job.pipeline_name, benchmark)
+        registration = replace(registration, report_bucket=bucket.bucket_name,
+                               metrics_function_arn=function.function_arn)
+    if options.deployment_account is not None:
+        _let_deployment_account_read(scope, bucket, job.pipeline_name,
+                                     options.deployment_account)
     group_arn = stack.format_arn(service="sagemaker", resource="model-package-group",
                                  resource_name=registration.group_name)
     group = None
@@ -379,7 +567,7 @@ def bind_registration(scope: Construct, where: str, options: ModelRegistration,
                                                      options.deployment_account))
         # Versions outlive a stack: deleting the group would orphan what is deployed from it.
         group.apply_removal_policy(RemovalPolicy.RETAIN)
-    return BoundRegistration(registration, group_arn, group)
+    return BoundRegistration(registration, group_arn, group, function)
 
 
 def _group_policy(stack: Stack, group_arn: str, name: str,
@@ -398,3 +586,69 @@ def _group_policy(stack: Stack, group_arn: str, name: str,
          "Action": ["sagemaker:DescribeModelPackage", "sagemaker:ListModelPackages"],
          "Resource": packages},
     ]}
+
+
+def _metrics_function(scope: Construct, registration: Registration, bucket: s3.IBucket,
+                      pipeline_name: str, benchmark: CompilerBenchmark | None
+                      ) -> lambda_.Function:
+    """Writes this pipeline's reports, and reads its own reports and its group's versions
+    where it compares with approved versions; nothing else."""
+    stack = Stack.of(scope)
+    policy = InlinePolicy()
+    reports = f"{registration.report_prefix}/"
+    policy.allow_prefix(bucket.bucket_name, reports, ["s3:PutObject"],
+                        why="One report per execution, named by its id, under this pipeline's "
+                            "report prefix only.")
+    if registration.regression is not None:
+        policy.allow_prefix(bucket.bucket_name, reports, ["s3:GetObject"],
+                            why="It reads the latest approved version's report, which this "
+                                "pipeline wrote under its report prefix.")
+        names = sorted({registration.group_name, registration.group_name.lower()})
+        policy.allow(["sagemaker:DescribeModelPackage"], [
+            stack.format_arn(service="sagemaker", resource="model-package",
+                             resource_name=f"{n}/*") for n in names],
+            why="Versions are numbered at run time, inside this one group.")
+        policy.allow(["sagemaker:ListModelPackages"], ["*"],
+                     why="sagemaker:ListModelPackages supports no resource-level permission; "
+                         "it lists metadata only, and reads are limited to this group.")
+    function = step_function(
+        scope, "ModelMetrics", module="model_metrics", policy=policy,
+        description=f"Writes the model-quality report of each run of pipeline {pipeline_name}",
+        purpose="It writes one report to S3 per run, from the pipeline's Lambda step",
+        timeout=Duration.seconds(60))
+    if bucket.encryption_key is not None and function.role is not None:
+        # SSE-KMS: a data key to write, decrypt to read.
+        bucket.encryption_key.grant(function.role, "kms:GenerateDataKey", "kms:Decrypt")
+    if benchmark is not None:
+        benchmark.grant_read_decision(function)
+    return function
+
+
+def _let_deployment_account_read(scope: Construct, bucket: s3.IBucket, pipeline_name: str,
+                                 account: str) -> None:
+    """The deployment account may read this pipeline's model archives and reports (the bucket
+    policy), and decrypt them through S3 (the key policy); nothing else of the bucket."""
+    principal = iam.AccountPrincipal(account)
+    objects = [bucket.arn_for_objects(f"{pipeline_name}/output/*/output/model.tar.gz"),
+               bucket.arn_for_objects(f"{pipeline_name}/{REPORT_FOLDER}/*")]
+    added = bucket.add_to_resource_policy(iam.PolicyStatement(
+        principals=[principal], actions=["s3:GetObject"],
+        resources=objects)).statement_added
+    key = bucket.encryption_key
+    if key is not None:
+        added = key.add_to_resource_policy(iam.PolicyStatement(
+            principals=[principal], actions=["kms:Decrypt"], resources=["*"],
+            # Only as S3 decrypts an object for it (which the bucket policy limits to these
+            # objects). The bucket's own ARN cannot be named here: the bucket names this key,
+            # so the key naming the bucket would be a dependency cycle.
+            conditions={
+                "StringEquals": {"kms:ViaService": f"s3.{Aws.REGION}.amazonaws.com"},
+                "StringLike": {"kms:EncryptionContext:aws:s3:arn": f"arn:{Aws.PARTITION}:s3:::*"},
+            })).statement_added and added
+    if not added:
+        Annotations.of(scope).add_warning_v2(
+            "compiled-training:ModelRegistration:DeploymentAccountRead",
+            f"deployment_account {account} may read the group's versions but not their "
+            f"artifacts: the output bucket (or its KMS key) is imported, so this stack cannot "
+            f"add to its policy; grant s3:GetObject on {pipeline_name}/output/*/output/"
+            f"model.tar.gz and {pipeline_name}/{REPORT_FOLDER}/* (and kms:Decrypt) there")

@@ -73,7 +73,8 @@ class TrainingPipeline(PipelineBase):
         self.registration = None
         if registration is not None:
             self.registration = bind_registration(self, self._subject, registration, job,
-                                                  self._registration_metadata(registration))
+                                                  self._registration_metadata(registration),
+                                                  self.bucket)
         self.parameters = {p.name: p for p in unique_parameters(
             [*job.parameters, *(self.registration.parameters if self.registration else [])])}
 

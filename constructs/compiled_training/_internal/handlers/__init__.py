@@ -1,10 +1,23 @@
-"""The Lambda functions' code, one module per function, shipped as assets."""
+"""The Lambda functions' code, one module per function, shipped as assets; and the function
+a pipeline's Lambda step invokes."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+
+from compiled_training._internal.policy import InlinePolicy
+from compiled_training.nag.acknowledgements import (
+    LOG_GROUP_WITHOUT_KMS,
+    allow_redundant_role_dependency,
+    skip_checkov,
+    skip_checkov_for_function,
+)
+from constructs import Construct
 
 HANDLERS_DIR = Path(__file__).parent
 
@@ -16,3 +29,32 @@ def handler_code(module: str) -> lambda_.Code:
     the asset (and so the template).
     """
     return lambda_.Code.from_asset(str(HANDLERS_DIR), exclude=["*", f"!{module}.py"])
+
+
+def step_function(scope: Construct, name: str, *, module: str, policy: InlinePolicy,
+                  description: str, purpose: str, timeout: Duration,
+                  environment: Mapping[str, str] | None = None) -> lambda_.Function:
+    """``module``'s handler as the function of a pipeline's Lambda step: a role with
+    ``policy`` and the writing of its own logs, kept a year. Construct ids ``<name>Logs``,
+    ``<name>Role``, ``<name>Function``; ``purpose`` is what checkov's skips say it does."""
+    log_group = logs.LogGroup(scope, f"{name}Logs", retention=logs.RetentionDays.ONE_YEAR,
+                              removal_policy=RemovalPolicy.RETAIN)
+    policy.allow(["logs:CreateLogStream", "logs:PutLogEvents"], [log_group.log_group_arn])
+    role = policy.role(scope, f"{name}Role", description, service="lambda.amazonaws.com")
+    function = lambda_.Function(
+        scope, f"{name}Function",
+        runtime=lambda_.Runtime.PYTHON_3_14,
+        code=handler_code(module),
+        handler=f"{module}.handler",
+        role=role,
+        log_group=log_group,
+        timeout=timeout,
+        environment=dict(environment) if environment is not None else None,
+        description=description,
+    )
+    resource = function.node.default_child
+    assert isinstance(resource, lambda_.CfnFunction)
+    allow_redundant_role_dependency(resource)
+    skip_checkov_for_function(function, purpose)
+    skip_checkov(log_group, LOG_GROUP_WITHOUT_KMS)
+    return function
