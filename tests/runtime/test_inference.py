@@ -21,7 +21,8 @@ import sagemaker_pytorch_serving_container
 import transformers
 
 from compiled_training_runtime.local import digits
-from tests.runtime.harness import TINY_BERT, opt_ml, run_direct
+from tests.helpers import TINY_BERT
+from tests.runtime.harness import opt_ml, run_direct
 
 PROBE = Path(__file__).resolve().parent / "serve_probe.py"
 MLP = {"model_family": "mlp", "num_features": 64, "num_labels": 10, "hidden_size": 32,

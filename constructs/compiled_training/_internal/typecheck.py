@@ -142,8 +142,9 @@ def _hints(function: Callable[..., Any] | type) -> dict[str, Any]:
 def _deferred_names() -> dict[str, Any]:
     """Names the modules import for type checkers only (an import cycle otherwise)."""
     from compiled_training.advice.advisor import WorkloadProfile
+    from compiled_training.pipelines.compiler_benchmark import CompilerBenchmark
 
-    return {"WorkloadProfile": WorkloadProfile}
+    return {"WorkloadProfile": WorkloadProfile, "CompilerBenchmark": CompilerBenchmark}
 
 
 def _problems(value: Any, hint: Any, field: str, whole_minutes: bool) -> Iterator[Problem]:

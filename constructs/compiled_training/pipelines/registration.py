@@ -26,7 +26,7 @@ import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Annotations, Aws, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_iam as iam
@@ -40,9 +40,12 @@ from compiled_training._internal.dlc_uri import dlc_image_uri
 from compiled_training._internal.handlers import step_function
 from compiled_training._internal.instances import accelerator
 from compiled_training._internal.policy import InlinePolicy
-from compiled_training.pipelines.compiler_benchmark import CompilerBenchmark
 from compiled_training.pipelines.job import Parameter, TrainingJob
 from constructs import Construct
+
+if TYPE_CHECKING:
+    # The benchmark's module imports the pipelines' base, which imports this one.
+    from compiled_training.pipelines.compiler_benchmark import CompilerBenchmark
 
 APPROVAL_STATUSES = ("PendingManualApproval", "Approved")
 GATE_STEP = "QualityGate"
@@ -535,6 +538,8 @@ def bind_registration(scope: Construct, where: str, options: ModelRegistration,
     registration = resolve(where, options, job, image_uri, metadata)
     benchmark = options.benchmark
     if benchmark is not None:
+        from compiled_training.pipelines.compiler_benchmark import CompilerBenchmark
+
         given = (benchmark.framework.describe() if isinstance(benchmark, CompilerBenchmark)
                  else type(benchmark).__name__)
         if not isinstance(benchmark, CompilerBenchmark) or benchmark.framework != job.framework \
