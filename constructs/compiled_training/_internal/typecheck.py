@@ -36,13 +36,15 @@ def check_arguments(function: Callable[..., Any], arguments: Mapping[str, Any], 
     """Checks a call's arguments (the callee's ``locals()``, first thing) against the callee's
     annotations. A constructor's messages name its class and construct path; a factory's its
     qualified name. ``whole_minutes`` names the Duration props meant in minutes."""
-    subject = function.__qualname__.removesuffix(".__init__")
+    name = function.__qualname__.removesuffix(".__init__")
     if "scope" in arguments:
-        subject = _construct_subject(subject, arguments["scope"], arguments["construct_id"])
+        _check_construct_args(name, arguments["scope"], arguments["construct_id"])
     hints = _hints(function)
-    problems = [problem for name, hint in hints.items() if name in arguments
-                for problem in _problems(arguments[name], hint, name, name in whole_minutes)]
-    _raise(subject, problems)
+    problems = [problem for field, hint in hints.items() if field in arguments
+                for problem in _problems(arguments[field], hint, field, field in whole_minutes)]
+    if problems:  # the construct's path only now: reading it is a round trip to jsii
+        _raise(_construct_subject(name, arguments["scope"], arguments["construct_id"])
+               if "scope" in arguments else name, problems)
 
 
 def check_parameter(parameter: Parameter) -> None:
@@ -83,13 +85,16 @@ def _raise(subject: str, problems: list[Problem]) -> None:
     raise kind(f"{subject} has {len(problems)} problems:\n{lines}")
 
 
-def _construct_subject(name: str, scope: Any, construct_id: Any) -> str:
+def _check_construct_args(name: str, scope: Any, construct_id: Any) -> None:
     from constructs import Construct
 
     if not isinstance(construct_id, str):
         raise TypeError(f"{name}: construct_id must be a str, got {_given(construct_id)}")
     if not isinstance(scope, Construct):
         raise TypeError(f"{name} {construct_id}: scope must be a Construct, got {_given(scope)}")
+
+
+def _construct_subject(name: str, scope: Any, construct_id: str) -> str:
     parent = scope.node.path
     return f"{name} {parent}/{construct_id}" if parent else f"{name} {construct_id}"
 

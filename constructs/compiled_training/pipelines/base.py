@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from aws_cdk import Annotations, ArnFormat, Aws, Duration, Names, Resource, Stack, Token
+from aws_cdk import Annotations, ArnFormat, Duration, Names, Resource, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -25,6 +25,18 @@ from compiled_training._internal import validation
 from compiled_training._internal.dlc import DlcImage, resolve_dlc
 from compiled_training._internal.policy import InlinePolicy
 from compiled_training._internal.sourcedir import write_sourcedir
+from compiled_training._internal.stack_reads import (
+    account,
+    app_root,
+    aws_partition,
+    child,
+    format_arn,
+    made_in,
+    once,
+    path,
+    region,
+    stack_of,
+)
 from compiled_training.pipelines.compiler import Compiler
 from compiled_training.pipelines.framework import Framework
 from compiled_training.pipelines.job import (
@@ -41,6 +53,7 @@ from constructs import Construct
 
 PIPELINE_TAG = "compiled-training:pipeline"
 METRIC_NAMESPACE = "AWS/Sagemaker/ModelBuildingPipeline"
+ONE_DAY_SECONDS = 24 * 3600
 _ECR_URI = re.compile(
     r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?/"
     r"(?P<repository>[a-z0-9._/-]+)[:@]"
@@ -53,10 +66,11 @@ class PipelineBase(Resource):
     def __init__(self, scope: Construct, construct_id: str, *,
                  pipeline_name: str | None) -> None:
         super().__init__(scope, construct_id)
+        self._stack = made_in(self, scope)
         self._named_by_path = pipeline_name is None
         self._pipeline_name = pipeline_name or Names.unique_resource_name(
             self, max_length=80, separator="-")
-        self._pipeline_arn = Stack.of(self).format_arn(
+        self._pipeline_arn = self._stack.format_arn(
             service="sagemaker", resource="pipeline", resource_name=self._pipeline_name.lower())
         self.parameters: dict[str, Parameter] = {}
         """The pipeline parameters an execution (or a schedule) may override, by name."""
@@ -159,9 +173,8 @@ class PipelineBase(Resource):
 
         Sets ``bucket``, ``prefix`` (this pipeline's S3 prefix) and the code asset.
         """
-        stack = Stack.of(self)
         count = 1 if instance_count is None else instance_count
-        runtime_seconds = int((max_runtime or Duration.days(1)).to_seconds())
+        runtime_seconds = ONE_DAY_SECONDS if max_runtime is None else int(max_runtime.to_seconds())
         self.code = self._code_asset(Path(source_dir)) if source_dir is not None else None
         if self.code is None and framework.runs_script:
             raise ValueError(
@@ -169,7 +182,7 @@ class PipelineBase(Resource):
                 f"holds entry_point {entry_point!r})")
         self.kms_key = kms_key
         self.bucket = output_bucket or TrainingOutputBucket.of_stack(self, kms_key)
-        self.prefix = f"s3://{self.bucket.bucket_name}/{self.pipeline_name}"
+        self.prefix = f"s3://{bucket_name(self.bucket)}/{self.pipeline_name}"
         subnet_ids, group_ids = self._vpc_config(vpc, vpc_subnets, security_groups)
         return TrainingJob(
             pipeline_name=self.pipeline_name,
@@ -182,17 +195,17 @@ class PipelineBase(Resource):
             max_runtime_seconds=runtime_seconds,
             image_uri="",
             role_arn="",  # the execution role's, once its policy can be written from the jobs
-            region=stack.region,
+            region=region(self._stack),
             output_s3_uri=f"{self.prefix}/output",
             entry_point=entry_point,
-            source_s3_uri=self.code.s3_object_url if self.code else None,
+            source_s3_uri=asset_location(self.code).url if self.code else None,
             source_dir=Path(source_dir) if source_dir is not None else None,
             hyperparameters=dict(hyperparameters or {}),
             channels=list(channels or []),
             metric_definitions=contract.metric_definitions() if framework.runs_script else (),
             spot=bool(spot),
-            max_wait_seconds=int((max_wait or Duration.seconds(2 * runtime_seconds)).to_seconds())
-            if spot else None,
+            max_wait_seconds=(2 * runtime_seconds if max_wait is None
+                              else int(max_wait.to_seconds())) if spot else None,
             checkpoint_s3_uri=execution_scoped(f"{self.prefix}/checkpoints"),
             debugger=bool(debugger),
             profiler=bool(profiler),
@@ -208,7 +221,7 @@ class PipelineBase(Resource):
 
     @property
     def _subject(self) -> str:
-        return f"{type(self).__name__} {self.node.path}"
+        return f"{type(self).__name__} {path(self)}"
 
     def _warn_if_named_by_path(self, *moves: str) -> None:
         """A name derived from the construct path changes with the construct's id or place, and
@@ -231,7 +244,8 @@ class PipelineBase(Resource):
         warnings: dict[tuple[str, str], list[str]] = {}
         for arm, job in jobs.items():
             findings = validation.check(job)
-            findings.raise_errors(f"{self._subject} ({arm} arm)" if arm else self._subject)
+            if findings.errors:
+                findings.raise_errors(f"{self._subject} ({arm} arm)" if arm else self._subject)
             for warning in findings.warnings:
                 warnings.setdefault((warning.rule, warning.message), []).append(arm)
         for (rule, message), arms in warnings.items():
@@ -243,11 +257,13 @@ class PipelineBase(Resource):
     def _check_pipeline(self, definition: dict[str, Any], description: str) -> None:
         """Raises every problem of the pipeline as SageMaker receives it
         (`validation.check_pipeline`); then claims its name in the app."""
-        stack = Stack.of(self)
-        names = validation.pipeline_names(self.node.root)
-        key = (stack.account, stack.region, self.pipeline_name.lower())
-        validation.check_pipeline(definition, description, self.pipeline_name,
-                             names.get(key)).raise_errors(self._subject)
+        stack = self._stack
+        names = validation.pipeline_names(app_root(stack))
+        key = (account(stack), region(stack), self.pipeline_name.lower())
+        findings = validation.check_pipeline(definition, description, self.pipeline_name,
+                                             names.get(key))
+        if findings.errors:
+            findings.raise_errors(self._subject)
         names[key] = self.node.path
 
     def _execution_policy(self, jobs: Sequence[TrainingJob],
@@ -256,8 +272,9 @@ class PipelineBase(Resource):
         """Reads its code and input prefixes, writes its own prefix, pulls its own images."""
         policy = InlinePolicy()
         for asset in code:
+            location = asset_location(asset)
             policy.allow(["s3:GetObject"], [
-                f"arn:{Aws.PARTITION}:s3:::{asset.s3_bucket_name}/{asset.s3_object_key}"])
+                f"arn:{aws_partition()}:s3:::{location.bucket}/{location.key}"])
         channels = self._channels = {c.name: c for job in jobs for c in job.channels}
         wildcards = [f"channel {c.name!r} URI must not contain '*' or '?' (the execution role's "
                      f"S3 grant is built from it and IAM reads them as wildcards: "
@@ -270,7 +287,7 @@ class PipelineBase(Resource):
             policy.allow_prefix(bucket, key_prefix, ["s3:GetObject"],
                                 why=f"Training reads every object under channel "
                                     f"{channel.name!r}'s prefix, and only there.")
-        policy.allow_prefix(self.bucket.bucket_name, f"{self.pipeline_name}/",
+        policy.allow_prefix(bucket_name(self.bucket), f"{self.pipeline_name}/",
                             ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
                             why="The job writes model, output and checkpoints (and reads "
                                 "checkpoints back to resume) under this pipeline's own prefix "
@@ -299,9 +316,8 @@ class PipelineBase(Resource):
     def _allow_logs_and_metrics(self, policy: InlinePolicy, job_kind: str) -> None:
         """Writes the logs and metrics of SageMaker jobs of one kind (``TrainingJobs``...)."""
         group = f"/aws/sagemaker/{job_kind}"
-        log_group = Stack.of(self).format_arn(service="logs", resource="log-group",
-                                              resource_name=group,
-                                              arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        log_group = format_arn(self._stack, service="logs", resource="log-group",
+                               resource_name=group, arn_format=ArnFormat.COLON_RESOURCE_NAME)
         policy.allow(["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
                      [f"{log_group}:log-stream:*"],
                      why=f"SageMaker names a job's log streams at run time, inside the fixed "
@@ -315,7 +331,8 @@ class PipelineBase(Resource):
     def _execution_role(self, policy: InlinePolicy) -> iam.Role:
         role = policy.role(self, "ExecutionRole",
                            f"Runs the jobs of SageMaker pipeline {self.pipeline_name}")
-        for key in {k for k in (self.bucket.encryption_key, self.kms_key) if k is not None}:
+        bucket_key = once(self.bucket, "encryption_key", lambda: self.bucket.encryption_key)
+        for key in {k for k in (bucket_key, self.kms_key) if k is not None}:
             key.grant_encrypt_decrypt(role)
         if self.kms_key is not None:
             # SageMaker encrypts the job volumes through a grant on the key.
@@ -328,8 +345,7 @@ class PipelineBase(Resource):
         policy = InlinePolicy()
         verbs = {"training-job": "TrainingJob", "processing-job": "ProcessingJob"}
         for kind in job_kinds:
-            jobs = Stack.of(self).format_arn(service="sagemaker", resource=kind,
-                                             resource_name="*")
+            jobs = format_arn(self._stack, service="sagemaker", resource=kind, resource_name="*")
             why = ("Pipelines name jobs at run time; the tag conditions limit create, describe "
                    "and stop to jobs tagged with this pipeline's name.")
             verb = verbs[kind]
@@ -355,7 +371,7 @@ class PipelineBase(Resource):
         self._check_pipeline(definition, description)
         self.pipeline_role = pipeline_policy.role(
             self, "PipelineRole", f"Runs SageMaker pipeline {self.pipeline_name}")
-        stack = Stack.of(self)
+        stack = self._stack
         self._resource = sagemaker.CfnPipeline(
             self, "Resource",
             pipeline_name=self.pipeline_name,
@@ -404,25 +420,38 @@ class PipelineBase(Resource):
             raise ValueError(
                 f"{self._subject}: image_uri must be an ECR image "
                 f"(ACCOUNT.dkr.ecr.REGION.amazonaws.com/REPOSITORY:TAG), got {image_uri!r}")
-        return Stack.of(self).format_arn(
-            service="ecr", account=match["account"], region=match["region"],
-            resource="repository", resource_name=match["repository"])
+        return format_arn(self._stack, service="ecr", account=match["account"],
+                          region=match["region"], resource="repository",
+                          resource_name=match["repository"])
 
     def _dlc_repository_arn(self, dlc: DlcImage, account: str) -> str:
-        return Stack.of(self).format_arn(service="ecr", account=account,
-                                         resource="repository", resource_name=dlc.repository)
+        return format_arn(self._stack, service="ecr", account=account,
+                          resource="repository", resource_name=dlc.repository)
 
 
 def shared_archive_asset(scope: Construct, folder: Path) -> s3_assets.Asset:
     """A folder as a deterministic ``sourcedir.tar.gz`` asset, one per distinct archive in a
     stack: pipelines that share code share it."""
     archive = write_sourcedir(folder)
-    stack = Stack.of(scope)
-    construct_id = f"SourceDir{archive.parent.name[:16]}"
-    existing = stack.node.try_find_child(construct_id)
-    if isinstance(existing, s3_assets.Asset):
-        return existing
-    return s3_assets.Asset(stack, construct_id, path=str(archive))
+    stack = stack_of(scope)
+    return child(stack, f"SourceDir{archive.parent.name[:16]}", s3_assets.Asset,
+                 lambda construct_id: s3_assets.Asset(stack, construct_id, path=str(archive)))
+
+
+class AssetLocation(NamedTuple):
+    url: str
+    bucket: str
+    key: str
+
+
+def asset_location(asset: s3_assets.Asset) -> AssetLocation:
+    """Where a (shared) code asset lands in S3, read once."""
+    return once(asset, "location", lambda: AssetLocation(
+        asset.s3_object_url, asset.s3_bucket_name, asset.s3_object_key))
+
+
+def bucket_name(bucket: s3.IBucket) -> str:
+    return once(bucket, "bucket_name", lambda: bucket.bucket_name)
 
 
 def try_resolve_dlc(framework: Framework, compiler: Compiler, instance_type: str
