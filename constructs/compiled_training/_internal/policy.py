@@ -13,7 +13,6 @@ from compiled_training._internal.stack_reads import (
     service_principal,
     stack_of,
 )
-
 from compiled_training.nag.acknowledgements import acknowledge_wildcards
 from constructs import Construct
 

@@ -71,7 +71,7 @@ _PROPS = (
     ("AlgorithmSpecification.TrainingImage", "image_uri"),
     ("Tags", "pipeline_name"),  # the pipeline tag's value
 )
-_PIPELINE_NAMES: WeakKeyDictionary[Any, dict[tuple[str, str, str], str]] = WeakKeyDictionary()
+_PIPELINE_NAMES: WeakKeyDictionary[Any, dict[tuple[str, str, str], Any]] = WeakKeyDictionary()
 
 
 def training_instance_types() -> list[str]:
@@ -252,9 +252,9 @@ def _unprintable(value: Any, path: str) -> list[str]:
             ] if found else []
 
 
-def pipeline_names(app: Any) -> dict[tuple[str, str, str], str]:
-    """The pipeline names taken in an app, (account, region, lowercased name) -> path:
-    SageMaker's ARNs are lowercase, so names differing in case collide."""
+def pipeline_names(app: Any) -> dict[tuple[str, str, str], Any]:
+    """The pipeline names taken in an app, (account, region, lowercased name) -> the pipeline
+    construct: SageMaker's ARNs are lowercase, so names differing in case collide."""
     return _PIPELINE_NAMES.setdefault(app, {})
 
 

@@ -260,11 +260,12 @@ class PipelineBase(Resource):
         stack = self._stack
         names = validation.pipeline_names(app_root(stack))
         key = (account(stack), region(stack), self.pipeline_name.lower())
+        taken_by = names.get(key)
         findings = validation.check_pipeline(definition, description, self.pipeline_name,
-                                             names.get(key))
+                                             path(taken_by) if taken_by else None)
         if findings.errors:
             findings.raise_errors(self._subject)
-        names[key] = self.node.path
+        names[key] = self
 
     def _execution_policy(self, jobs: Sequence[TrainingJob],
                           code: Sequence[s3_assets.Asset],
