@@ -33,14 +33,20 @@ DEFAULT_EXCLUDES = (
 
 def source_files(source_dir: Path, excludes: Sequence[str] = DEFAULT_EXCLUDES) -> list[Path]:
     """Files under ``source_dir`` that go into the archive, sorted, relative to it."""
+    return [Path(name) for name in _source_names(source_dir, excludes)]
+
+
+def _source_names(source_dir: Path, excludes: Sequence[str]) -> list[str]:
+    """`source_files` as sorted POSIX paths (strings: every pipeline walks its source)."""
     excluded = _excluded(tuple(excludes))
-    found: list[Path] = []
-    for root, dirs, files in os.walk(source_dir):
-        dirs[:] = sorted(d for d in dirs if not excluded(d))
-        for name in sorted(files):
-            if not excluded(name):
-                found.append((Path(root) / name).relative_to(source_dir))
-    return sorted(found, key=lambda p: p.as_posix())
+    top = os.fspath(source_dir)
+    found: list[str] = []
+    for root, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if not excluded(d)]
+        folder = os.path.relpath(root, top).replace(os.sep, "/")
+        prefix = "" if folder == "." else f"{folder}/"
+        found += (prefix + name for name in files if not excluded(name))
+    return sorted(found)
 
 
 class _Entry(NamedTuple):
@@ -51,10 +57,13 @@ class _Entry(NamedTuple):
 
 
 def _entries(source_dir: Path, excludes: Sequence[str]) -> list[_Entry]:
-    return [_Entry(relative.as_posix(),
-                   0o755 if os.access(source_dir / relative, os.X_OK) else 0o644,
-                   (source_dir / relative).read_bytes())
-            for relative in source_files(source_dir, excludes)]
+    entries = []
+    for name in _source_names(source_dir, excludes):
+        path = os.path.join(source_dir, name)
+        with open(path, "rb") as file:
+            entries.append(_Entry(name, 0o755 if os.access(path, os.X_OK) else 0o644,
+                                  file.read()))
+    return entries
 
 
 def build_sourcedir(source_dir: Path, excludes: Sequence[str] = DEFAULT_EXCLUDES) -> bytes:
