@@ -50,3 +50,23 @@ def test_written_path_is_content_addressed(tmp_path):
     first = write_sourcedir(_tree(tmp_path / "a"))
     second = write_sourcedir(_tree(tmp_path / "b"))
     assert first == second
+
+
+def test_a_changed_source_is_archived_anew_in_the_same_process(tmp_path):
+    # Same size, same mtime: only the content says the source changed.
+    source = _tree(tmp_path / "src")
+    first = write_sourcedir(source)
+    stat = (source / "train.py").stat()
+    (source / "train.py").write_text("print('TRAIN')\n")
+    os.utime(source / "train.py", ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    second = write_sourcedir(source)
+    assert second != first
+    assert second.read_bytes() == build_sourcedir(source)
+
+
+def test_an_archive_removed_from_the_temporary_folder_is_written_again(tmp_path):
+    source = _tree(tmp_path / "src")
+    path = write_sourcedir(source)
+    path.unlink()
+    assert write_sourcedir(source) == path
+    assert path.read_bytes() == build_sourcedir(source)

@@ -164,16 +164,21 @@ def shown(value: Any) -> str:
     return repr(value)
 
 
+# What ``Token.is_unresolved`` tests a string for (aws-cdk-lib core/lib/private/encoding.ts:
+# "Token[" anywhere, then a string token marker or a number token rendered into the string).
+_TOKEN_MARKER = "Token["
+_STRING_TOKEN = re.compile(r"\$\{Token\[[a-zA-Z0-9:._-]+\]\}|-1\.[0-9]{10,16}e\+289")
+
+
 def is_token(value: Any) -> bool:
-    """An unresolved CDK token. The cheap Python test first: each ``Token.is_unresolved`` is a
-    round trip to the jsii kernel (about a millisecond)."""
+    """An unresolved CDK token, as ``Token.is_unresolved`` says, without its round trip to the
+    jsii kernel for a string (CDK's test of a string is this pattern alone). Only a number
+    that could encode a token goes to the kernel."""
     if isinstance(value, str):
-        candidate = "{Token[" in value
-    elif isinstance(value, float):
-        candidate = value < -1e289  # CDK encodes number tokens near -1.888e289
-    else:
-        return False
-    return candidate and Token.is_unresolved(value)
+        return _TOKEN_MARKER in value and _STRING_TOKEN.search(value) is not None
+    if isinstance(value, float):
+        return value < -1e289 and Token.is_unresolved(value)  # number tokens: near -1.888e289
+    return False
 
 
 # --- Java's regular expressions -----------------------------------------------------------

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 
-from aws_cdk import Aws, CfnMapping, Stack, Token
+from aws_cdk import Aws, CfnMapping
 
+from compiled_training._internal.api_shapes import is_token
 from compiled_training._internal.dlc import DlcImage
+from compiled_training._internal.stack_reads import child, once, region, stack_of
 from constructs import Construct
 
 
@@ -17,16 +19,18 @@ def dlc_image_uri(scope: Construct, dlc: DlcImage) -> tuple[str, str]:
     image is not there); an environment-agnostic stack gets a ``CfnMapping`` of every region
     the SDK lists for the image, shared by all users of that image in the stack.
     """
-    stack = Stack.of(scope)
-    if not Token.is_unresolved(stack.region):
-        region = stack.region
-        account = dlc.account(region)
-        domain = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
-        return f"{account}.dkr.ecr.{region}.{domain}/{dlc.path}", account
+    stack = stack_of(scope)
+    stack_region = region(stack)
+    if not is_token(stack_region):
+        account = dlc.account(stack_region)
+        domain = "amazonaws.com.cn" if stack_region.startswith("cn-") else "amazonaws.com"
+        return f"{account}.dkr.ecr.{stack_region}.{domain}/{dlc.path}", account
     mapping_id = "DlcRegistries" + re.sub(r"[^A-Za-z0-9]", "", dlc.path.title())
-    mapping = stack.node.try_find_child(mapping_id)
-    if not isinstance(mapping, CfnMapping):
-        mapping = CfnMapping(stack, mapping_id, mapping={
-            region: {"account": account} for region, account in dlc.registries})
-    account = mapping.find_in_map(Aws.REGION, "account")
-    return f"{account}.dkr.ecr.{Aws.REGION}.{Aws.URL_SUFFIX}/{dlc.path}", account
+
+    def uri() -> tuple[str, str]:
+        mapping = child(stack, mapping_id, CfnMapping, lambda construct_id: CfnMapping(
+            stack, construct_id, mapping={r: {"account": a} for r, a in dlc.registries}))
+        account = mapping.find_in_map(Aws.REGION, "account")
+        return f"{account}.dkr.ecr.{Aws.REGION}.{Aws.URL_SUFFIX}/{dlc.path}", account
+
+    return once(stack, ("dlc uri", dlc.path), uri)

@@ -11,6 +11,7 @@ process. The script is read with ``ast``, never imported: that would run user co
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,6 +64,7 @@ def entry_point_problems(
     return problems
 
 
+@functools.lru_cache(maxsize=64)  # pipelines sharing a script parse it once
 def _mp_fn_problem(source: bytes) -> str | None:
     """Why the script's module would have no callable ``_mp_fn(index)``, or None."""
     try:

@@ -5,9 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import Aws, Stack
 from aws_cdk import aws_iam as iam
 
+from compiled_training._internal.stack_reads import (
+    account,
+    aws_partition,
+    service_principal,
+    stack_of,
+)
 from compiled_training.nag.acknowledgements import acknowledge_wildcards
 from constructs import Construct
 
@@ -53,7 +58,7 @@ class InlinePolicy:
 
     def allow_prefix(self, bucket: str, key_prefix: str, actions: list[str], *,
                      why: str) -> None:
-        partition = Aws.PARTITION
+        partition = aws_partition()
         self.allow(actions, [f"arn:{partition}:s3:::{bucket}/{key_prefix}*"], why=why)
         self.allow(["s3:ListBucket"], [f"arn:{partition}:s3:::{bucket}"],
                    conditions={"StringLike": {"s3:prefix": [f"{key_prefix}*"]}})
@@ -62,17 +67,19 @@ class InlinePolicy:
              service: str = SAGEMAKER) -> iam.Role:
         # SageMaker says on whose behalf it assumes a role; a role only this account's
         # pipelines and jobs may use is no confused deputy. (Lambda sends no such key.)
-        conditions = ({"StringEquals": {"aws:SourceAccount": Stack.of(scope).account}}
+        stack = stack_of(scope)
+        conditions = ({"StringEquals": {"aws:SourceAccount": account(stack)}}
                       if service == SAGEMAKER else None)
         role = iam.Role(
             scope, construct_id,
-            assumed_by=iam.ServicePrincipal(service, conditions=conditions),
+            assumed_by=service_principal(stack, service, conditions),
             description=description,
             # One document from JSON: one call into jsii instead of one per statement.
             inline_policies={"Permissions": iam.PolicyDocument.from_json(
                 {"Version": "2012-10-17", "Statement": self.statements})},
         )
-        resource = role.node.default_child
-        assert resource is not None
-        acknowledge_wildcards(resource, self.wildcards)
+        if self.wildcards:
+            resource = role.node.default_child
+            assert resource is not None
+            acknowledge_wildcards(resource, self.wildcards, stack=stack)
         return role

@@ -7,14 +7,17 @@ bytes, so the asset hash, and with it the template, stays the same.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import gzip
 import hashlib
 import io
 import os
+import re
 import tarfile
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 DEFAULT_EXCLUDES = (
     "__pycache__",
@@ -30,29 +33,61 @@ DEFAULT_EXCLUDES = (
 
 def source_files(source_dir: Path, excludes: Sequence[str] = DEFAULT_EXCLUDES) -> list[Path]:
     """Files under ``source_dir`` that go into the archive, sorted, relative to it."""
-    found: list[Path] = []
-    for root, dirs, files in os.walk(source_dir):
-        dirs[:] = sorted(d for d in dirs if not _excluded(d, excludes))
-        for name in sorted(files):
-            if not _excluded(name, excludes):
-                found.append((Path(root) / name).relative_to(source_dir))
-    return sorted(found, key=lambda p: p.as_posix())
+    return [Path(name) for name in _source_names(source_dir, excludes)]
+
+
+def _source_names(source_dir: Path, excludes: Sequence[str]) -> list[str]:
+    """`source_files` as sorted POSIX paths (strings: every pipeline walks its source)."""
+    excluded = _excluded(tuple(excludes))
+    top = os.fspath(source_dir)
+    found: list[str] = []
+    for root, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if not excluded(d)]
+        folder = os.path.relpath(root, top).replace(os.sep, "/")
+        prefix = "" if folder == "." else f"{folder}/"
+        found += (prefix + name for name in files if not excluded(name))
+    return sorted(found)
+
+
+class _Entry(NamedTuple):
+    """One archive member: all the archive holds of a file."""
+    name: str
+    mode: int
+    data: bytes
+
+
+def _entries(source_dir: Path, excludes: Sequence[str]) -> list[_Entry]:
+    entries = []
+    for name in _source_names(source_dir, excludes):
+        path = os.path.join(source_dir, name)
+        with open(path, "rb") as file:
+            entries.append(_Entry(name, 0o755 if os.access(path, os.X_OK) else 0o644,
+                                  file.read()))
+    return entries
 
 
 def build_sourcedir(source_dir: Path, excludes: Sequence[str] = DEFAULT_EXCLUDES) -> bytes:
     """The archive's bytes."""
+    return _archive(_entries(source_dir, excludes))
+
+
+def _archive(entries: list[_Entry]) -> bytes:
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for relative in source_files(source_dir, excludes):
-            data = (source_dir / relative).read_bytes()
-            info = tarfile.TarInfo(relative.as_posix())
-            info.size = len(data)
+        for entry in entries:
+            info = tarfile.TarInfo(entry.name)
+            info.size = len(entry.data)
             info.mtime = 0
-            info.mode = 0o755 if os.access(source_dir / relative, os.X_OK) else 0o644
+            info.mode = entry.mode
             info.uid = info.gid = 0
             info.uname = info.gname = ""
-            tar.addfile(info, io.BytesIO(data))
+            tar.addfile(info, io.BytesIO(entry.data))
     return gzip.compress(raw.getvalue(), compresslevel=9, mtime=0)
+
+
+# Archives written by this process, by the digest of their entries: pipelines that share a
+# source folder would otherwise compress the same bytes once each.
+_WRITTEN: dict[str, Path] = {}
 
 
 def write_sourcedir(source_dir: Path, excludes: Sequence[str] = DEFAULT_EXCLUDES) -> Path:
@@ -61,7 +96,20 @@ def write_sourcedir(source_dir: Path, excludes: Sequence[str] = DEFAULT_EXCLUDES
     The folder name is the content hash, so the CDK asset (a single file) hashes the same
     every synth, wherever the temporary folder is.
     """
-    data = build_sourcedir(source_dir, excludes)
+    entries = _entries(source_dir, excludes)
+    digest = hashlib.sha256()
+    for entry in entries:
+        digest.update(f"{entry.name}\0{entry.mode}\0{len(entry.data)}\0".encode())
+        digest.update(entry.data)
+    written = _WRITTEN.get(digest.hexdigest())
+    if written is not None and written.is_file():
+        return written
+    target = _write(_archive(entries))
+    _WRITTEN[digest.hexdigest()] = target
+    return target
+
+
+def _write(data: bytes) -> Path:
     digest = hashlib.sha256(data).hexdigest()[:32]
     folder = Path(tempfile.gettempdir()) / "compiled-training-sourcedir" / digest
     folder.mkdir(parents=True, exist_ok=True)
@@ -73,5 +121,11 @@ def write_sourcedir(source_dir: Path, excludes: Sequence[str] = DEFAULT_EXCLUDES
     return target
 
 
-def _excluded(name: str, excludes: Sequence[str]) -> bool:
-    return any(fnmatch.fnmatch(name, pattern) for pattern in excludes)
+@functools.cache
+def _excluded(excludes: tuple[str, ...]) -> Callable[[str], bool]:
+    """Whether a file or folder name matches one of the patterns (``fnmatch``'s, all in one
+    expression)."""
+    if not excludes:
+        return lambda name: False
+    pattern = re.compile("|".join(fnmatch.translate(p) for p in excludes))
+    return lambda name: pattern.match(name) is not None

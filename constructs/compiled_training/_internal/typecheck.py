@@ -39,21 +39,23 @@ def check_arguments(function: Callable[..., Any], arguments: Mapping[str, Any], 
 
     Props taken as ``**props: Unpack[SomeProps]`` are checked against that ``TypedDict``: each
     one known, the required ones given (those it declares ``Required``, and ``required``)."""
-    subject = function.__qualname__.removesuffix(".__init__")
+    name = function.__qualname__.removesuffix(".__init__")
     if "scope" in arguments:
-        subject = _construct_subject(subject, arguments["scope"], arguments["construct_id"])
+        _check_construct_args(name, arguments["scope"], arguments["construct_id"])
     hints = _hints(function)
     problems: list[Problem] = []
     values = dict(arguments)
-    for name, hint in list(hints.items()):
+    for field, hint in list(hints.items()):
         if get_origin(hint) is Unpack:
             props = get_args(hint)[0]
-            problems += _prop_problems(values.pop(name, {}), props, required)
+            problems += _prop_problems(values.pop(field, {}), props, required)
             hints = {**hints, **_hints(props)}
-            values.update(arguments[name])
-    problems += [problem for name, hint in hints.items() if name in values
-                 for problem in _problems(values[name], hint, name, name in whole_minutes)]
-    _raise(subject, problems)
+            values.update(arguments[field])
+    problems += [problem for field, hint in hints.items() if field in values
+                 for problem in _problems(values[field], hint, field, field in whole_minutes)]
+    if problems:  # the construct's path only now: reading it is a round trip to jsii
+        _raise(_construct_subject(name, arguments["scope"], arguments["construct_id"])
+               if "scope" in arguments else name, problems)
 
 
 def _prop_problems(given: Mapping[str, Any], props: Any,
@@ -112,13 +114,16 @@ def _raise(subject: str, problems: list[Problem]) -> None:
     raise kind(f"{subject} has {len(problems)} problems:\n{lines}")
 
 
-def _construct_subject(name: str, scope: Any, construct_id: Any) -> str:
+def _check_construct_args(name: str, scope: Any, construct_id: Any) -> None:
     from constructs import Construct
 
     if not isinstance(construct_id, str):
         raise TypeError(f"{name}: construct_id must be a str, got {_given(construct_id)}")
     if not isinstance(scope, Construct):
         raise TypeError(f"{name} {construct_id}: scope must be a Construct, got {_given(scope)}")
+
+
+def _construct_subject(name: str, scope: Any, construct_id: str) -> str:
     parent = scope.node.path
     return f"{name} {parent}/{construct_id}" if parent else f"{name} {construct_id}"
 

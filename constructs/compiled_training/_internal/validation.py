@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from aws_cdk import Token
-
 from compiled_training._internal.api_shapes import (
     api_shape,
     definition_problems,
+    is_token,
     request_problems,
     shape_problems,
     shown,
@@ -72,7 +71,7 @@ _PROPS = (
     ("AlgorithmSpecification.TrainingImage", "image_uri"),
     ("Tags", "pipeline_name"),  # the pipeline tag's value
 )
-_PIPELINE_NAMES: WeakKeyDictionary[Any, dict[tuple[str, str, str], str]] = WeakKeyDictionary()
+_PIPELINE_NAMES: WeakKeyDictionary[Any, dict[tuple[str, str, str], Any]] = WeakKeyDictionary()
 
 
 def training_instance_types() -> list[str]:
@@ -146,7 +145,7 @@ def check(job: TrainingJob) -> Findings:
 
 def _check_resources(job: TrainingJob, error: Any) -> None:
     instance_type = job.instance_type
-    if not Token.is_unresolved(instance_type) and not known_instance_type(instance_type):
+    if not is_token(instance_type) and not known_instance_type(instance_type):
         hint = " (local mode does not exist in a pipeline)" if "local" in instance_type else ""
         error("instance_type", f"instance_type must be a SageMaker training instance type such as "
                               f"'ml.g5.48xlarge', got {instance_type!r}{hint}")
@@ -190,7 +189,7 @@ def _check_channels(job: TrainingJob, error: Any) -> None:
             error("Channels", f"channel names must be unique, got {channel.name!r} twice")
         seen.add(channel.name)
         uri = channel.default_uri
-        if not Token.is_unresolved(uri) and not re.fullmatch(r"s3://[a-z0-9.\-]{3,63}(/.*)?", uri):
+        if not is_token(uri) and not re.fullmatch(r"s3://[a-z0-9.\-]{3,63}(/.*)?", uri):
             error("channels", f"channel {channel.name!r} must be an s3:// URI, got {shown(uri)}")
 
 
@@ -253,9 +252,9 @@ def _unprintable(value: Any, path: str) -> list[str]:
             ] if found else []
 
 
-def pipeline_names(app: Any) -> dict[tuple[str, str, str], str]:
-    """The pipeline names taken in an app, (account, region, lowercased name) -> path:
-    SageMaker's ARNs are lowercase, so names differing in case collide."""
+def pipeline_names(app: Any) -> dict[tuple[str, str, str], Any]:
+    """The pipeline names taken in an app, (account, region, lowercased name) -> the pipeline
+    construct: SageMaker's ARNs are lowercase, so names differing in case collide."""
     return _PIPELINE_NAMES.setdefault(app, {})
 
 
@@ -274,7 +273,7 @@ def _check_framework(job: TrainingJob, error: Any) -> None:
                                 f"entry_point, got {job.entry_point!r}")
     elif not job.entry_point:
         error("EntryPoint", f"{framework.describe()} needs an entry_point script")
-    elif not Token.is_unresolved(job.entry_point):
+    elif not is_token(job.entry_point):
         for problem in entry_point_problems(job.entry_point, job.distribution, job.source_dir):
             error("EntryPoint", problem)
     if job.compiler.kind is CompilerKind.TORCH_COMPILE and framework.pytorch_version and (
@@ -287,7 +286,7 @@ def _check_framework(job: TrainingJob, error: Any) -> None:
 def _check_training_compiler(job: TrainingJob, error: Any, warnings: list[Finding]) -> None:
     framework = job.framework
     instance_type = job.instance_type
-    if not Token.is_unresolved(instance_type):
+    if not is_token(instance_type):
         family = instance_family(instance_type)
         if family not in TRAINING_COMPILER_FAMILIES:
             why = {
@@ -326,7 +325,7 @@ def _check_training_compiler(job: TrainingJob, error: Any, warnings: list[Findin
                                 "(debugger=False, profiler=False) for production runs"))
     multi_node = job.instance_count > 1
     if (multi_node or job.distribution is Distribution.PYTORCHXLA) and (
-        not Token.is_unresolved(instance_type) and instance_type not in EFA_INSTANCE_TYPES
+        not is_token(instance_type) and instance_type not in EFA_INSTANCE_TYPES
     ):
         warnings.append(Finding("NonEfa", f"{instance_type} has no EFA; Training Compiler "
                                 f"uses EFA for distributed training. EFA types: "
@@ -335,7 +334,7 @@ def _check_training_compiler(job: TrainingJob, error: Any, warnings: list[Findin
 
 def _check_torch_distributed(job: TrainingJob, error: Any) -> None:
     framework = job.framework
-    if framework.pytorch_version is None or Token.is_unresolved(job.instance_type):
+    if framework.pytorch_version is None or is_token(job.instance_type):
         return
     if not is_gpu(job.instance_type):
         error("TorchDistributed", f"distribution 'torch_distributed' needs a GPU instance, got "
@@ -358,11 +357,11 @@ def _torch_distributed_versions() -> list[str]:
 
 
 def _trainium(instance_type: str) -> bool:
-    return not Token.is_unresolved(instance_type) and accelerator(instance_type) == "trainium"
+    return not is_token(instance_type) and accelerator(instance_type) == "trainium"
 
 
 def _any_gpu(instance_type: str) -> str:
-    return instance_type if not Token.is_unresolved(instance_type) and is_gpu(instance_type) \
+    return instance_type if not is_token(instance_type) and is_gpu(instance_type) \
         else "ml.g5.xlarge"
 
 
@@ -377,4 +376,9 @@ def _major(version: str) -> int:
 
 def known_instance_type(instance_type: str) -> bool:
     """A literal instance type the API knows (the instance rule reports the others)."""
-    return not Token.is_unresolved(instance_type) and instance_type in training_instance_types()
+    return not is_token(instance_type) and instance_type in _training_instance_types()
+
+
+@functools.lru_cache(maxsize=1)
+def _training_instance_types() -> frozenset[str]:
+    return frozenset(training_instance_types())

@@ -7,6 +7,8 @@ from typing import Any
 
 from aws_cdk import Acknowledgment, CfnResource, Stack, Validations
 
+from compiled_training._internal.api_shapes import is_token
+from compiled_training._internal.stack_reads import once
 from constructs import IConstruct
 
 AWS_SOLUTIONS = "AwsSolutions"
@@ -17,19 +19,29 @@ def acknowledge(scope: IConstruct, rule: str, reason: str, *, pack: str = AWS_SO
     Validations.of(scope).acknowledge(Acknowledgment(id=f"{pack}::{rule}", reason=reason))
 
 
-def acknowledge_wildcards(scope: IConstruct, reasons: Mapping[str, str]) -> None:
+def acknowledge_wildcards(scope: IConstruct, reasons: Mapping[str, str], *,
+                          stack: Stack | None = None) -> None:
     """Acknowledges ``AwsSolutions-IAM5`` for exactly these wildcard resources, each with
-    its reason.
+    its reason. ``stack``: the scope's, when the caller has it.
 
     cdk-nag names a finding after the wildcard string, with CloudFormation references
     flattened (``<LogicalId>``, ``<AWS::Region>``); this renders the same names from tokens.
     """
-    resources = list(reasons)
-    validations = Validations.of(scope)
-    for resource, resolved in zip(resources, Stack.of(scope).resolve(resources), strict=True):
-        validations.acknowledge(Acknowledgment(
-            id=f"{AWS_SOLUTIONS}::AwsSolutions-IAM5[Resource::{flatten(resolved)}]",
-            reason=reasons[resource]))
+    names = _finding_names(stack or Stack.of(scope), list(reasons))
+    Validations.of(scope).acknowledge(*(
+        Acknowledgment(id=f"{AWS_SOLUTIONS}::AwsSolutions-IAM5[Resource::{name}]",
+                       reason=reason)
+        for name, reason in zip(names, reasons.values(), strict=True)))
+
+
+def _finding_names(stack: Stack, resources: list[str]) -> list[str]:
+    """The resources flattened as cdk-nag names them. A resource with tokens is resolved once
+    per stack, in one call for all that are new (pipelines share most of their wildcards)."""
+    names: dict[str, str] = once(stack, "wildcard names", dict)
+    new = [r for r in resources if r not in names and is_token(r)]
+    if new:
+        names.update(zip(new, map(flatten, stack.resolve(new)), strict=True))
+    return [names.get(resource, resource) for resource in resources]
 
 
 def flatten(value: Any) -> str:

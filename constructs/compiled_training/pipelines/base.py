@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jsii
-from aws_cdk import Annotations, ArnFormat, Aws, Duration, Names, Resource, Stack, Token
+from aws_cdk import Annotations, ArnFormat, Duration, Names, Resource, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -25,6 +25,18 @@ from aws_cdk.interfaces import aws_sagemaker as sagemaker_refs
 from compiled_training._internal import validation
 from compiled_training._internal.policy import InlinePolicy
 from compiled_training._internal.sourcedir import write_sourcedir
+from compiled_training._internal.stack_reads import (
+    account,
+    app_root,
+    aws_partition,
+    child,
+    format_arn,
+    made_in,
+    once,
+    path,
+    region,
+    stack_of,
+)
 from compiled_training.pipelines.compiler import Compiler
 from compiled_training.pipelines.framework import Framework
 from compiled_training.pipelines.job import (
@@ -41,6 +53,7 @@ from constructs import Construct
 
 PIPELINE_TAG = "compiled-training:pipeline"
 METRIC_NAMESPACE = "AWS/Sagemaker/ModelBuildingPipeline"
+ONE_DAY_SECONDS = 24 * 3600
 
 
 class PipelineBase(Resource):
@@ -73,6 +86,7 @@ class PipelineBase(Resource):
     def __init__(self, scope: Construct, construct_id: str, *, options: TrainingJobOptions,
                  compiler: Compiler) -> None:
         super().__init__(scope, construct_id)
+        self._stack = made_in(self, scope)
         pipeline_name = options.get("pipeline_name")
         self._named_by_path = pipeline_name is None
         self._pipeline_name = pipeline_name or Names.unique_resource_name(
@@ -94,7 +108,7 @@ class PipelineBase(Resource):
         self.kms_key = options.get("kms_key")
         self.bucket = options.get("output_bucket") or TrainingOutputBucket.of_stack(
             self, self.kms_key)
-        self.prefix = f"s3://{self.bucket.bucket_name}/{self.pipeline_name}"
+        self.prefix = f"s3://{bucket_name(self.bucket)}/{self.pipeline_name}"
         self._common = self._common_job(options)
 
     @staticmethod
@@ -165,9 +179,8 @@ class PipelineBase(Resource):
 
     def _common_job(self, options: TrainingJobOptions) -> TrainingJob:
         """The job every step of this pipeline starts from: no compiler and no image yet."""
-        stack = Stack.of(self)
         max_runtime, max_wait = options.get("max_runtime"), options.get("max_wait")
-        runtime_seconds = int((max_runtime or Duration.days(1)).to_seconds())
+        runtime_seconds = ONE_DAY_SECONDS if max_runtime is None else int(max_runtime.to_seconds())
         spot, source_dir = options.get("spot"), options.get("source_dir")
         volume_size_gib, max_attempts = options.get("volume_size_gib"), options.get("max_attempts")
         encryption = options.get("inter_container_encryption")
@@ -184,18 +197,18 @@ class PipelineBase(Resource):
             max_runtime_seconds=runtime_seconds,
             image_uri="",
             role_arn="",  # the execution role's, once its policy can be written from the jobs
-            region=stack.region,
+            region=region(self._stack),
             output_s3_uri=f"{self.prefix}/output",
             entry_point=options.get("entry_point"),
-            source_s3_uri=self.code.s3_object_url if self.code else None,
+            source_s3_uri=asset_location(self.code).url if self.code else None,
             source_dir=Path(source_dir) if source_dir is not None else None,
             hyperparameters=dict(options.get("hyperparameters") or {}),
             channels=list(options.get("channels") or []),
             metric_definitions=(contract.metric_definitions() if self.framework.runs_script
                                 else ()),
             spot=bool(spot),
-            max_wait_seconds=int((max_wait or Duration.seconds(2 * runtime_seconds)).to_seconds())
-            if spot else None,
+            max_wait_seconds=(2 * runtime_seconds if max_wait is None
+                              else int(max_wait.to_seconds())) if spot else None,
             checkpoint_s3_uri=execution_scoped(f"{self.prefix}/checkpoints"),
             kms_key_id=self.kms_key.key_arn if self.kms_key else None,
             subnet_ids=subnet_ids,
@@ -209,7 +222,7 @@ class PipelineBase(Resource):
 
     @property
     def _subject(self) -> str:
-        return f"{type(self).__name__} {self.node.path}"
+        return f"{type(self).__name__} {path(self)}"
 
     def _warn_if_named_by_path(self, *moves: str) -> None:
         """A name derived from the construct path changes with the construct's id or place, and
@@ -232,7 +245,8 @@ class PipelineBase(Resource):
         warnings: dict[tuple[str, str], list[str]] = {}
         for arm, job in jobs.items():
             findings = validation.check(job)
-            findings.raise_errors(f"{self._subject} ({arm} arm)" if arm else self._subject)
+            if findings.errors:
+                findings.raise_errors(f"{self._subject} ({arm} arm)" if arm else self._subject)
             for warning in findings.warnings:
                 warnings.setdefault((warning.rule, warning.message), []).append(arm)
         for (rule, message), arms in warnings.items():
@@ -244,20 +258,24 @@ class PipelineBase(Resource):
     def _check_pipeline(self, definition: dict[str, Any], description: str) -> None:
         """Raises every problem of the pipeline as SageMaker receives it
         (`validation.check_pipeline`); then claims its name in the app."""
-        stack = Stack.of(self)
-        names = validation.pipeline_names(self.node.root)
-        key = (stack.account, stack.region, self.pipeline_name.lower())
-        validation.check_pipeline(definition, description, self.pipeline_name,
-                             names.get(key)).raise_errors(self._subject)
-        names[key] = self.node.path
+        stack = self._stack
+        names = validation.pipeline_names(app_root(stack))
+        key = (account(stack), region(stack), self.pipeline_name.lower())
+        taken_by = names.get(key)
+        findings = validation.check_pipeline(definition, description, self.pipeline_name,
+                                             path(taken_by) if taken_by else None)
+        if findings.errors:
+            findings.raise_errors(self._subject)
+        names[key] = self
 
     def _execution_policy(self, policy: InlinePolicy, jobs: Sequence[TrainingJob],
                           code: Sequence[s3_assets.Asset]) -> InlinePolicy:
         """Reads its code and input prefixes, writes its own prefix; ``policy`` already pulls
         its own images (`TrainingImage.bind`)."""
         for asset in code:
+            location = asset_location(asset)
             policy.allow(["s3:GetObject"], [
-                f"arn:{Aws.PARTITION}:s3:::{asset.s3_bucket_name}/{asset.s3_object_key}"])
+                f"arn:{aws_partition()}:s3:::{location.bucket}/{location.key}"])
         channels = self._channels = {c.name: c for job in jobs for c in job.channels}
         wildcards = [f"channel {c.name!r} URI must not contain '*' or '?' (the execution role's "
                      f"S3 grant is built from it and IAM reads them as wildcards: "
@@ -270,7 +288,7 @@ class PipelineBase(Resource):
             policy.allow_prefix(bucket, key_prefix, ["s3:GetObject"],
                                 why=f"Training reads every object under channel "
                                     f"{channel.name!r}'s prefix, and only there.")
-        policy.allow_prefix(self.bucket.bucket_name, f"{self.pipeline_name}/",
+        policy.allow_prefix(bucket_name(self.bucket), f"{self.pipeline_name}/",
                             ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
                             why="The job writes model, output and checkpoints (and reads "
                                 "checkpoints back to resume) under this pipeline's own prefix "
@@ -294,9 +312,8 @@ class PipelineBase(Resource):
     def _allow_logs_and_metrics(self, policy: InlinePolicy, job_kind: str) -> None:
         """Writes the logs and metrics of SageMaker jobs of one kind (``TrainingJobs``...)."""
         group = f"/aws/sagemaker/{job_kind}"
-        log_group = Stack.of(self).format_arn(service="logs", resource="log-group",
-                                              resource_name=group,
-                                              arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        log_group = format_arn(self._stack, service="logs", resource="log-group",
+                               resource_name=group, arn_format=ArnFormat.COLON_RESOURCE_NAME)
         policy.allow(["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
                      [f"{log_group}:log-stream:*"],
                      why=f"SageMaker names a job's log streams at run time, inside the fixed "
@@ -310,7 +327,8 @@ class PipelineBase(Resource):
     def _execution_role(self, policy: InlinePolicy) -> iam.Role:
         role = policy.role(self, "ExecutionRole",
                            f"Runs the jobs of SageMaker pipeline {self.pipeline_name}")
-        for key in {k for k in (self.bucket.encryption_key, self.kms_key) if k is not None}:
+        bucket_key = once(self.bucket, "encryption_key", lambda: self.bucket.encryption_key)
+        for key in {k for k in (bucket_key, self.kms_key) if k is not None}:
             key.grant_encrypt_decrypt(role)
         if self.kms_key is not None:
             # SageMaker encrypts the job volumes through a grant on the key.
@@ -323,8 +341,7 @@ class PipelineBase(Resource):
         policy = InlinePolicy()
         verbs = {"training-job": "TrainingJob", "processing-job": "ProcessingJob"}
         for kind in job_kinds:
-            jobs = Stack.of(self).format_arn(service="sagemaker", resource=kind,
-                                             resource_name="*")
+            jobs = format_arn(self._stack, service="sagemaker", resource=kind, resource_name="*")
             why = ("Pipelines name jobs at run time; the tag conditions limit create, describe "
                    "and stop to jobs tagged with this pipeline's name.")
             verb = verbs[kind]
@@ -351,7 +368,7 @@ class PipelineBase(Resource):
         self._check_pipeline(definition, description)
         pipeline_role = pipeline_policy.role(
             self, "PipelineRole", f"Runs SageMaker pipeline {self.pipeline_name}")
-        stack = Stack.of(self)
+        stack = self._stack
         self._resource = sagemaker.CfnPipeline(
             self, "Resource",
             pipeline_name=self.pipeline_name,
@@ -433,8 +450,8 @@ def grant_start(pipeline: sagemaker.IPipeline, grantee: iam.IGrantable) -> iam.G
 
 def pipeline_arn(scope: Construct, pipeline_name: str) -> str:
     """A pipeline's ARN in ``scope``'s account and region (SageMaker lower-cases the name)."""
-    return Stack.of(scope).format_arn(service="sagemaker", resource="pipeline",
-                                      resource_name=pipeline_name.lower())
+    return format_arn(stack_of(scope), service="sagemaker", resource="pipeline",
+                      resource_name=pipeline_name.lower())
 
 
 def pipeline_metric(pipeline: sagemaker.IPipeline, metric_name: str, *, statistic: str = "Sum",
@@ -454,12 +471,25 @@ def shared_archive_asset(scope: Construct, folder: Path) -> s3_assets.Asset:
     """A folder as a deterministic ``sourcedir.tar.gz`` asset, one per distinct archive in a
     stack: pipelines that share code share it."""
     archive = write_sourcedir(folder)
-    stack = Stack.of(scope)
-    construct_id = f"SourceDir{archive.parent.name[:16]}"
-    existing = stack.node.try_find_child(construct_id)
-    if isinstance(existing, s3_assets.Asset):
-        return existing
-    return s3_assets.Asset(stack, construct_id, path=str(archive))
+    stack = stack_of(scope)
+    return child(stack, f"SourceDir{archive.parent.name[:16]}", s3_assets.Asset,
+                 lambda construct_id: s3_assets.Asset(stack, construct_id, path=str(archive)))
+
+
+class AssetLocation(NamedTuple):
+    url: str
+    bucket: str
+    key: str
+
+
+def asset_location(asset: s3_assets.Asset) -> AssetLocation:
+    """Where a (shared) code asset lands in S3, read once."""
+    return once(asset, "location", lambda: AssetLocation(
+        asset.s3_object_url, asset.s3_bucket_name, asset.s3_object_key))
+
+
+def bucket_name(bucket: s3.IBucket) -> str:
+    return once(bucket, "bucket_name", lambda: bucket.bucket_name)
 
 
 def execution_scoped(uri: str) -> Any:

@@ -7,6 +7,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 
+from compiled_training._internal.stack_reads import child, once, stack_of
 from compiled_training.nag.acknowledgements import acknowledge, skip_checkov
 from constructs import Construct
 
@@ -79,9 +80,9 @@ class TrainingOutputBucket(Construct):
     @staticmethod
     def of_stack(scope: Construct, kms_key: kms.IKey | None = None) -> s3.IBucket:
         """The stack's shared output bucket (one per KMS key), created on first use."""
-        stack = Stack.of(scope)
-        construct_id = "TrainingOutputs" + (Names.node_unique_id(kms_key.node) if kms_key else "")
-        existing = stack.node.try_find_child(construct_id)
-        if isinstance(existing, TrainingOutputBucket):
-            return existing.bucket
-        return TrainingOutputBucket(stack, construct_id, kms_key=kms_key).bucket
+        stack = stack_of(scope)
+        key_id = once(kms_key, "unique id", lambda: Names.node_unique_id(kms_key.node)) \
+            if kms_key else ""
+        construct_id = f"TrainingOutputs{key_id}"
+        return child(stack, construct_id, TrainingOutputBucket, lambda unique_id: (
+            TrainingOutputBucket(stack, unique_id, kms_key=kms_key))).bucket

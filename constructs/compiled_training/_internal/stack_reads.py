@@ -1,0 +1,97 @@
+"""What the constructs read from CDK, read once.
+
+Every CDK property read and call from Python is a round trip to the jsii kernel's Node
+process (a fraction of a millisecond to a few). Many pipelines in one stack ask the stack the
+same questions: its region and account, the same ARNs, its shared bucket and code asset.
+A stack's environment, the ARNs it formats, a construct's path and an asset's location never
+change once made, so each is read once per object (kept weakly: nothing outlives the stack)
+and answered from Python after that.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+from weakref import WeakKeyDictionary
+
+from aws_cdk import Aws, Stack
+from aws_cdk import aws_iam as iam
+
+from constructs import IConstruct
+
+T = TypeVar("T")
+_READS: WeakKeyDictionary[Any, dict[Hashable, Any]] = WeakKeyDictionary()
+
+
+def once(owner: Any, key: Hashable, read: Callable[[], T]) -> T:
+    """``read()`` the first time ``owner`` is asked for ``key``; its answer after that. Only
+    for what cannot change once ``owner`` exists."""
+    reads = _READS.setdefault(owner, {})
+    if key not in reads:
+        reads[key] = read()
+    value: T = reads[key]
+    return value
+
+
+@functools.cache
+def aws_partition() -> str:
+    """``Aws.PARTITION``, a constant of the CDK (one token for the whole process)."""
+    return Aws.PARTITION
+
+
+def stack_of(scope: IConstruct) -> Stack:
+    """``Stack.of(scope)``: no round trip when ``scope`` is a stack (constructs are usually
+    made in one) or was made by `made_in`, one per other construct."""
+    if isinstance(scope, Stack):
+        return scope
+    return once(scope, "stack", lambda: Stack.of(scope))
+
+
+def made_in(construct: IConstruct, scope: IConstruct) -> Stack:
+    """The stack of ``construct``, just made in ``scope`` (and not a stack itself): its
+    scope's. `stack_of` knows it from now on."""
+    stack = stack_of(scope)
+    return once(construct, "stack", lambda: stack)
+
+
+def region(stack: Stack) -> str:
+    return once(stack, "region", lambda: stack.region)
+
+
+def account(stack: Stack) -> str:
+    return once(stack, "account", lambda: stack.account)
+
+
+def app_root(stack: Stack) -> IConstruct:
+    return once(stack, "root", lambda: stack.node.root)
+
+
+def path(construct: IConstruct) -> str:
+    """The construct's path (``node.path``)."""
+    return once(construct, "path", lambda: construct.node.path)
+
+
+def format_arn(stack: Stack, **components: Any) -> str:
+    """``stack.format_arn(**components)``: the same ARN for the same components."""
+    key = ("arn", *sorted(components.items(), key=lambda item: item[0]))
+    return once(stack, key, lambda: stack.format_arn(**components))
+
+
+def child(stack: Stack, construct_id: str, kind: type[T],
+          create: Callable[[str], T]) -> T:
+    """The stack's child ``construct_id`` of type ``kind`` (one made elsewhere too), or
+    ``create(construct_id)``'s, made once."""
+    def find_or_create() -> T:
+        existing = stack.node.try_find_child(construct_id)
+        return existing if isinstance(existing, kind) else create(construct_id)
+
+    return once(stack, ("child", construct_id), find_or_create)
+
+
+def service_principal(stack: Stack, service: str,
+                      conditions: dict[str, Any] | None) -> iam.ServicePrincipal:
+    """One principal object per service and conditions in a stack (a principal is a value:
+    roles may share it)."""
+    key = ("principal", service, repr(conditions))
+    return once(stack, key, lambda: iam.ServicePrincipal(service, conditions=conditions))
