@@ -16,6 +16,7 @@ import botocore.session
 import pytest
 from aws_cdk.assertions import Match, Template
 from botocore.stub import Stubber
+from cdk_nag import AwsSolutionsChecks
 
 from compiled_training import (
     BuildMode,
@@ -30,18 +31,17 @@ from compiled_training.image import runtime_image
 from compiled_training.image.runtime_image import stage_context
 from compiled_training.image.runtime_wheel import runtime_wheel
 from compiled_training_runtime import contract
-from tests.helpers import ROOT, cfn_lint
+from tests.helpers import ACCOUNT, REGION, ROOT, cfn_lint, new_stack
 
 BERT = Framework.pytorch("1.13.1")
 
 
-def _stack(region: str | None = "us-east-1") -> cdk.Stack:
-    app = cdk.App()
-    from cdk_nag import AwsSolutionsChecks
-
+def _stack(region: str | None = REGION, outdir: Path | None = None) -> cdk.Stack:
+    """A stack whose app runs cdk-nag's AwsSolutions checks when it synthesizes."""
+    app = cdk.App(outdir=str(outdir) if outdir else None)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
-    env = cdk.Environment(account="123456789012", region=region) if region else None
-    return cdk.Stack(app, "Images", env=env)
+    return new_stack("Images", app=app,
+                     env=cdk.Environment(account=ACCOUNT, region=region) if region else None)
 
 
 def _image(stack: cdk.Stack, construct_id: str = "Runtime", **overrides) -> RuntimeImage:
@@ -239,25 +239,19 @@ def test_the_build_gets_every_variable_its_commands_use_from_the_handler():
 def test_synth_is_clean_and_deterministic(tmp_path):
     templates = []
     for name in ("a", "b"):
-        app = cdk.App(outdir=str(tmp_path / name))
-        from cdk_nag import AwsSolutionsChecks
-
-        cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
-        stack = cdk.Stack(app, "Images", env=cdk.Environment(account="123456789012",
-                                                             region="us-east-1"))
+        stack = _stack(outdir=tmp_path / name)
         _image(stack)
         _image(stack, construct_id="Other", compiler=Compiler.torch_compile(),
                framework=Framework.pytorch("2.5.1"))
-        app.synth()  # raises on any cdk-nag finding
+        stack.node.root.synth()  # raises on any cdk-nag finding
         templates.append(Path(tmp_path / name / "Images.template.json"))
     assert templates[0].read_bytes() == templates[1].read_bytes()
     assert cfn_lint(str(templates[0])) == []
 
 
 def test_staged_context_holds_the_dockerfile_and_the_runtime_only(tmp_path):
-    app = cdk.App(outdir=str(tmp_path))
-    stack = cdk.Stack(app, "Images", env=cdk.Environment(account="123456789012",
-                                                         region="us-east-1"))
+    stack = new_stack("Images", outdir=tmp_path)
+    app = stack.node.root
     _image(stack)
     app.synth()
     (context,) = [p for p in tmp_path.glob("asset.*") if (p / "Dockerfile").exists()]

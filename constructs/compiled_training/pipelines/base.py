@@ -56,7 +56,71 @@ METRIC_NAMESPACE = "AWS/Sagemaker/ModelBuildingPipeline"
 ONE_DAY_SECONDS = 24 * 3600
 
 
-class PipelineBase(Resource):
+class NamedPipeline(Resource):
+    """A SageMaker pipeline as its name makes it usable: the ``aws_sagemaker.IPipeline``
+    members, the start grant and the metrics Pipelines publishes (by name alone). Pipelines
+    made here (`PipelineBase`) and imported ones (`ImportedPipeline`) share it."""
+
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        self._pipeline_name = ""
+        self._pipeline_arn = ""
+
+    def _set_name(self, pipeline_name: str) -> None:
+        self._pipeline_name = pipeline_name
+        self._pipeline_arn = pipeline_arn(self, pipeline_name)
+
+    # --- IPipeline (properties: jsii reads an interface's members from a class's properties)
+
+    @property
+    def pipeline_name(self) -> str:
+        """The SageMaker pipeline's name."""
+        return self._pipeline_name
+
+    @property
+    def pipeline_arn(self) -> str:
+        """The SageMaker pipeline's ARN, in this stack's account and region."""
+        return self._pipeline_arn
+
+    @property
+    def pipeline_ref(self) -> Any:
+        return sagemaker_refs.PipelineReference(pipeline_name=self.pipeline_name)
+
+    def grant_start_pipeline_execution(self, grantee: iam.IGrantable) -> iam.Grant:
+        return self.grant_start_execution(grantee)
+
+    # --- consumers -----------------------------------------------------------------------
+
+    def grant_start_execution(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Lets ``grantee`` start executions of this pipeline, and nothing else."""
+        return grant_start(self, grantee)
+
+    def metric(self, metric_name: str, *, statistic: str = "Sum",
+               period: Duration | None = None) -> cloudwatch.Metric:
+        """A metric SageMaker Pipelines publishes for this pipeline."""
+        return pipeline_metric(self, metric_name, statistic=statistic, period=period)
+
+    def metric_failed_executions(self, *, period: Duration | None = None) -> cloudwatch.Metric:
+        return self.metric("ExecutionFailed", period=period)
+
+    def metric_succeeded_executions(self, *, period: Duration | None = None) -> cloudwatch.Metric:
+        return self.metric("ExecutionSucceeded", period=period)
+
+    def metric_execution_duration(self, *, period: Duration | None = None) -> cloudwatch.Metric:
+        return self.metric("ExecutionDuration", statistic="Average", period=period)
+
+
+@jsii.implements(sagemaker.IPipeline)
+class ImportedPipeline(NamedPipeline):
+    """A SageMaker pipeline this app did not create, by name; see
+    `PipelineBase.from_pipeline_name`."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, pipeline_name: str) -> None:
+        super().__init__(scope, construct_id)
+        self._set_name(pipeline_name)
+
+
+class PipelineBase(NamedPipeline):
     """A SageMaker pipeline that runs training jobs; subclasses build its definition.
 
     Wires what a training job's options (`TrainingJobOptions`) ask for: the code asset, the
@@ -89,9 +153,8 @@ class PipelineBase(Resource):
         self._stack = made_in(self, scope)
         pipeline_name = options.get("pipeline_name")
         self._named_by_path = pipeline_name is None
-        self._pipeline_name = pipeline_name or Names.unique_resource_name(
-            self, max_length=80, separator="-")
-        self._pipeline_arn = pipeline_arn(self, self._pipeline_name)
+        self._set_name(pipeline_name or Names.unique_resource_name(
+            self, max_length=80, separator="-"))
         self.framework = options["framework"]
         self.compiler = compiler
         self.instance_type = options["instance_type"]
@@ -119,18 +182,6 @@ class PipelineBase(Resource):
         to start it, alarm on it and report its executions."""
         return ImportedPipeline(scope, construct_id, pipeline_name=pipeline_name)
 
-    # --- IPipeline (properties, so that jsii can read them) ---------------------------------
-
-    @property
-    def pipeline_name(self) -> str:
-        """The SageMaker pipeline's name."""
-        return self._pipeline_name
-
-    @property
-    def pipeline_arn(self) -> str:
-        """The SageMaker pipeline's ARN."""
-        return self._pipeline_arn
-
     @property
     def resource(self) -> sagemaker.CfnPipeline:
         """The ``AWS::SageMaker::Pipeline`` resource, for escape hatches and acknowledgements."""
@@ -139,9 +190,6 @@ class PipelineBase(Resource):
     @property
     def pipeline_ref(self) -> Any:
         return self._resource.pipeline_ref
-
-    def grant_start_pipeline_execution(self, grantee: iam.IGrantable) -> iam.Grant:
-        return self.grant_start_execution(grantee)
 
     def override_problem(self, name: str, value: ParameterValue) -> str | None:
         """Why an execution could not run with ``value`` for parameter ``name`` (a type-checked
@@ -154,26 +202,6 @@ class PipelineBase(Resource):
                 return (f"parameter {name!r} is channel {channel.name!r}'s data URI: the "
                         f"execution role may read under {uri.default} only, got {value!r}")
         return None
-
-    # --- consumers -----------------------------------------------------------------------
-
-    def grant_start_execution(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Lets ``grantee`` start executions of this pipeline, and nothing else."""
-        return grant_start(self, grantee)
-
-    def metric(self, metric_name: str, *, statistic: str = "Sum",
-               period: Duration | None = None) -> cloudwatch.Metric:
-        """A metric SageMaker Pipelines publishes for this pipeline."""
-        return pipeline_metric(self, metric_name, statistic=statistic, period=period)
-
-    def metric_failed_executions(self, *, period: Duration | None = None) -> cloudwatch.Metric:
-        return self.metric("ExecutionFailed", period=period)
-
-    def metric_succeeded_executions(self, *, period: Duration | None = None) -> cloudwatch.Metric:
-        return self.metric("ExecutionSucceeded", period=period)
-
-    def metric_execution_duration(self, *, period: Duration | None = None) -> cloudwatch.Metric:
-        return self.metric("ExecutionDuration", statistic="Average", period=period)
 
     # --- for subclasses ------------------------------------------------------------------
 
@@ -410,35 +438,6 @@ class PipelineBase(Resource):
             group.add_ingress_rule(group, ec2.Port.all_traffic(), "between training nodes")
             groups = [group]
         return list(selected.subnet_ids), [g.security_group_id for g in groups]
-
-
-@jsii.implements(sagemaker.IPipeline)
-class ImportedPipeline(Resource):
-    """A SageMaker pipeline this app did not create, by name; see
-    `PipelineBase.from_pipeline_name`."""
-
-    def __init__(self, scope: Construct, construct_id: str, *, pipeline_name: str) -> None:
-        super().__init__(scope, construct_id)
-        self._pipeline_name = pipeline_name
-        self._pipeline_arn = pipeline_arn(self, pipeline_name)
-
-    # Properties, not attributes: jsii reads an interface's members from a class's properties.
-    @property
-    def pipeline_name(self) -> str:
-        """The SageMaker pipeline's name."""
-        return self._pipeline_name
-
-    @property
-    def pipeline_arn(self) -> str:
-        """The SageMaker pipeline's ARN, in this stack's account and region."""
-        return self._pipeline_arn
-
-    @property
-    def pipeline_ref(self) -> sagemaker_refs.PipelineReference:
-        return sagemaker_refs.PipelineReference(pipeline_name=self.pipeline_name)
-
-    def grant_start_pipeline_execution(self, grantee: iam.IGrantable) -> iam.Grant:
-        return grant_start(self, grantee)
 
 
 def grant_start(pipeline: sagemaker.IPipeline, grantee: iam.IGrantable) -> iam.Grant:
