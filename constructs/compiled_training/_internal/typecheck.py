@@ -12,6 +12,7 @@ Python's ``bool`` is an ``int``: neither stands for the other here.
 from __future__ import annotations
 
 import functools
+import importlib
 import math
 import sys
 import types
@@ -144,12 +145,24 @@ def _hints(function: Callable[..., Any] | type) -> dict[str, Any]:
     return hints
 
 
-def _deferred_names() -> dict[str, Any]:
-    """Names the modules import for type checkers only (an import cycle otherwise)."""
-    from compiled_training.advice.advisor import WorkloadProfile
-    from compiled_training.pipelines.compiler_benchmark import CompilerBenchmark
+class _DeferredNames(dict[str, Any]):
+    """Names the modules import for type checkers only (an import cycle otherwise), imported
+    when an annotation being read names one: most checks need none of their modules."""
 
-    return {"WorkloadProfile": WorkloadProfile, "CompilerBenchmark": CompilerBenchmark}
+    _MODULES = {
+        "WorkloadProfile": "compiled_training.advice.advisor",
+        "RuntimeImage": "compiled_training.image.runtime_image",
+        "CompilerBenchmark": "compiled_training.pipelines.compiler_benchmark",
+    }
+
+    def __missing__(self, name: str) -> Any:
+        if name not in self._MODULES:
+            raise KeyError(name)  # eval then looks in the annotated module's globals
+        return getattr(importlib.import_module(self._MODULES[name]), name)
+
+
+def _deferred_names() -> dict[str, Any]:
+    return _DeferredNames()
 
 
 def _problems(value: Any, hint: Any, field: str, whole_minutes: bool) -> Iterator[Problem]:

@@ -7,6 +7,7 @@ As aws-stepfunctions-tasks' ``DockerImage``: the choice and the grant it implies
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aws_cdk import Annotations, Stack
 from aws_cdk import aws_ecr as ecr
@@ -16,10 +17,14 @@ from compiled_training._internal.dlc import DlcImage, resolve_dlc
 from compiled_training._internal.dlc_uri import dlc_image_uri
 from compiled_training._internal.policy import InlinePolicy
 from compiled_training._internal.typecheck import check_arguments
-from compiled_training.image.runtime_image import RuntimeImage
 from compiled_training.pipelines.compiler import Compiler
 from compiled_training.pipelines.framework import Framework
 from constructs import Construct
+
+if TYPE_CHECKING:
+    # Imported for type checkers only: the image build's modules (CodeBuild, Lambda, events)
+    # cost every synth a third of a second, and a pipeline that uses no RuntimeImage needs none.
+    from compiled_training.image.runtime_image import RuntimeImage
 
 
 @dataclass(frozen=True)
