@@ -88,7 +88,9 @@ class TrainingImage:
         if self._runtime_image is not None:
             image = self._runtime_image
             policy.allow_pull(image.repository.repository_arn)
-            return BoundImage(image.image_uri, f"runtime image {image.node.path}")
+            return BoundImage(image.image_uri,
+                              f"runtime image {image.node.path} ({image.build_mode.value} "
+                              f"build) on {image.dlc.path}")
         if self._repository is not None:
             policy.allow_pull(self._repository.repository_arn)
             return BoundImage(self._repository.repository_uri_for_tag(self._tag),
