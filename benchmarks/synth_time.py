@@ -1,11 +1,14 @@
-"""Synth time: N TrainingPipelines in one stack against the same template written as raw L1.
+"""Synth time: N TrainingPipelines in one stack against the same cloud assembly written as
+raw L1.
 
-The baseline is the exact template the constructs produce, rebuilt resource by resource as
+The baseline is the exact assembly the constructs produce, rebuilt resource by resource as
 ``CfnResource``s with literal properties and metadata (the pipeline as a raw resource with a
-literal definition): same output, checked byte for byte in every run, with no validation, no
-SDK, no L2 logic. Each measurement runs in a fresh process (a user's ``cdk synth`` is one),
-timing the imports, construction and ``app.synth()``; the SDK's lazy import is included
-because a user pays it. Modes alternate within one run.
+literal definition), and the code archive staged and registered as a file asset through
+CDK's core (``AssetStaging``, the stack synthesizer), as a raw L1 app that deploys the same
+pipeline must. Same template and asset manifest, checked in every run, with no validation,
+no SDK, no L2 logic. Each measurement runs in a fresh process (a user's ``cdk synth`` is
+one), timing the imports, construction and ``app.synth()``; the SDK's lazy import is
+included because a user pays it. Modes alternate within one run.
 
 Reported: the ratio at each size, and the cost of each pipeline past the first on each side,
 ``(t(32) - t(1)) / 31``; then whether the targets hold (issue 12: at most 1.3x the raw L1 time
@@ -20,6 +23,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -53,9 +57,15 @@ def _constructs_app(n: int, outdir: str):
     return app
 
 
-def _raw_app(template: dict, outdir: str):
+def _raw_app(kept: Path, outdir: str):
+    """The constructs' cloud assembly, kept in ``kept``, written again as raw L1: each
+    resource a ``CfnResource`` with its literal properties and metadata, and each file asset
+    (the code archive) staged and registered with the stack's synthesizer as CDK's core does
+    it, with no L2 construct."""
     import aws_cdk as cdk
 
+    template = json.loads((kept / "Bench.template.json").read_text())
+    assets = json.loads((kept / "Bench.assets.json").read_text())["files"]
     app = cdk.App(outdir=outdir)
     stack = cdk.Stack(app, "Bench", env=cdk.Environment(account="123456789012",
                                                          region="us-east-1"))
@@ -71,6 +81,15 @@ def _raw_app(template: dict, outdir: str):
             cfn.add_metadata(key, value)
     for name, mapping in template.get("Mappings", {}).items():
         cdk.CfnMapping(stack, name, mapping=mapping)
+    for asset in assets.values():
+        if asset["source"]["path"] == "Bench.template.json":
+            continue  # the stack's own template, which every synth adds
+        staging = cdk.AssetStaging(stack, asset["displayName"],
+                                   source_path=str(kept / asset["source"]["path"]))
+        stack.synthesizer.add_file_asset(
+            source_hash=staging.asset_hash, file_name=staging.relative_staged_path(stack),
+            packaging=cdk.FileAssetPackaging[asset["source"]["packaging"].upper()],
+            display_name=asset["displayName"])
     return app
 
 
@@ -89,41 +108,41 @@ def _cpu_seconds() -> float:
     return total
 
 
-def worker(mode: str, n: int, template_path: str | None) -> None:
+def worker(mode: str, n: int, kept: str | None) -> None:
     """Runs in its own process: prints the seconds one synth took, wall and CPU."""
-    template = json.loads(Path(template_path).read_text()) if template_path else None
     with tempfile.TemporaryDirectory() as outdir:
         start, cpu_start = time.perf_counter(), _cpu_seconds()
-        app = _constructs_app(n, outdir) if mode == "constructs" else _raw_app(template, outdir)
-        assembly = app.synth()
+        app = _constructs_app(n, outdir) if mode == "constructs" else _raw_app(Path(kept or ""),
+                                                                              outdir)
+        app.synth()
         elapsed, cpu = time.perf_counter() - start, _cpu_seconds() - cpu_start
-        if os.environ.get("BENCH_KEEP_TEMPLATE"):
-            Path(os.environ["BENCH_KEEP_TEMPLATE"]).write_text(
-                json.dumps(assembly.get_stack_by_name("Bench").template))
+        if os.environ.get("BENCH_KEEP_ASSEMBLY"):
+            shutil.copytree(outdir, os.environ["BENCH_KEEP_ASSEMBLY"])
     print(json.dumps({"seconds": elapsed, "cpu": cpu}))
 
 
-def _run(mode: str, n: int, template: Path | None, keep: Path | None = None
+def _run(mode: str, n: int, kept: Path | None, keep: Path | None = None
          ) -> tuple[float, float]:
     env = dict(os.environ, JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="20")
     if keep:
-        env["BENCH_KEEP_TEMPLATE"] = str(keep)
+        env["BENCH_KEEP_ASSEMBLY"] = str(keep)
     args = [sys.executable, __file__, "--worker", mode, str(n)]
-    if template:
-        args.append(str(template))
+    if kept:
+        args.append(str(kept))
     out = subprocess.run(args, check=True, capture_output=True, text=True, env=env, cwd=ROOT)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     return float(result["seconds"]), float(result["cpu"])
 
 
-def _same_template(n: int, template: Path, tmp: Path) -> None:
-    """The baseline must synthesize exactly the constructs' template, or the times compare
-    different work."""
-    raw = tmp / f"raw-{n}.json"
-    _run("raw", n, template, keep=raw)
-    if json.loads(raw.read_text()) != json.loads(template.read_text()):
-        raise SystemExit(f"the raw L1 baseline's template differs from the constructs' at {n} "
-                         "pipelines; fix _raw_app before comparing times")
+def _same_assembly(n: int, kept: Path, tmp: Path) -> None:
+    """The baseline must synthesize exactly the constructs' template and assets, or the times
+    compare different work."""
+    raw = tmp / f"raw-{n}"
+    _run("raw", n, kept, keep=raw)
+    for name in ("Bench.template.json", "Bench.assets.json"):
+        if json.loads((raw / name).read_text()) != json.loads((kept / name).read_text()):
+            raise SystemExit(f"the raw L1 baseline's {name} differs from the constructs' at "
+                             f"{n} pipelines; fix _raw_app before comparing times")
 
 
 def _extra(times: dict[int, float]) -> float:
@@ -146,14 +165,15 @@ def main() -> int:
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         for n in SIZES:
-            template = Path(tmp) / f"template-{n}.json"
-            _run("constructs", n, None, keep=template)  # warm-up, and the baseline's template
-            _same_template(n, template, Path(tmp))
+            kept = Path(tmp) / f"constructs-{n}"
+            _run("constructs", n, None, keep=kept)  # warm-up, and the baseline's assembly
+            _same_assembly(n, kept, Path(tmp))
             ours, raw = [], []
             for _ in range(args.repeats):
                 ours.append(_run("constructs", n, None))
-                raw.append(_run("raw", n, template))
-            resources = len(json.loads(template.read_text())["Resources"])
+                raw.append(_run("raw", n, kept))
+            template = json.loads((kept / "Bench.template.json").read_text())
+            resources = len(template["Resources"])
             rows.append((n, resources, *(statistics.median(t[i] for t in runs)
                                          for i in (0, 1) for runs in (ours, raw))))
             print(f"{n:>3} pipelines: constructs {rows[-1][2]:.2f} s, raw L1 {rows[-1][3]:.2f} s",
@@ -173,7 +193,7 @@ def main() -> int:
         f"{platform.python_version()}, {platform.platform()}; load average "
         f"{load_before[0]:.1f} before the run, {load_after[0]:.1f} after.",
         f"Median of {args.repeats} fresh-process runs per cell, measured in one run "
-        "(`make bench`). Same template on both sides, checked.",
+        "(`make bench`). Same template and asset manifest on both sides, checked.",
         "",
         "| pipelines | resources | constructs (s) | raw L1 (s) | ratio | constructs CPU (s) "
         "| raw L1 CPU (s) | CPU ratio |",

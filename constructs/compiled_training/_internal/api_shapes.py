@@ -61,11 +61,15 @@ class ShapeProblem(NamedTuple):
         return f"{self.path} {self.message}"
 
 
-@functools.lru_cache(maxsize=1)
+@functools.cache
 def _sagemaker_model() -> Any:
-    import botocore.session
+    """botocore's SageMaker service model, as a client would load it (its data path, newest
+    API version), without the session and client machinery: a tenth of a second less for
+    every synth."""
+    from botocore.loaders import Loader
+    from botocore.model import ServiceModel
 
-    return botocore.session.get_session().get_service_model("sagemaker")
+    return ServiceModel(Loader().load_service_model("sagemaker", "service-2"), "sagemaker")
 
 
 def api_shape(name: str) -> Any:

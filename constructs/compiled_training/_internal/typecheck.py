@@ -39,40 +39,44 @@ def check_arguments(function: Callable[..., Any], arguments: Mapping[str, Any], 
     qualified name. ``whole_minutes`` names the Duration props meant in minutes.
 
     Props taken as ``**props: Unpack[SomeProps]`` are checked against that ``TypedDict``: each
-    one known, the required ones given (those it declares ``Required``, and ``required``)."""
+    one known, the required ones given (those it declares ``Required``, and ``required``).
+    Only the props given are read: a prop's type may name a module (``aws_ec2`` for ``vpc``)
+    that a call without it need not import."""
     name = function.__qualname__.removesuffix(".__init__")
     if "scope" in arguments:
         _check_construct_args(name, arguments["scope"], arguments["construct_id"])
-    hints = _hints(function)
     problems: list[Problem] = []
-    values = dict(arguments)
-    for field, hint in list(hints.items()):
+    checked: list[tuple[str, Any, Any]] = []
+    for field, hint in _hints(function).items():
         if get_origin(hint) is Unpack:
-            props = get_args(hint)[0]
-            problems += _prop_problems(values.pop(field, {}), props, required)
-            hints = {**hints, **_hints(props)}
-            values.update(arguments[field])
-    problems += [problem for field, hint in hints.items() if field in values
-                 for problem in _problems(values[field], hint, field, field in whole_minutes)]
+            props, given = get_args(hint)[0], arguments[field]
+            problems += _prop_problems(given, props, required)
+            checked += [(prop, value, prop_type(props, prop))
+                        for prop, value in given.items() if prop in prop_names(props)]
+        elif field in arguments:
+            checked.append((field, arguments[field], hint))
+    problems += [problem for field, value, hint in checked
+                 for problem in _problems(value, hint, field, field in whole_minutes)]
     if problems:  # the construct's path only now: reading it is a round trip to jsii
         _raise(_construct_subject(name, arguments["scope"], arguments["construct_id"])
                if "scope" in arguments else name, problems)
 
 
-def _prop_problems(given: Mapping[str, Any], props: Any,
+def _prop_problems(given: Mapping[str, Any], props: type,
                    required: Sequence[str]) -> list[Problem]:
     """Unknown props and missing required ones (Python's keyword checks, for ``**props``)."""
-    known = _hints(props)
+    known = prop_names(props)
     problems: list[Problem] = [
         (TypeError, f"{name} is not a prop; allowed: {', '.join(known)}")
         for name in given if name not in known]
-    for name, hint in known.items():
+    for name in known:
         if name not in required_keys(props) and name not in required:
             continue
         if name not in given:
             problems.append((TypeError, f"{name} is required"))
         elif given[name] is None and name in required:  # its type allows None elsewhere
-            wanted = " or ".join(_describe(m) for m in get_args(hint) if m is not type(None))
+            wanted = " or ".join(_describe(m) for m in get_args(prop_type(props, name))
+                                 if m is not type(None))
             problems.append((TypeError, f"{name} must be {wanted}, got {_given(None)}"))
     return problems
 
@@ -129,36 +133,75 @@ def _construct_subject(name: str, scope: Any, construct_id: str) -> str:
     return f"{name} {parent}/{construct_id}" if parent else f"{name} {construct_id}"
 
 
+def prop_names(props: type) -> tuple[str, ...]:
+    """A ``TypedDict``'s keys, its bases' first, in declaration order."""
+    return tuple(props.__annotations__)
+
+
 @functools.cache
 def required_keys(props: type) -> frozenset[str]:
-    """A ``TypedDict``'s ``Required`` keys. (``__required_keys__`` misses them under
-    ``from __future__ import annotations`` before Python 3.14: it sees strings.)"""
-    hints = typing.get_type_hints(props, localns=_deferred_names(), include_extras=True)
-    return frozenset(name for name, hint in hints.items() if get_origin(hint) is Required)
+    """A ``TypedDict``'s ``Required`` keys, read as written: evaluating every key's type would
+    import every module the types name. (``__required_keys__`` misses them under ``from
+    __future__ import annotations`` before Python 3.14: it sees strings.)"""
+    def required(annotation: Any) -> bool:
+        if isinstance(annotation, typing.ForwardRef):
+            annotation = annotation.__forward_arg__
+        if isinstance(annotation, str):
+            return annotation.startswith(("Required[", "typing.Required["))
+        return get_origin(annotation) is Required
+
+    return frozenset(name for name, annotation in props.__annotations__.items()
+                     if required(annotation))
+
+
+def prop_type(props: type, name: str) -> Any:
+    """The type of one key of a ``TypedDict``, evaluated when first asked for."""
+    return _evaluate(props, name)
 
 
 @functools.cache
-def _hints(function: Callable[..., Any] | type) -> dict[str, Any]:
-    """A function's parameters, or a ``TypedDict``'s keys, with their types."""
+def _evaluate(props: type, name: str) -> Any:
+    # One key at a time, through typing's own evaluation of a class's annotations: a class
+    # holding that key's annotation alone, in the module that wrote it (a TypedDict keeps
+    # its bases' keys as forward references that name their module).
+    annotation = props.__annotations__[name]
+    module = getattr(annotation, "__forward_module__", None) or props.__module__
+    one_key = types.new_class(props.__name__, exec_body=lambda namespace: namespace.update(
+        __annotations__={name: annotation}, __module__=module))
+    return typing.get_type_hints(one_key, localns=_deferred_names())[name]
+
+
+@functools.cache
+def _hints(function: Callable[..., Any]) -> dict[str, Any]:
+    """A function's parameters with their types."""
     hints = typing.get_type_hints(function, localns=_deferred_names())
     hints.pop("return", None)
     return hints
 
 
 class _DeferredNames(dict[str, Any]):
-    """Names the modules import for type checkers only (an import cycle otherwise), imported
-    when an annotation being read names one: most checks need none of their modules."""
+    """Names the modules import for type checkers only, imported when an annotation being
+    read names one: an import cycle otherwise (the constructs), or a module that most synths
+    need not load (the CDK modules of optional props: aws_ec2 alone is a fifth of a second)."""
 
-    _MODULES = {
-        "WorkloadProfile": "compiled_training.advice.advisor",
-        "RuntimeImage": "compiled_training.image.runtime_image",
-        "CompilerBenchmark": "compiled_training.pipelines.compiler_benchmark",
+    # name: (module, attribute), or (module, None) for the module itself
+    _NAMES: dict[str, tuple[str, str | None]] = {
+        "WorkloadProfile": ("compiled_training.advice.advisor", "WorkloadProfile"),
+        "RuntimeImage": ("compiled_training.image.runtime_image", "RuntimeImage"),
+        "CompilerBenchmark": ("compiled_training.pipelines.compiler_benchmark",
+                              "CompilerBenchmark"),
+        "ModelRegistration": ("compiled_training.pipelines.registration", "ModelRegistration"),
+        "ec2": ("aws_cdk.aws_ec2", None),
+        "ecr": ("aws_cdk.aws_ecr", None),
+        "lambda_": ("aws_cdk.aws_lambda", None),
     }
 
     def __missing__(self, name: str) -> Any:
-        if name not in self._MODULES:
+        if name not in self._NAMES:
             raise KeyError(name)  # eval then looks in the annotated module's globals
-        return getattr(importlib.import_module(self._MODULES[name]), name)
+        module, attribute = self._NAMES[name]
+        imported = importlib.import_module(module)
+        return imported if attribute is None else getattr(imported, attribute)
 
 
 def _deferred_names() -> dict[str, Any]:

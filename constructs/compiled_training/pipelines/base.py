@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jsii
 from aws_cdk import Annotations, ArnFormat, Duration, Names, Resource, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -50,6 +49,9 @@ from compiled_training.pipelines.options import TrainingJobOptions
 from compiled_training.pipelines.output_bucket import TrainingOutputBucket
 from compiled_training_runtime import contract
 from constructs import Construct
+
+if TYPE_CHECKING:
+    from aws_cdk import aws_ec2 as ec2  # loaded by the maker of a VPC given
 
 PIPELINE_TAG = "compiled-training:pipeline"
 METRIC_NAMESPACE = "AWS/Sagemaker/ModelBuildingPipeline"
@@ -423,6 +425,8 @@ class PipelineBase(NamedPipeline):
             if subnets is not None or groups:
                 raise ValueError(f"{self._subject}: vpc_subnets and security_groups need a vpc")
             return [], []
+        from aws_cdk import aws_ec2 as ec2
+
         selection = subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
         selected = vpc.select_subnets(
             subnet_type=selection.subnet_type,

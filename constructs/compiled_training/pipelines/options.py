@@ -14,18 +14,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Required, TypedDict, get_type_hints
+from typing import TYPE_CHECKING, Any, Required, TypedDict
 
 from aws_cdk import Duration
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 
+from compiled_training._internal.typecheck import prop_names, prop_type
 from compiled_training.pipelines.compiler import Compiler
 from compiled_training.pipelines.framework import Framework
 from compiled_training.pipelines.job import Distribution, HyperparameterValue, InputChannel
 from compiled_training.pipelines.registration import ModelRegistration
 from compiled_training.pipelines.training_image import TrainingImage
+
+if TYPE_CHECKING:
+    # For type checkers only: the boundary check imports it when a VPC prop is given, and
+    # a synth without one need not load it (a fifth of a second).
+    from aws_cdk import aws_ec2 as ec2
 
 
 class TrainingJobOptions(TypedDict, total=False):
@@ -147,4 +152,4 @@ script on validation data)."""
 
 def prop_types(props: type) -> dict[str, Any]:
     """Each prop of a props definition and its type."""
-    return get_type_hints(props)
+    return {name: prop_type(props, name) for name in prop_names(props)}

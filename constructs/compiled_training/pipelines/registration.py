@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Annotations, Aws, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 
+from compiled_training._internal.api_shapes import api_shape
 from compiled_training._internal.definition import parameter_declarations
 from compiled_training._internal.dlc import DlcImage, resolve_dlc
 from compiled_training._internal.dlc_uri import dlc_image_uri
@@ -44,6 +44,8 @@ from compiled_training.pipelines.job import Parameter, TrainingJob
 from constructs import Construct
 
 if TYPE_CHECKING:
+    from aws_cdk import aws_lambda as lambda_  # only a registration's metrics step loads it
+
     # The benchmark's module imports the pipelines' base, which imports this one.
     from compiled_training.pipelines.compiler_benchmark import CompilerBenchmark
 
@@ -452,10 +454,7 @@ def instance_type_problems(realtime: Sequence[str], transform: Sequence[str]) ->
 
 @functools.cache
 def _instance_enums() -> tuple[frozenset[str], frozenset[str]]:
-    import botocore.session
-
-    shape = botocore.session.get_session().get_service_model("sagemaker").shape_for(
-        "InferenceSpecification")
+    shape = api_shape("InferenceSpecification")
     return (frozenset(shape.members["SupportedRealtimeInferenceInstanceTypes"].member.enum),
             frozenset(shape.members["SupportedTransformInstanceTypes"].member.enum))
 

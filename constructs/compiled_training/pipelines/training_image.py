@@ -9,19 +9,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from aws_cdk import Annotations, Stack
-from aws_cdk import aws_ecr as ecr
+from aws_cdk import Annotations
 
 from compiled_training._internal import validation
 from compiled_training._internal.dlc import DlcImage, resolve_dlc
 from compiled_training._internal.dlc_uri import dlc_image_uri
 from compiled_training._internal.policy import InlinePolicy
+from compiled_training._internal.stack_reads import format_arn, stack_of
 from compiled_training._internal.typecheck import check_arguments
 from compiled_training.pipelines.compiler import Compiler
 from compiled_training.pipelines.framework import Framework
 from constructs import Construct
 
 if TYPE_CHECKING:
+    from aws_cdk import aws_ecr as ecr  # in a repository given, so loaded by its maker
+
     # Imported for type checkers only: the image build's modules (CodeBuild, Lambda, events)
     # cost every synth a third of a second, and a pipeline that uses no RuntimeImage needs none.
     from compiled_training.image.runtime_image import RuntimeImage
@@ -124,5 +126,5 @@ def try_resolve_dlc(framework: Framework, compiler: Compiler, instance_type: str
 
 def dlc_repository_arn(scope: Construct, dlc: DlcImage, account: str) -> str:
     """A DLC's repository in its registry account, for a pull permission on it alone."""
-    return Stack.of(scope).format_arn(service="ecr", account=account, resource="repository",
-                                      resource_name=dlc.repository)
+    return format_arn(stack_of(scope), service="ecr", account=account, resource="repository",
+                      resource_name=dlc.repository)

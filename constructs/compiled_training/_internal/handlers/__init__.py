@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aws_cdk import Duration, RemovalPolicy
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 
 from compiled_training._internal.policy import InlinePolicy
 from compiled_training.nag.acknowledgements import (
@@ -19,6 +18,9 @@ from compiled_training.nag.acknowledgements import (
 )
 from constructs import Construct
 
+if TYPE_CHECKING:
+    from aws_cdk import aws_lambda as lambda_
+
 HANDLERS_DIR = Path(__file__).parent
 
 
@@ -28,6 +30,10 @@ def handler_code(module: str) -> lambda_.Code:
     Only the module: the other handlers and caches from local test runs must not change
     the asset (and so the template).
     """
+    # Imported here: a synth that makes no function need not load Lambda's module (and the
+    # six it imports), a third of a second.
+    from aws_cdk import aws_lambda as lambda_
+
     return lambda_.Code.from_asset(str(HANDLERS_DIR), exclude=["*", f"!{module}.py"])
 
 
@@ -37,6 +43,9 @@ def step_function(scope: Construct, name: str, *, module: str, policy: InlinePol
     """``module``'s handler as the function of a pipeline's Lambda step: a role with
     ``policy`` and the writing of its own logs, kept a year. Construct ids ``<name>Logs``,
     ``<name>Role``, ``<name>Function``; ``purpose`` is what checkov's skips say it does."""
+    from aws_cdk import aws_lambda as lambda_
+    from aws_cdk import aws_logs as logs
+
     log_group = logs.LogGroup(scope, f"{name}Logs", retention=logs.RetentionDays.ONE_YEAR,
                               removal_policy=RemovalPolicy.RETAIN)
     policy.allow(["logs:CreateLogStream", "logs:PutLogEvents"], [log_group.log_group_arn])
