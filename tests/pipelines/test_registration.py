@@ -45,7 +45,7 @@ LOSS = "Steps.Train.FinalMetricDataList['validation_loss'].Value"
 _PIPELINE = "bert-training"
 
 
-def _bert(stack: cdk.Stack, source_dir: Path, *, channels_with_validation: bool = False,
+def _bert(stack: cdk.Stack, source_dir: Path, *, channels_with_validation: bool = True,
           **registration) -> TrainingPipeline:
     options = {"model_package_group_name": "bert-classifier", "gate_threshold": 0.9,
                **registration}
@@ -59,13 +59,16 @@ def _bert(stack: cdk.Stack, source_dir: Path, *, channels_with_validation: bool 
         channels=channels, registration=ModelRegistration(**options))
 
 
-def _xgboost(stack: cdk.Stack, **registration) -> TrainingPipeline:
+def _xgboost(stack: cdk.Stack, *, channels_with_validation: bool = True,
+             **registration) -> TrainingPipeline:
+    channels = [InputChannel("train", "s3://team-data/tab/train/", content_type="text/csv")]
+    if channels_with_validation:
+        channels.append(InputChannel("validation", "s3://team-data/tab/validation/",
+                                     content_type="text/csv"))
     return TrainingPipeline(
         stack, "Tabular", framework=Framework.xgboost("1.7-1"), instance_type="ml.m6i.12xlarge",
         hyperparameters={"objective": "binary:logistic", "eval_metric": "auc,logloss"},
-        channels=[InputChannel("train", "s3://team-data/tab/train/", content_type="text/csv"),
-                  InputChannel("validation", "s3://team-data/tab/validation/",
-                               content_type="text/csv")],
+        channels=channels,
         registration=ModelRegistration(model_package_group_name="Tabular-Churn",
                                        gate_threshold=0.8, **registration))
 
@@ -93,7 +96,8 @@ def _register(gate: dict) -> dict:
 
 def test_gate_and_registration_pass_the_schema_and_the_api_shapes(source_dir):
     for build in (lambda s: _bert(s, source_dir), _xgboost,
-                  lambda s: _bert(s, source_dir, gate_metric="")):
+                  lambda s: _bert(s, source_dir, channels_with_validation=False,
+                                  gate_metric="")):
         stack = new_stack()
         build(stack)
         definition = _definition(stack)
@@ -188,8 +192,8 @@ def test_matches_the_sdk_register_model_lambda_and_condition_steps(source_dir, m
         response_types=spec["SupportedResponseMIMETypes"], metadata=metadata,
         description=arguments["ModelPackageDescription"], report={
             "function_arn": metrics["FunctionArn"], "bucket": metrics["Arguments"]["bucket"],
-            "prefix": registration.report_prefix, "metrics": [("validation_accuracy",
-                                                               "accuracy")],
+            "prefix": registration.report_prefix, "metrics": [
+                ("validation_loss", "loss"), ("validation_accuracy", "accuracy")],
             "problem_type": "binary_classification", "max_regression": max_regression})
     # The one deliberate difference: the SDK names the step after its collection.
     sdk_register = _register(sdk["Gate"])
@@ -250,7 +254,7 @@ def test_each_run_writes_a_model_quality_report_the_version_references(source_di
     import boto3
 
     stack = new_stack()
-    _bert(stack, source_dir, channels_with_validation=True)
+    _bert(stack, source_dir)
     definition = _definition(stack)
     step = _step(definition, METRICS_STEP)
     bucket = step["Arguments"]["bucket"]
@@ -277,7 +281,7 @@ def test_fails_to_report_a_model_that_diverged(source_dir, aws):
     import boto3
 
     stack = new_stack()
-    _bert(stack, source_dir, channels_with_validation=True)
+    _bert(stack, source_dir)
     definition = _definition(stack)
     boto3.client("s3").create_bucket(Bucket=_step(definition, METRICS_STEP)["Arguments"]["bucket"])
     with pytest.raises(ValueError, match=r"^metric accuracy is nan: no report for a model that "
@@ -314,7 +318,7 @@ def test_registers_only_a_run_no_worse_than_the_latest_approved_version(
     from tests.helpers import condition_outcome, substitute_expressions
 
     stack = new_stack()
-    _bert(stack, source_dir, channels_with_validation=True, max_regression=0.01)
+    _bert(stack, source_dir, max_regression=0.01)
     definition = _definition(stack)
     boto3.client("s3").create_bucket(Bucket=_step(definition, METRICS_STEP)["Arguments"]["bucket"])
     boto3.client("sagemaker").create_model_package_group(ModelPackageGroupName="bert-classifier")
@@ -344,7 +348,7 @@ def test_an_approved_version_without_a_report_of_this_pipeline_is_no_baseline(so
     import boto3
 
     stack = new_stack()
-    _bert(stack, source_dir, channels_with_validation=True, max_regression=0.0)
+    _bert(stack, source_dir, max_regression=0.0)
     definition = _definition(stack)
     boto3.client("s3").create_bucket(Bucket=_step(definition, METRICS_STEP)["Arguments"]["bucket"])
     boto3.client("sagemaker").create_model_package_group(ModelPackageGroupName="bert-classifier")
@@ -488,6 +492,81 @@ def test_fails_with_every_registration_problem_at_once(source_dir):
               gate_metric="f1")
 
 
+# --- the gate reads only a metric the job reports ---------------------------------------------
+# The runtime evaluates, and prints validation_*, only on a channel named "validation"
+# (tests/runtime: a run without one prints train_loss and samples_per_second only); built-in
+# XGBoost reports validation:* only for that channel too. A gate on a metric never reported
+# fails every run at the gate, so it must fail at synth.
+
+_ADD_CHANNEL = (r": add a channel named 'validation' \(held-out metrics, validation_\* and "
+                r"validation:\*, are reported on it only\), or name one of the reported "
+                r"metrics$")
+
+
+@pytest.mark.parametrize(("options", "given"), [
+    ({}, r"'validation_accuracy' \(the default\)"),
+    ({"gate_metric": "validation_accuracy"}, r"'validation_accuracy'"),
+    ({"gate_metric": "validation_loss", "max_regression": 0.01}, r"'validation_loss'"),
+], ids=["defaulted", "given", "given-with-max-regression"])
+def test_fails_on_a_held_out_gate_metric_without_a_validation_channel(source_dir, options,
+                                                                       given):
+    with pytest.raises(ValueError, match=(
+            r"^TrainingPipeline Team/Bert: registration: gate_metric must be a metric the "
+            r"training job reports \(train_loss, samples_per_second\), got " + given
+            + _ADD_CHANNEL)):
+        _bert(new_stack(), source_dir, channels_with_validation=False, **options)
+
+
+def test_fails_on_xgboosts_default_gate_without_a_validation_channel():
+    with pytest.raises(ValueError, match=(
+            r"^TrainingPipeline Team/Tabular: registration: gate_metric must be a metric the "
+            r"training job reports \(train:auc, train:logloss\), got 'validation:auc' \(the "
+            r"default\)" + _ADD_CHANNEL)):
+        _xgboost(new_stack(), channels_with_validation=False)
+
+
+def test_fails_on_xgboosts_default_gate_without_an_eval_metric():
+    # Without eval_metric no metric is known to be reported: this registered with no gate.
+    with pytest.raises(ValueError, match=(
+            r"gate_metric must be a metric the training job reports \(none\), got "
+            r"'validation:<first eval_metric>' \(the default\): set the eval_metric "
+            r"hyperparameter \(built-in XGBoost reports <channel>:<eval_metric> for each of "
+            r"its metrics\)$")):
+        TrainingPipeline(
+            new_stack(), "Tabular", framework=Framework.xgboost("1.7-1"),
+            instance_type="ml.m6i.12xlarge", hyperparameters={"objective": "binary:logistic"},
+            channels=[InputChannel("train", "s3://team-data/tab/train/"),
+                      InputChannel("validation", "s3://team-data/tab/validation/")],
+            registration=ModelRegistration(model_package_group_name="Tabular-Churn"))
+
+
+def test_without_a_validation_channel_a_reported_metric_gates_and_is_the_report():
+    stack = new_stack()
+    _xgboost(stack, channels_with_validation=False, gate_metric="train:auc")
+    definition = _definition(stack)
+    assert _gate(definition)["Arguments"]["Conditions"][0]["LeftValue"] == {
+        "Get": "Steps.Train.FinalMetricDataList['train:auc'].Value"}
+    assert _step(definition, METRICS_STEP)["Arguments"]["metrics"]["Std:Join"]["Values"] == [
+        "train:auc=", {"Get": "Steps.Train.FinalMetricDataList['train:auc'].Value"}]
+
+
+def test_a_parameterized_validation_channel_is_the_validation_channel(source_dir):
+    stack = new_stack()
+    TrainingPipeline(
+        stack, "Bert", framework=Framework.pytorch("1.13.1"), instance_type="ml.g5.2xlarge",
+        source_dir=source_dir, entry_point="train.py", pipeline_name=_PIPELINE,
+        channels=[InputChannel("train", "s3://team-data/bert/train/"),
+                  InputChannel("validation", Parameter.string(
+                      "ValidationData", "s3://team-data/bert/validation/"))],
+        registration=ModelRegistration(model_package_group_name="bert-classifier"))
+    definition = _definition(stack)
+    assert _gate(definition)["Arguments"]["Conditions"][0]["LeftValue"] == {"Get": ACCURACY}
+    assert _step(definition, METRICS_STEP)["Arguments"]["metrics"]["Std:Join"]["Values"] == [
+        "loss=", {"Get": LOSS}, ",accuracy=", {"Get": ACCURACY}]
+    validate_envelope(definition)
+    validate_job_arguments(definition)
+
+
 def test_fails_where_no_inference_image_exists_and_asks_for_one(source_dir):
     with pytest.raises(ValueError, match=r"registration: Hugging Face 4.21.1 \(PyTorch 1.11.0\) has "
                                          r"no SageMaker inference image; supported huggingface "
@@ -508,7 +587,7 @@ def _with_benchmark(stack: cdk.Stack, source_dir: Path, **benchmark) -> Training
         pipeline_name="bert-benchmark", decision_parameter_name="/nlp/bert/compiler-decision",
         channels=[InputChannel("train", "s3://team-data/bert/train/"),
                   InputChannel("validation", "s3://team-data/bert/validation/")])
-    return _bert(stack, source_dir, channels_with_validation=True, benchmark=compared)
+    return _bert(stack, source_dir, benchmark=compared)
 
 
 def test_a_version_records_the_benchmarks_verdict_as_it_stood(source_dir, aws):
@@ -571,7 +650,8 @@ def _kms_bert(stack: cdk.Stack, source_dir: Path, **registration) -> TrainingPip
         compiler=Compiler.training_compiler(), instance_type="ml.g5.48xlarge",
         source_dir=source_dir, entry_point="train.py", pipeline_name=_PIPELINE,
         kms_key=kms.Key(stack, "Key", enable_key_rotation=True),
-        channels=[InputChannel("train", "s3://team-data/bert/train/")],
+        channels=[InputChannel("train", "s3://team-data/bert/train/"),
+                  InputChannel("validation", "s3://team-data/bert/validation/")],
         registration=ModelRegistration(model_package_group_name="bert-classifier",
                                        **registration))
 
@@ -698,6 +778,8 @@ def test_an_imported_bucket_cannot_grant_the_read_and_says_so(source_dir):
         stack, "Bert", framework=Framework.pytorch("1.13.1"), instance_type="ml.g5.2xlarge",
         source_dir=source_dir, entry_point="train.py", pipeline_name=_PIPELINE,
         output_bucket=s3.Bucket.from_bucket_name(stack, "Outputs", "team-outputs"),
+        channels=[InputChannel("train", "s3://team-data/bert/train/"),
+                  InputChannel("validation", "s3://team-data/bert/validation/")],
         registration=ModelRegistration(model_package_group_name="bert-classifier",
                                        deployment_account=DEPLOYMENT))
     Annotations.from_stack(stack).has_warning("/Team/Bert", Match.string_like_regexp(

@@ -68,6 +68,10 @@ _CPU_DEFAULTS = ("ml.m5.large", "ml.m5.xlarge")
 # XGBoost's eval_metric values where higher is better (its documentation); the rest are errors.
 _XGBOOST_MAXIMIZED = ("auc", "aucpr", "map", "ndcg", "pre")
 _MINIMIZED_WORDS = ("loss", "error", "rmse", "mae", "mape", "mse")
+# The channel held-out metrics are computed on: the runtime's (contract.CHANNEL_VALIDATION)
+# and built-in XGBoost's; its metrics are named validation_* and validation:* respectively.
+_VALIDATION = "validation"
+_HELD_OUT = re.compile(rf"^{_VALIDATION}[_:]")
 
 
 @dataclass(frozen=True)
@@ -86,9 +90,10 @@ class ModelRegistration:
     """The status a new version gets: ``PendingManualApproval`` (a person approves it) or
     ``Approved`` (deployable at once)."""
     gate_metric: str | None = None
-    """A metric the training job reports; when omitted, ``validation_accuracy`` where the job
-    reports it, else its first validation metric (built-in XGBoost:
-    ``validation:<first eval_metric>``). Empty string: no gate."""
+    """A metric the training job reports; when omitted, ``validation_accuracy`` (built-in
+    XGBoost: ``validation:<first eval_metric>``). Held-out metrics are reported only by a job
+    with a ``validation`` channel: without one, name a metric the job reports. Empty string:
+    no gate."""
     gate_threshold: float | None = None
     """The threshold's default (a Float pipeline parameter, overridable per run); when
     omitted, 0.0 (for a metric where higher is better) or 1.0."""
@@ -319,17 +324,56 @@ def _text(value: Any) -> dict[str, Any]:
 def declared_metrics(job: TrainingJob) -> dict[str, bool]:
     """Metrics the training job reports, each with whether higher is better.
 
-    Script-mode jobs report what their ``MetricDefinitions`` declare. Built-in XGBoost takes no
-    metric definitions: it reports ``<channel>:<eval_metric>`` for each input channel and each
-    of its ``eval_metric`` hyperparameter's metrics.
+    Script-mode jobs report what their ``MetricDefinitions`` declare, the held-out ones
+    (``validation_*``) only with a ``validation`` channel: the runtime evaluates on that channel
+    alone. Built-in XGBoost takes no metric definitions: it reports ``<channel>:<eval_metric>``
+    for each input channel and each of its ``eval_metric`` hyperparameter's metrics.
     """
     if job.framework.runs_script:
         return {m["Name"]: not any(w in m["Name"] for w in _MINIMIZED_WORDS)
-                for m in job.metric_definitions}
-    eval_metric = job.hyperparameters.get("eval_metric")
-    names = str(eval_metric).split(",") if isinstance(eval_metric, str) else []
+                for m in job.metric_definitions
+                if _validated(job) or not _HELD_OUT.match(m["Name"])}
     return {f"{channel.name}:{name}": name.split("@")[0] in _XGBOOST_MAXIMIZED
-            for channel in job.channels for name in names}
+            for channel in job.channels for name in _eval_metrics(job)}
+
+
+def _validated(job: TrainingJob) -> bool:
+    """Whether the job has the channel held-out metrics are computed on."""
+    return any(c.name == _VALIDATION for c in job.channels)
+
+
+def _eval_metrics(job: TrainingJob) -> list[str]:
+    """Built-in XGBoost's ``eval_metric`` hyperparameter, as a list."""
+    eval_metric = job.hyperparameters.get("eval_metric")
+    return str(eval_metric).split(",") if isinstance(eval_metric, str) else []
+
+
+def default_gate_metric(job: TrainingJob) -> str:
+    """A held-out metric: validation accuracy; built-in XGBoost's first ``eval_metric`` on the
+    validation channel."""
+    if job.framework.runs_script:
+        return "validation_accuracy"
+    return f"{_VALIDATION}:{next(iter(_eval_metrics(job)), '<first eval_metric>')}"
+
+
+def gate_metric_problem(job: TrainingJob, metric: str, declared: Mapping[str, bool],
+                        defaulted: bool) -> str:
+    """Why a gate on ``metric``, which the job does not report, would fail every run (not
+    the synth), and the fix."""
+    fixes = []
+    if _HELD_OUT.match(metric) and not _validated(job):
+        fixes.append(f"add a channel named {_VALIDATION!r} (held-out metrics, {_VALIDATION}_* "
+                     f"and {_VALIDATION}:*, are reported on it only)")
+    if not job.framework.runs_script and not _eval_metrics(job):
+        fixes.append("set the eval_metric hyperparameter (built-in XGBoost reports "
+                     "<channel>:<eval_metric> for each of its metrics)")
+    fix = " and ".join(fixes)
+    if declared:
+        fix = f"{fix}, or name one of the reported metrics" if fix else \
+            "name one of the reported metrics"
+    return (f"gate_metric must be a metric the training job reports "
+            f"({', '.join(declared) or 'none'}), got {metric!r}"
+            f"{' (the default)' if defaulted else ''}{': ' + fix if fix else ''}")
 
 
 def resolve(where: str, options: ModelRegistration, job: TrainingJob, image_uri: str,
@@ -347,14 +391,11 @@ def resolve(where: str, options: ModelRegistration, job: TrainingJob, image_uri:
     gate = None
     metric = options.gate_metric
     if metric is None:
-        # A held-out metric: validation accuracy, else the validation channel's first
-        # (XGBoost's first eval_metric).
-        metric = "validation_accuracy" if "validation_accuracy" in declared else next(
-            (m for m in declared if m.startswith("validation")), "")
+        metric = default_gate_metric(job)
     if metric:
         if metric not in declared:
-            problems.append(f"gate_metric must be a metric the training job reports "
-                            f"({', '.join(declared) or 'none'}), got {metric!r}")
+            problems.append(gate_metric_problem(job, metric, declared,
+                                                options.gate_metric is None))
         else:
             higher = declared[metric] if options.higher_is_better is None \
                 else options.higher_is_better
@@ -366,12 +407,14 @@ def resolve(where: str, options: ModelRegistration, job: TrainingJob, image_uri:
     regression = None
     if options.max_regression is not None:
         allowed = options.max_regression
-        if gate is None or isinstance(allowed, bool) or not isinstance(allowed, (int, float)) \
+        # No gate asked for (gate_metric=""); a gate metric the job does not report is
+        # gate_metric's problem alone.
+        if not metric or isinstance(allowed, bool) or not isinstance(allowed, (int, float)) \
                 or not 0 <= allowed < float("inf"):
             problems.append(f"max_regression must be a number of at least 0 (how much worse "
                             f"than the latest approved version the gate metric may be), with "
                             f"a gate metric, got {allowed!r}"
-                            + ("" if gate else " and no gate metric"))
+                            + ("" if metric else " and no gate metric"))
         else:
             regression = Parameter.float(REGRESSION_PARAMETER, float(allowed))
     realtime = list(options.realtime_instance_types or default_instance_types(job))
@@ -410,10 +453,9 @@ def report_metrics(job: TrainingJob, gate: Gate | None) -> list[tuple[str, str]]
     validation channel: a metric the job never prints would fail the step that reads it) and
     the gate's; each named as SageMaker's reports name them (``validation_accuracy`` ->
     ``accuracy``, ``validation:auc`` -> ``auc``)."""
-    validated = any(c.name == "validation" for c in job.channels)
     chosen = [m for m in declared_metrics(job)
-              if (validated and m.startswith("validation")) or (gate and m == gate.metric)]
-    return [(m, re.sub(r"^validation[_:]", "", m)) for m in chosen]
+              if _HELD_OUT.match(m) or (gate and m == gate.metric)]
+    return [(m, _HELD_OUT.sub("", m)) for m in chosen]
 
 
 def problem_type(job: TrainingJob) -> str:
