@@ -41,6 +41,7 @@ from compiled_training._internal.handlers import step_function
 from compiled_training._internal.instances import accelerator
 from compiled_training._internal.policy import InlinePolicy
 from compiled_training.pipelines.job import Parameter, TrainingJob
+from compiled_training_runtime import contract
 from constructs import Construct
 
 if TYPE_CHECKING:
@@ -68,9 +69,9 @@ _CPU_DEFAULTS = ("ml.m5.large", "ml.m5.xlarge")
 # XGBoost's eval_metric values where higher is better (its documentation); the rest are errors.
 _XGBOOST_MAXIMIZED = ("auc", "aucpr", "map", "ndcg", "pre")
 _MINIMIZED_WORDS = ("loss", "error", "rmse", "mae", "mape", "mse")
-# The channel held-out metrics are computed on: the runtime's (contract.CHANNEL_VALIDATION)
-# and built-in XGBoost's; its metrics are named validation_* and validation:* respectively.
-_VALIDATION = "validation"
+# The channel held-out metrics are computed on, by the runtime and by built-in XGBoost; their
+# metrics are named validation_* and validation:* respectively.
+_VALIDATION = contract.CHANNEL_VALIDATION
 _HELD_OUT = re.compile(rf"^{_VALIDATION}[_:]")
 
 
