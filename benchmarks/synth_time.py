@@ -124,6 +124,10 @@ def worker(mode: str, n: int, kept: str | None) -> None:
 def _run(mode: str, n: int, kept: Path | None, keep: Path | None = None
          ) -> tuple[float, float]:
     env = dict(os.environ, JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="20")
+    # Python's default: modules' bytecode is cached after the first import, as on a user's
+    # machine (a wheel's modules are compiled at install). A shell that turns the cache off
+    # would charge every run for compiling this library's modules, which no user pays twice.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     if keep:
         env["BENCH_KEEP_ASSEMBLY"] = str(keep)
     args = [sys.executable, __file__, "--worker", mode, str(n)]

@@ -171,7 +171,9 @@ def shown(value: Any) -> str:
 # What ``Token.is_unresolved`` tests a string for (aws-cdk-lib core/lib/private/encoding.ts:
 # "Token[" anywhere, then a string token marker or a number token rendered into the string).
 _TOKEN_MARKER = "Token["
-_STRING_TOKEN = re.compile(r"\$\{Token\[[a-zA-Z0-9:._-]+\]\}|-1\.[0-9]{10,16}e\+289")
+STRING_TOKEN = re.compile(r"\$\{Token\[[a-zA-Z0-9:._-]+\]\}")
+"""A token as CDK encodes it inside a string."""
+_STRING_TOKEN = re.compile(STRING_TOKEN.pattern + r"|-1\.[0-9]{10,16}e\+289")
 
 
 def is_token(value: Any) -> bool:

@@ -72,6 +72,11 @@ def path(construct: IConstruct) -> str:
     return once(construct, "path", lambda: construct.node.path)
 
 
+def role_arn(role: iam.IRole) -> str:
+    """``role.role_arn``: a job's role and the pipeline role's pass grant both name it."""
+    return once(role, "role_arn", lambda: role.role_arn)
+
+
 def format_arn(stack: Stack, **components: Any) -> str:
     """``stack.format_arn(**components)``: the same ARN for the same components."""
     key = ("arn", *sorted(components.items(), key=lambda item: item[0]))

@@ -7,7 +7,7 @@ from typing import Any
 
 from aws_cdk import Acknowledgment, CfnResource, Stack, Validations
 
-from compiled_training._internal.api_shapes import is_token
+from compiled_training._internal.api_shapes import STRING_TOKEN
 from compiled_training._internal.stack_reads import once
 from constructs import IConstruct
 
@@ -35,13 +35,16 @@ def acknowledge_wildcards(scope: IConstruct, reasons: Mapping[str, str], *,
 
 
 def _finding_names(stack: Stack, resources: list[str]) -> list[str]:
-    """The resources flattened as cdk-nag names them. A resource with tokens is resolved once
-    per stack, in one call for all that are new (pipelines share most of their wildcards)."""
-    names: dict[str, str] = once(stack, "wildcard names", dict)
-    new = [r for r in resources if r not in names and is_token(r)]
+    """The resources flattened as cdk-nag names them. Each token is resolved once per stack,
+    in one call for all that are new: pipelines share them (the partition, the bucket), while
+    the strings around them differ."""
+    flat: dict[str, str] = once(stack, "flattened tokens", dict)
+    new = sorted({token for resource in resources for token in STRING_TOKEN.findall(resource)}
+                 - flat.keys())
     if new:
-        names.update(zip(new, map(flatten, stack.resolve(new)), strict=True))
-    return [names.get(resource, resource) for resource in resources]
+        flat.update(zip(new, map(flatten, stack.resolve(new)), strict=True))
+    return [STRING_TOKEN.sub(lambda token: flat[token.group()], resource)
+            for resource in resources]
 
 
 def flatten(value: Any) -> str:

@@ -34,6 +34,7 @@ from compiled_training._internal.stack_reads import (
     once,
     path,
     region,
+    role_arn,
     stack_of,
 )
 from compiled_training.pipelines.compiler import Compiler
@@ -66,11 +67,6 @@ class NamedPipeline(Resource):
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
         self._pipeline_name = ""
-        self._pipeline_arn = ""
-
-    def _set_name(self, pipeline_name: str) -> None:
-        self._pipeline_name = pipeline_name
-        self._pipeline_arn = pipeline_arn(self, pipeline_name)
 
     # --- IPipeline (properties: jsii reads an interface's members from a class's properties)
 
@@ -81,8 +77,9 @@ class NamedPipeline(Resource):
 
     @property
     def pipeline_arn(self) -> str:
-        """The SageMaker pipeline's ARN, in this stack's account and region."""
-        return self._pipeline_arn
+        """The SageMaker pipeline's ARN, in this stack's account and region (formatted when
+        first asked for: most pipelines are never granted or alarmed on by ARN)."""
+        return pipeline_arn(self, self._pipeline_name)
 
     @property
     def pipeline_ref(self) -> Any:
@@ -119,7 +116,7 @@ class ImportedPipeline(NamedPipeline):
 
     def __init__(self, scope: Construct, construct_id: str, *, pipeline_name: str) -> None:
         super().__init__(scope, construct_id)
-        self._set_name(pipeline_name)
+        self._pipeline_name = pipeline_name
 
 
 class PipelineBase(NamedPipeline):
@@ -155,8 +152,8 @@ class PipelineBase(NamedPipeline):
         self._stack = made_in(self, scope)
         pipeline_name = options.get("pipeline_name")
         self._named_by_path = pipeline_name is None
-        self._set_name(pipeline_name or Names.unique_resource_name(
-            self, max_length=80, separator="-"))
+        self._pipeline_name = pipeline_name or Names.unique_resource_name(
+            self, max_length=80, separator="-")
         self.framework = options["framework"]
         self.compiler = compiler
         self.instance_type = options["instance_type"]
@@ -388,7 +385,7 @@ class PipelineBase(NamedPipeline):
             policy.allow([f"sagemaker:Describe{verb}", f"sagemaker:Stop{verb}"], [jobs],
                          why=why, conditions={"StringEquals": {
                              f"aws:ResourceTag/{PIPELINE_TAG}": self.pipeline_name}})
-        policy.allow(["iam:PassRole"], [execution_role.role_arn], conditions={
+        policy.allow(["iam:PassRole"], [role_arn(execution_role)], conditions={
             "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}})
         return policy
 

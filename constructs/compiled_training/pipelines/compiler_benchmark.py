@@ -29,6 +29,7 @@ from compiled_training._internal.dlc_uri import dlc_image_uri
 from compiled_training._internal.handlers import step_function
 from compiled_training._internal.instances import gpus_per_instance
 from compiled_training._internal.policy import InlinePolicy
+from compiled_training._internal.stack_reads import role_arn
 from compiled_training._internal.typecheck import check_arguments
 from compiled_training.image.runtime_wheel import PACKAGE_DIR as RUNTIME_PACKAGE_DIR
 from compiled_training.pipelines.base import (
@@ -143,7 +144,7 @@ class CompilerBenchmark(PipelineBase):
                                [c for c in (self.code, comparison_code) if c])
         self._allow_logs_and_metrics(policy, "ProcessingJobs")
         self.role = self._execution_role(policy)
-        self.arms = {name: replace(job, role_arn=self.role.role_arn)
+        self.arms = {name: replace(job, role_arn=role_arn(self.role))
                      for name, job in self.arms.items()}
 
         decision_parameter_name = props.get("decision_parameter_name")
@@ -165,7 +166,7 @@ class CompilerBenchmark(PipelineBase):
         comparison = ComparisonJob(
             image_uri=comparison_uri,
             instance_type=comparison_type,
-            role_arn=self.role.role_arn,
+            role_arn=role_arn(self.role),
             code_s3_uri=comparison_code.s3_object_url,
             output_s3_uri=execution_scoped(self.comparison_s3_prefix),
             quality_metric=self.quality_metric,

@@ -12,6 +12,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from compiled_training._internal import validation
 from compiled_training._internal.definition import build_definition
 from compiled_training._internal.policy import InlinePolicy
+from compiled_training._internal.stack_reads import role_arn
 from compiled_training._internal.typecheck import check_arguments
 from compiled_training.pipelines.base import PipelineBase
 from compiled_training.pipelines.compiler import Compiler
@@ -80,7 +81,7 @@ class TrainingPipeline(PipelineBase):
 
         self._execution_policy(policy, [job], [self.code] if self.code else [])
         self.role = self._execution_role(policy)
-        self.job = job = replace(job, role_arn=self.role.role_arn)
+        self.job = job = replace(job, role_arn=role_arn(self.role))
         definition = build_definition(job)
         pipeline_policy = self._pipeline_policy(self.role)
         if self.registration is not None:
