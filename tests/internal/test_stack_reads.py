@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from compiled_training import Compiler, Framework, InputChannel, TrainingPipeline
 from compiled_training._internal.api_shapes import is_token
 from compiled_training._internal.dlc import resolve_dlc
+from compiled_training.nag.acknowledgements import _finding_names, flatten
 from tests.helpers import definitions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,6 +138,21 @@ def test_every_pipelines_wildcards_are_acknowledged_in_every_stack(tmp_path, sou
     app.synth()
     report = json.loads((tmp_path / "validation-report.json").read_text())
     assert [v for p in report["pluginReports"] for v in p.get("violations", [])] == []
+
+
+def test_wildcard_names_resolve_each_token_once_and_read_as_the_whole_string_does():
+    # Each token is resolved once per stack and put back into each string; the names must be
+    # what resolving each whole string (intrinsics and all) and flattening it gives.
+    stack = cdk.Stack(cdk.App(), "Names")
+    bucket = s3.Bucket(stack, "Bucket")
+    resources = [f"arn:{Aws.PARTITION}:s3:::{bucket.bucket_name}/team/*",
+                 bucket.arn_for_objects("other/*"), f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:*",
+                 "arn:aws:sagemaker:us-east-1:123456789012:training-job/*",
+                 Fn.join("/", [bucket.bucket_arn, "*"])]
+    expected = [flatten(stack.resolve(resource)) for resource in resources]
+    assert _finding_names(stack, resources) == expected
+    assert expected[0] == "arn:<AWS::Partition>:s3:::<Bucket83908E77>/team/*"
+    assert _finding_names(stack, resources[:1]) == expected[:1]  # from what the stack holds
 
 
 # --- a warm process, a fresh process: the same template ---------------------------------------

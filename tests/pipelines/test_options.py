@@ -106,6 +106,39 @@ def test_type_checkers_see_the_props_of_the_keyword_arguments(tmp_path):
     ], result.stdout
 
 
+def test_a_synth_loads_the_modules_of_the_props_it_is_given_only(source_dir):
+    # A prop's type is read when the prop is given: a pipeline without a VPC or a
+    # registration loads neither aws_ec2 nor Lambda's module (a third of a second per synth),
+    # and one with a VPC still has it checked. In a fresh interpreter: this one has them all.
+    program = textwrap.dedent(f"""
+        import sys
+        import aws_cdk as cdk
+        from compiled_training import Framework, InputChannel, TrainingPipeline
+        stack = cdk.Stack(cdk.App(), "Team", env=cdk.Environment(account="123456789012",
+                                                                 region="us-east-1"))
+        TrainingPipeline(stack, "Nlp", framework=Framework.pytorch("1.13.1"),
+                         instance_type="ml.g5.2xlarge", source_dir={str(source_dir)!r},
+                         entry_point="train.py", pipeline_name="nlp",
+                         channels=[InputChannel("train", "s3://team-data/t/")])
+        cdk.App.of(stack).synth()
+        print(sorted(m for m in ("aws_cdk.aws_ec2", "aws_cdk.aws_lambda", "aws_cdk.aws_ecr",
+                                 "botocore.session") if m in sys.modules))
+        try:
+            TrainingPipeline(stack, "Vpc", framework=Framework.pytorch("1.13.1"),
+                             instance_type="ml.g5.2xlarge", source_dir={str(source_dir)!r},
+                             entry_point="train.py", pipeline_name="vpc", vpc="vpc-1234")
+        except TypeError as error:
+            print(error)
+    """)
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                            check=True, env={**os.environ,
+                                             "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"})
+    loaded, error = result.stdout.splitlines()[-2:]
+    assert loaded == "[]"
+    assert error == ("TrainingPipeline Team/Vpc: vpc must be aws_ec2.IVpc or None, got str "
+                     "'vpc-1234'")
+
+
 # --- cdk.json team keys, read off the same definition ----------------------------------------
 
 TEAM = {"framework": "xgboost", "framework_version": "1.7-1", "instance_type": "ml.m5.xlarge",
