@@ -244,7 +244,7 @@ def main() -> int:
         f"{median(extra('raw', True)) * 1000:.0f} ms.",
         "",
         f"Targets (issue 12): at most {TARGET_RATIO}x at {largest} pipelines: "
-        f"{at_largest:.2f}x (rounds from {ratios[0]:.2f}x to {ratios[-1]:.2f}x), "
+        f"{at_largest:.3f}x (rounds from {ratios[0]:.2f}x to {ratios[-1]:.2f}x), "
         f"{'holds' if ratio_holds else 'MISSED'}; at most {TARGET_EXTRA_S * 1000:.0f} ms per "
         f"extra pipeline: {ours_extra * 1000:.0f} ms, {'holds' if extra_holds else 'MISSED'}.",
         "",
