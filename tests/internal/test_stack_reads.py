@@ -140,19 +140,34 @@ def test_every_pipelines_wildcards_are_acknowledged_in_every_stack(tmp_path, sou
     assert [v for p in report["pluginReports"] for v in p.get("violations", [])] == []
 
 
+class _CountingStack(cdk.Stack):
+    """A stack that counts the resolve calls made from Python."""
+
+    resolves = 0
+
+    def resolve(self, obj):
+        type(self).resolves += 1
+        return super().resolve(obj)
+
+
 def test_wildcard_names_resolve_each_token_once_and_read_as_the_whole_string_does():
     # Each token is resolved once per stack and put back into each string; the names must be
     # what resolving each whole string (intrinsics and all) and flattening it gives.
-    stack = cdk.Stack(cdk.App(), "Names")
+    stack = _CountingStack(cdk.App(), "Names")
     bucket = s3.Bucket(stack, "Bucket")
     resources = [f"arn:{Aws.PARTITION}:s3:::{bucket.bucket_name}/team/*",
                  bucket.arn_for_objects("other/*"), f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:*",
                  "arn:aws:sagemaker:us-east-1:123456789012:training-job/*",
                  Fn.join("/", [bucket.bucket_arn, "*"])]
+    names = _finding_names(stack, resources)
+    assert _CountingStack.resolves == 1  # one call for every token of every string
     expected = [flatten(stack.resolve(resource)) for resource in resources]
-    assert _finding_names(stack, resources) == expected
+    assert names == expected
     assert expected[0] == "arn:<AWS::Partition>:s3:::<Bucket83908E77>/team/*"
-    assert _finding_names(stack, resources[:1]) == expected[:1]  # from what the stack holds
+    resolves = _CountingStack.resolves
+    another = f"arn:{Aws.PARTITION}:s3:::{bucket.bucket_name}/another/*"
+    assert _finding_names(stack, [another]) == [flatten(stack.resolve(another))]
+    assert _CountingStack.resolves == resolves + 1  # only the check's own: its tokens are known
 
 
 # --- a warm process, a fresh process: the same template ---------------------------------------

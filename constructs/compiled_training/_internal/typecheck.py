@@ -190,10 +190,8 @@ class _DeferredNames(dict[str, Any]):
         "RuntimeImage": ("compiled_training.image.runtime_image", "RuntimeImage"),
         "CompilerBenchmark": ("compiled_training.pipelines.compiler_benchmark",
                               "CompilerBenchmark"),
-        "ModelRegistration": ("compiled_training.pipelines.registration", "ModelRegistration"),
         "ec2": ("aws_cdk.aws_ec2", None),
         "ecr": ("aws_cdk.aws_ecr", None),
-        "lambda_": ("aws_cdk.aws_lambda", None),
     }
 
     def __missing__(self, name: str) -> Any:
