@@ -18,7 +18,7 @@ from typing import Any, Union, get_args, get_origin
 
 from aws_cdk import Annotations, Duration, Stack, TimeZone
 
-from compiled_training._internal.typecheck import required_keys
+from compiled_training._internal.typecheck import prop_names, required_keys
 from compiled_training.image.runtime_image import BuildMode, RuntimeImage
 from compiled_training.nag.acknowledgements import acknowledge
 from compiled_training.nag.rule_pack import PACK
@@ -105,7 +105,7 @@ _PIPELINE_ENUMS = {k: e for k, e in _enums(TrainingPipelineProps).items() if k i
 # comes from the team's pipeline (same framework, instances, code, data and hyperparameters).
 _BENCHMARK_KEYS: dict[str, JsonType] = {
     "compiler": str,
-    **_keys(CompilerBenchmarkProps, set(prop_types(TrainingJobOptions))),
+    **_keys(CompilerBenchmarkProps, set(prop_names(TrainingJobOptions))),
     "spot": bool,
 }
 _BENCHMARK_ENUMS = {k: e for k, e in _enums(CompilerBenchmarkProps).items()
@@ -240,7 +240,7 @@ def benchmark_props(benchmark: Mapping[str, Any], pipeline: Mapping[str, Any],
     wall-clock time and would distort the comparison.
     """
     props = {key: value for key, value in pipeline.items()
-             if key in prop_types(TrainingJobOptions) and key not in _NOT_SHARED
+             if key in prop_names(TrainingJobOptions) and key not in _NOT_SHARED
              and value is not None}
     props["compiler"] = _compiler("benchmark.compiler",
                                   benchmark.get("compiler", "training-compiler"),

@@ -154,13 +154,9 @@ def required_keys(props: type) -> frozenset[str]:
                      if required(annotation))
 
 
+@functools.cache
 def prop_type(props: type, name: str) -> Any:
     """The type of one key of a ``TypedDict``, evaluated when first asked for."""
-    return _evaluate(props, name)
-
-
-@functools.cache
-def _evaluate(props: type, name: str) -> Any:
     # One key at a time, through typing's own evaluation of a class's annotations: a class
     # holding that key's annotation alone, in the module that wrote it (a TypedDict keeps
     # its bases' keys as forward references that name their module).

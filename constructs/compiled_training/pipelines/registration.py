@@ -28,18 +28,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from aws_cdk import Annotations, Aws, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import Annotations, Aws, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 
-from compiled_training._internal.api_shapes import api_shape
+from compiled_training._internal.api_shapes import api_shape, is_token
 from compiled_training._internal.definition import parameter_declarations
 from compiled_training._internal.dlc import DlcImage, resolve_dlc
 from compiled_training._internal.dlc_uri import dlc_image_uri
 from compiled_training._internal.handlers import step_function
 from compiled_training._internal.instances import accelerator
 from compiled_training._internal.policy import InlinePolicy
+from compiled_training._internal.stack_reads import aws_partition, format_arn, stack_of
 from compiled_training.pipelines.job import Parameter, TrainingJob
 from compiled_training_runtime import contract
 from constructs import Construct
@@ -353,7 +354,7 @@ def default_gate_metric(job: TrainingJob) -> str:
     """A held-out metric: validation accuracy; built-in XGBoost's first ``eval_metric`` on the
     validation channel."""
     if job.framework.runs_script:
-        return "validation_accuracy"
+        return contract.DEFAULT_QUALITY_METRIC
     return f"{_VALIDATION}:{next(iter(_eval_metrics(job)), '<first eval_metric>')}"
 
 
@@ -482,7 +483,7 @@ def instance_type_problems(realtime: Sequence[str], transform: Sequence[str]) ->
     allowed_realtime, allowed_transform = _instance_enums()
     for field_name, types, allowed in (("realtime_instance_types", realtime, allowed_realtime),
                                        ("transform_instance_types", transform, allowed_transform)):
-        unknown = [t for t in types if not Token.is_unresolved(t) and t not in allowed]
+        unknown = [t for t in types if not is_token(t) and t not in allowed]
         if unknown:
             problems.append(f"{field_name} must be SageMaker instance types for this use "
                             f"(such as {', '.join(_GPU_DEFAULTS + _CPU_DEFAULTS)}), got "
@@ -504,7 +505,7 @@ def _instance_enums() -> tuple[frozenset[str], frozenset[str]]:
 
 def metadata_value(value: str) -> str:
     """A customer metadata value: the characters the API refuses become spaces, at most 256."""
-    return value if Token.is_unresolved(value) else _METADATA_UNSAFE.sub(" ", value)[:256]
+    return value if is_token(value) else _METADATA_UNSAFE.sub(" ", value)[:256]
 
 
 def inference_dlc(job: TrainingJob, instance_type: str) -> DlcImage:
@@ -545,17 +546,17 @@ class BoundRegistration:
 
     def allow(self, policy: InlinePolicy, scope: Construct) -> None:
         """The pipeline role may create versions in this group, and read the group."""
-        stack = Stack.of(scope)
+        stack = stack_of(scope)
         # SageMaker writes model package ARNs in lower case; a name with capitals is listed
         # both ways so the grant holds however the ARN is spelt.
         names = sorted({self.registration.group_name, self.registration.group_name.lower()})
         policy.allow(["sagemaker:CreateModelPackage"],
-                     [stack.format_arn(service="sagemaker", resource="model-package",
-                                       resource_name=f"{n}/*") for n in names],
+                     [format_arn(stack, service="sagemaker", resource="model-package",
+                                 resource_name=f"{n}/*") for n in names],
                      why="Versions are numbered at run time, inside this one group.")
         policy.allow(["sagemaker:DescribeModelPackageGroup"], [
-            stack.format_arn(service="sagemaker", resource="model-package-group",
-                             resource_name=n) for n in names])
+            format_arn(stack, service="sagemaker", resource="model-package-group",
+                       resource_name=n) for n in names])
         if self.metrics_function is not None:
             policy.allow(["lambda:InvokeFunction"], [self.metrics_function.function_arn])
 
@@ -594,7 +595,7 @@ def bind_registration(scope: Construct, where: str, options: ModelRegistration,
                 f"{'' if registration.metrics else ' and no reported metric'}")
         registration = replace(registration,
                                benchmark_parameter=benchmark.decision_parameter_name)
-    stack = Stack.of(scope)
+    stack = stack_of(scope)
     function = None
     if registration.metrics:
         function = _metrics_function(scope, registration, bucket, job.pipeline_name, benchmark)
@@ -603,8 +604,8 @@ def bind_registration(scope: Construct, where: str, options: ModelRegistration,
     if options.deployment_account is not None:
         _let_deployment_account_read(scope, bucket, job.pipeline_name,
                                      options.deployment_account)
-    group_arn = stack.format_arn(service="sagemaker", resource="model-package-group",
-                                 resource_name=registration.group_name)
+    group_arn = format_arn(stack, service="sagemaker", resource="model-package-group",
+                           resource_name=registration.group_name)
     group = None
     if not options.existing_group:
         group = sagemaker.CfnModelPackageGroup(
@@ -621,8 +622,8 @@ def _group_policy(stack: Stack, group_arn: str, name: str,
                   account: str | None) -> dict[str, Any] | None:
     if account is None:
         return None
-    packages = stack.format_arn(service="sagemaker", resource="model-package",
-                                resource_name=f"{name.lower()}/*")
+    packages = format_arn(stack, service="sagemaker", resource="model-package",
+                          resource_name=f"{name.lower()}/*")
     principal = iam.AccountPrincipal(account).arn
     return {"Version": "2012-10-17", "Statement": [
         {"Sid": "DeploymentAccountReadsGroup", "Effect": "Allow",
@@ -640,7 +641,7 @@ def _metrics_function(scope: Construct, registration: Registration, bucket: s3.I
                       ) -> lambda_.Function:
     """Writes this pipeline's reports, and reads its own reports and its group's versions
     where it compares with approved versions; nothing else."""
-    stack = Stack.of(scope)
+    stack = stack_of(scope)
     policy = InlinePolicy()
     reports = f"{registration.report_prefix}/"
     policy.allow_prefix(bucket.bucket_name, reports, ["s3:PutObject"],
@@ -652,8 +653,8 @@ def _metrics_function(scope: Construct, registration: Registration, bucket: s3.I
                                 "pipeline wrote under its report prefix.")
         names = sorted({registration.group_name, registration.group_name.lower()})
         policy.allow(["sagemaker:DescribeModelPackage"], [
-            stack.format_arn(service="sagemaker", resource="model-package",
-                             resource_name=f"{n}/*") for n in names],
+            format_arn(stack, service="sagemaker", resource="model-package",
+                       resource_name=f"{n}/*") for n in names],
             why="Versions are numbered at run time, inside this one group.")
         policy.allow(["sagemaker:ListModelPackages"], ["*"],
                      why="sagemaker:ListModelPackages supports no resource-level permission; "
@@ -690,7 +691,7 @@ def _let_deployment_account_read(scope: Construct, bucket: s3.IBucket, pipeline_
             # so the key naming the bucket would be a dependency cycle.
             conditions={
                 "StringEquals": {"kms:ViaService": f"s3.{Aws.REGION}.amazonaws.com"},
-                "StringLike": {"kms:EncryptionContext:aws:s3:arn": f"arn:{Aws.PARTITION}:s3:::*"},
+                "StringLike": {"kms:EncryptionContext:aws:s3:arn": f"arn:{aws_partition()}:s3:::*"},
             })).statement_added and added
     if not added:
         Annotations.of(scope).add_warning_v2(
