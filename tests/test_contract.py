@@ -9,8 +9,10 @@ import re
 import pytest
 
 from compiled_training._internal.handlers import decision as decision_handler
+from compiled_training._internal.handlers import model_metrics as metrics_handler
 from compiled_training.advice.advisor import assess_workload
 from compiled_training.pipelines.compiler import Compiler, CompilerKind
+from compiled_training.pipelines.registration import metadata_value
 from compiled_training.tools.cli import load_workloads
 from compiled_training_runtime import contract
 from compiled_training_runtime.compare import ArmRun, Thresholds, compare
@@ -106,3 +108,12 @@ def test_the_comparison_writes_the_decision_fields_the_pipeline_reads():
     # The decision function's asset holds its module alone; its copy must match.
     assert decision_handler.FIELDS[:len(contract.DECISION_FIELDS)] == contract.DECISION_FIELDS
     assert decision_handler.VERDICTS == (contract.VERDICT_SHIP, contract.VERDICT_HOLD)
+
+
+@pytest.mark.parametrize("text", ["plain", "a\nb\tc", 'quoted "x" & <y>', "ünïcödé ✓", "x" * 300,
+                                  "speedup 1.42 quality_drop -0.1 s3://b/k=v+w@z"])
+def test_the_metrics_functions_copies_match_what_the_constructs_write(text):
+    # The model-metrics function's asset holds its module alone: its copies of the decision
+    # fields it reports (the recorded decision's) and of the metadata value rule must match.
+    assert set(metrics_handler.BENCHMARK_FIELDS) <= set(decision_handler.FIELDS)
+    assert metrics_handler.metadata_text(text) == metadata_value(text)
