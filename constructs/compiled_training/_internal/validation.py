@@ -52,6 +52,7 @@ class Findings:
     warnings: list[Finding]
 
     def raise_errors(self, subject: str) -> None:
+        """Raises every error in one ValueError about ``subject``; nothing when there is none."""
         if len(self.errors) == 1:
             raise ValueError(f"{subject}: {self.errors[0].message}")
         if self.errors:

@@ -272,8 +272,7 @@ class PipelineBase(NamedPipeline):
         warnings: dict[tuple[str, str], list[str]] = {}
         for arm, job in jobs.items():
             findings = validation.check(job)
-            if findings.errors:
-                findings.raise_errors(f"{self._subject} ({arm} arm)" if arm else self._subject)
+            findings.raise_errors(f"{self._subject} ({arm} arm)" if arm else self._subject)
             for warning in findings.warnings:
                 warnings.setdefault((warning.rule, warning.message), []).append(arm)
         for (rule, message), arms in warnings.items():
@@ -291,8 +290,7 @@ class PipelineBase(NamedPipeline):
         taken_by = names.get(key)
         findings = validation.check_pipeline(definition, description, self.pipeline_name,
                                              path(taken_by) if taken_by else None)
-        if findings.errors:
-            findings.raise_errors(self._subject)
+        findings.raise_errors(self._subject)
         names[key] = self
 
     def _execution_policy(self, policy: InlinePolicy, jobs: Sequence[TrainingJob],
