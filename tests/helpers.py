@@ -29,7 +29,10 @@ def _mp_fn(index):
 if __name__ == "__main__":
     main()
 """
-SCHEMA_PATH = ROOT.parent / "shared" / "schemas" / "sagemaker-pipeline-definition.schema.json"
+# The published pipeline-definition schema, kept in the repository (tests/schemas/README.md
+# says where it comes from): a clone outside the workplace runs the tests too.
+SCHEMA_PATH = ROOT / "tests" / "schemas" / "sagemaker-pipeline-definition.schema.json"
+SHARED_SCHEMA_PATH = ROOT.parent / "shared" / "schemas" / SCHEMA_PATH.name
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
 ENV = cdk.Environment(account=ACCOUNT, region=REGION)

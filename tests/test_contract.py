@@ -17,7 +17,7 @@ from compiled_training.tools.cli import load_workloads
 from compiled_training_runtime import contract
 from compiled_training_runtime.compare import ArmRun, Thresholds, compare
 from compiled_training_runtime.env import parse_hyperparameters
-from tests.helpers import ROOT, definitions
+from tests.helpers import ROOT, SCHEMA_PATH, SHARED_SCHEMA_PATH, definitions
 
 WORKLOADS = {p.name: p for p in load_workloads(ROOT / "workloads.yaml")}
 
@@ -117,3 +117,9 @@ def test_the_metrics_functions_copies_match_what_the_constructs_write(text):
     # fields it reports (the recorded decision's) and of the metadata value rule must match.
     assert set(metrics_handler.BENCHMARK_FIELDS) <= set(decision_handler.FIELDS)
     assert metrics_handler.metadata_text(text) == metadata_value(text)
+
+
+@pytest.mark.skipif(not SHARED_SCHEMA_PATH.exists(),
+                    reason="no ../shared/schemas beside this clone to compare the copy with")
+def test_the_schema_copy_is_the_published_one():
+    assert SCHEMA_PATH.read_bytes() == SHARED_SCHEMA_PATH.read_bytes()
