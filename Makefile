@@ -42,9 +42,11 @@ test-envs: setup-dev
 test: setup-dev lint test-envs
 	$(PY) -m pytest -n 2 --dist loadgroup -q
 
+# ruff, mypy, and the package's layers (import-linter's contracts in pyproject.toml).
 lint: setup-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 
 bench: setup
 	$(PY) benchmarks/synth_time.py

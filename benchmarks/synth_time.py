@@ -254,7 +254,7 @@ def main() -> int:
         "import and botocore's SageMaker model (the validation source), once per process. Per",
         "pipeline they add the L2 roles, the acknowledgements, the definition and its checks;",
         "every CDK call is a round trip to the Node process, so what cannot change is read once",
-        "(`_internal/stack_reads.py`). What it does not mean: on 2 shared cores a loaded",
+        "(`wiring/stack_reads.py`). What it does not mean: on 2 shared cores a loaded",
         "machine moves both sides by tenths of a second (the load averages and the range of",
         "the rounds say how much), so ratios within about 0.1 of each other are not different.",
     ]

@@ -11,7 +11,7 @@ from typing import Any
 import aws_cdk as cdk
 import jsonschema
 
-from compiled_training._internal import api_shapes
+from compiled_training.catalog import api_shapes
 from compiled_training_runtime import local
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -118,7 +118,7 @@ def test_docker_contexts_hold_the_installed_dockerfile_and_runtime_wheel_only(py
                             "Dockerfile").read_bytes()
                            for image in ("training-compiler", "torch-compile")}
     handlers = {f.read_bytes() for p in consumer.glob("asset.*") for f in p.glob("*.py")}
-    assert handlers == {(site / "compiled_training" / "_internal" / "handlers" /
+    assert handlers == {(site / "compiled_training" / "handlers" /
                          f"{name}.py").read_bytes() for name in ("image_build", "decision")}
     checkout = str(ROOT).encode()
     assert not any(checkout in p.read_bytes() for p in consumer.rglob("*") if p.is_file())

@@ -10,13 +10,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "Compiler": "pipelines.compiler",
-    "CompilerKind": "pipelines.compiler",
-    "Framework": "pipelines.framework",
-    "Distribution": "pipelines.job",
-    "InputChannel": "pipelines.job",
-    "Parameter": "pipelines.job",
-    "ParameterType": "pipelines.job",
+    "Compiler": "spec.compiler",
+    "CompilerKind": "catalog.compilers",
+    "Framework": "spec.framework",
+    "Distribution": "spec.job",
+    "InputChannel": "spec.job",
+    "Parameter": "spec.job",
+    "ParameterType": "spec.job",
     "TrainingOutputBucket": "pipelines.output_bucket",
     "TrainingPipeline": "pipelines.training_pipeline",
     "TrainingImage": "pipelines.training_image",
@@ -28,8 +28,8 @@ _EXPORTS = {
     "RetrainingSchedule": "schedules.retraining_schedule",
     "RuntimeImage": "image.runtime_image",
     "BuildMode": "image.runtime_image",
-    "WorkloadProfile": "advice.advisor",
-    "Verdict": "advice.advisor",
+    "WorkloadProfile": "advice.workload",
+    "Verdict": "advice.workload",
     "assess_workload": "advice.advisor",
     "CompiledTrainingChecks": "nag.rule_pack",
 }
@@ -59,13 +59,12 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from compiled_training.advice.advisor import Verdict, WorkloadProfile, assess_workload
+    from compiled_training.advice.advisor import assess_workload
+    from compiled_training.advice.workload import Verdict, WorkloadProfile
+    from compiled_training.catalog.compilers import CompilerKind
     from compiled_training.image.runtime_image import BuildMode, RuntimeImage
     from compiled_training.nag.rule_pack import CompiledTrainingChecks
-    from compiled_training.pipelines.compiler import Compiler, CompilerKind
     from compiled_training.pipelines.compiler_benchmark import CompilerBenchmark
-    from compiled_training.pipelines.framework import Framework
-    from compiled_training.pipelines.job import Distribution, InputChannel, Parameter, ParameterType
     from compiled_training.pipelines.options import (
         CompilerBenchmarkProps,
         TrainingJobOptions,
@@ -76,6 +75,9 @@ if TYPE_CHECKING:
     from compiled_training.pipelines.training_image import TrainingImage
     from compiled_training.pipelines.training_pipeline import TrainingPipeline
     from compiled_training.schedules.retraining_schedule import RetrainingSchedule
+    from compiled_training.spec.compiler import Compiler
+    from compiled_training.spec.framework import Framework
+    from compiled_training.spec.job import Distribution, InputChannel, Parameter, ParameterType
 
 
 def __getattr__(name: str) -> Any:

@@ -18,14 +18,9 @@ from typing import Any, Union, get_args, get_origin
 
 from aws_cdk import Annotations, Duration, Stack, TimeZone
 
-from compiled_training._internal.typecheck import prop_names, required_keys
 from compiled_training.image.runtime_image import BuildMode, RuntimeImage
-from compiled_training.nag.acknowledgements import acknowledge
 from compiled_training.nag.rule_pack import PACK
-from compiled_training.pipelines.compiler import Compiler
 from compiled_training.pipelines.compiler_benchmark import CompilerBenchmark
-from compiled_training.pipelines.framework import Framework
-from compiled_training.pipelines.job import InputChannel, Parameter
 from compiled_training.pipelines.options import (
     CompilerBenchmarkProps,
     TrainingJobOptions,
@@ -36,6 +31,11 @@ from compiled_training.pipelines.registration import ModelRegistration
 from compiled_training.pipelines.training_image import TrainingImage
 from compiled_training.pipelines.training_pipeline import TrainingPipeline
 from compiled_training.schedules.retraining_schedule import RetrainingSchedule
+from compiled_training.spec.compiler import Compiler
+from compiled_training.spec.framework import Framework
+from compiled_training.spec.job import InputChannel, Parameter
+from compiled_training.spec.typecheck import prop_names, required_keys
+from compiled_training.wiring.acknowledgements import acknowledge
 from compiled_training_runtime import contract
 from constructs import Construct
 

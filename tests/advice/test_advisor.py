@@ -6,20 +6,20 @@ import dataclasses
 
 import pytest
 
-from compiled_training._internal.dlc import training_compiler_releases
 from compiled_training.advice import advisor
 from compiled_training.advice.advisor import (
-    CATEGORIES,
     FACTORS,
     MIN_SAVING_FOR_A_BENCHMARK_USD,
-    ON_DEMAND_PRICES_USD,
-    PRIORS,
     Verdict,
     WorkloadProfile,
     assess_workload,
     model_category,
 )
-from compiled_training.pipelines.compiler import Compiler, CompilerKind
+from compiled_training.advice.priors import PRIORS
+from compiled_training.advice.workload import CATEGORIES
+from compiled_training.catalog.dlc import training_compiler_releases
+from compiled_training.catalog.prices import ON_DEMAND_PRICES_USD
+from compiled_training.spec.compiler import Compiler, CompilerKind
 from compiled_training.tools.cli import load_workloads
 from tests.helpers import ROOT
 

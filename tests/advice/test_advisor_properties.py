@@ -7,16 +7,10 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiled_training.advice.advisor import (
-    BOTTLENECKS,
-    FACTORS,
-    MODEL_CATEGORIES,
-    ON_DEMAND_PRICES_USD,
-    Verdict,
-    WorkloadProfile,
-    assess_workload,
-)
-from compiled_training.pipelines.compiler import CompilerKind
+from compiled_training.advice.advisor import FACTORS, Verdict, WorkloadProfile, assess_workload
+from compiled_training.advice.workload import BOTTLENECKS, MODEL_CATEGORIES
+from compiled_training.catalog.prices import ON_DEMAND_PRICES_USD
+from compiled_training.spec.compiler import CompilerKind
 
 GPU_TYPES = [t for t in ON_DEMAND_PRICES_USD if t.split(".")[1][0] in "gp"]
 OTHER_TYPES = [*ON_DEMAND_PRICES_USD, "ml.p5en.48xlarge", "ml.trn2.48xlarge", "ml.inf2.xlarge",

@@ -8,8 +8,8 @@ import botocore.session
 import pytest
 from botocore.stub import Stubber
 
-from compiled_training.advice import advisor
-from compiled_training.advice.advisor import live_prices
+from compiled_training.catalog import prices
+from compiled_training.catalog.prices import live_prices
 from compiled_training.tools.cli import main
 
 
@@ -36,8 +36,8 @@ def pricing(monkeypatch):
     client = botocore.session.get_session().create_client(
         "pricing", region_name="us-east-1", aws_access_key_id="test",
         aws_secret_access_key="test")
-    monkeypatch.setattr(advisor, "_LIVE_PRICES", {})
-    monkeypatch.setattr(advisor, "_pricing_client", lambda: client)
+    monkeypatch.setattr(prices, "_LIVE_PRICES", {})
+    monkeypatch.setattr(prices, "_pricing_client", lambda: client)
     with Stubber(client) as stubber:
         yield stubber
         stubber.assert_no_pending_responses()
@@ -93,7 +93,7 @@ def test_advise_falls_back_to_the_table_and_says_so_once(pricing, tmp_path, caps
     assert main(["advise", str(workloads), "--json", "--live-prices"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)[0]["dollars_per_run"] == pytest.approx(
-        advisor.ON_DEMAND_PRICES_USD["ml.g5.48xlarge"] * 6, abs=0.01)
+        prices.ON_DEMAND_PRICES_USD["ml.g5.48xlarge"] * 6, abs=0.01)
     (warning,) = captured.err.strip().splitlines()
     assert warning.startswith("compiled-training advise: no live price for ml.g5.48xlarge in "
                               "us-east-1: An error occurred (ThrottlingException)")

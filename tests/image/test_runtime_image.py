@@ -26,7 +26,7 @@ from compiled_training import (
     TrainingImage,
     TrainingPipeline,
 )
-from compiled_training._internal.handlers import image_build as handler
+from compiled_training.handlers import image_build as handler
 from compiled_training.image import runtime_image
 from compiled_training.image.runtime_image import stage_context
 from compiled_training.image.runtime_wheel import runtime_wheel

@@ -19,10 +19,10 @@ from compiled_training import (
     InputChannel,
     Parameter,
 )
-from compiled_training._internal.benchmark_definition import COMPARE_ENTRYPOINT
-from compiled_training._internal.handlers import decision as decision_handler
-from compiled_training.nag.acknowledgements import acknowledge
+from compiled_training.definition.benchmark import COMPARE_ENTRYPOINT
+from compiled_training.handlers import decision as decision_handler
 from compiled_training.nag.rule_pack import PACK
+from compiled_training.wiring.acknowledgements import acknowledge
 from compiled_training_runtime import contract
 from compiled_training_runtime.compare import ArmRun, Thresholds, compare
 from tests.helpers import (

@@ -19,15 +19,16 @@ from compiled_training import (
     RetrainingSchedule,
     TrainingPipeline,
 )
-from compiled_training._internal.dlc import sdk_image_uris
-from compiled_training.pipelines.registration import (
+from compiled_training.catalog.dlc import sdk_image_uris
+from compiled_training.definition.registration import (
     FAIL_STEP,
     GATE_STEP,
     METRICS_STEP,
     REGISTER_STEP,
-    REGRESSION_PARAMETER,
     REGRESSION_STEP,
 )
+from compiled_training.pipelines.registration import REGRESSION_PARAMETER
+from tests.definition.sdk_oracle import sdk_registration_steps
 from tests.helpers import (
     condition_outcome,
     definitions,
@@ -35,7 +36,6 @@ from tests.helpers import (
     validate_envelope,
     validate_job_arguments,
 )
-from tests.internal.sdk_oracle import sdk_registration_steps
 
 ACCURACY = "Steps.Train.FinalMetricDataList['validation_accuracy'].Value"
 AUC = "Steps.Train.FinalMetricDataList['validation:auc'].Value"
@@ -213,7 +213,7 @@ def _run_metrics_step(definition: dict, accuracy: float, execution: str,
                       max_regression: float | None = None) -> dict:
     """The ModelMetrics step as Pipelines runs it: its arguments evaluated, its function
     called. AWS itself cannot exist here: moto stands in for S3 and SageMaker."""
-    from compiled_training._internal.handlers import model_metrics
+    from compiled_training.handlers import model_metrics
     from tests.helpers import substitute_expressions
 
     step = _step(definition, METRICS_STEP)
@@ -793,8 +793,8 @@ def test_synth_with_reports_and_a_deployment_account_is_clean_under_the_scanners
     from cdk_nag import AwsSolutionsChecks
 
     from compiled_training import CompiledTrainingChecks
-    from compiled_training.nag.acknowledgements import acknowledge
     from compiled_training.nag.rule_pack import PACK
+    from compiled_training.wiring.acknowledgements import acknowledge
     from tests.helpers import cfn_lint
 
     app = cdk.App(outdir=str(tmp_path))

@@ -23,7 +23,7 @@ from compiled_training import (
     Parameter,
     TrainingPipeline,
 )
-from compiled_training._internal.dlc import resolve_dlc
+from compiled_training.catalog.dlc import resolve_dlc
 from tests.helpers import (
     ACCOUNT,
     ENV,

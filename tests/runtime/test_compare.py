@@ -64,7 +64,7 @@ def _run_compare_step(step: dict, root: Path, timings: dict[str, tuple[int, int]
                       thresholds: dict[str, float]) -> subprocess.CompletedProcess[str]:
     """The step's container, here: its entry point and arguments, with SageMaker's timings
     (mocked: they come from AWS) and threshold parameters filled in."""
-    from compiled_training._internal.sourcedir import write_sourcedir
+    from compiled_training.definition.sourcedir import write_sourcedir
     from compiled_training.pipelines.compiler_benchmark import RUNTIME_PACKAGE_DIR
 
     (root / "input" / "code").mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from compiled_training._internal.sourcedir import build_sourcedir
+from compiled_training.definition.sourcedir import build_sourcedir
 from compiled_training_runtime import contract
 from tests.environments import XLA_WITH_GRAD_SCALER, require
 from tests.helpers import TINY_BERT, definitions, substitute_expressions

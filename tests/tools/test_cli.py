@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from compiled_training.advice.advisor import ON_DEMAND_PRICES_USD
+from compiled_training.catalog.prices import ON_DEMAND_PRICES_USD
 from compiled_training.tools.cli import main
 from tests.helpers import ROOT
 

@@ -7,226 +7,34 @@ factor sets the best verdict it allows; the verdict is the lowest of them.
 
 from __future__ import annotations
 
-import json
-import math
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import Any
 
-from compiled_training._internal.dlc import training_compiler_releases
-from compiled_training._internal.instances import (
+from compiled_training.advice import cost
+from compiled_training.advice.priors import (
+    COMPILE_MINUTES,
+    MIN_SAVING_FOR_A_BENCHMARK_USD,
+    TC_BATCH_GROWTH,
+    Prior,
+    prior_for,
+)
+from compiled_training.advice.workload import (
+    PYTORCH_FRAMEWORKS,
+    Verdict,
+    WorkloadProfile,
+    model_category,
+)
+from compiled_training.catalog.compilers import CompilerKind, compiler_name
+from compiled_training.catalog.dlc import training_compiler_releases
+from compiled_training.catalog.instances import (
     TRAINING_COMPILER_FAMILIES,
     accelerator,
     instance_family,
 )
-from compiled_training.pipelines.compiler import CompilerKind
 from compiled_training_runtime import contract
 
-# --- Prices ----------------------------------------------------------------------------------
-
-# SageMaker training, on-demand, US East (N. Virginia), USD per instance-hour: approximate
-# list prices as recorded for this library in November 2026 from the Amazon SageMaker AI
-# pricing page. Not read live by default (synth is offline); pass ``prices=`` for your own.
-PRICES_SOURCE = "Amazon SageMaker AI pricing page, on-demand training, us-east-1, 2026-11"
-_RECORDED_PRICES_USD = {
-    "ml.g4dn.xlarge": 0.736, "ml.g4dn.2xlarge": 0.94, "ml.g4dn.4xlarge": 1.505,
-    "ml.g4dn.8xlarge": 2.72, "ml.g4dn.12xlarge": 4.89, "ml.g4dn.16xlarge": 5.44,
-    "ml.g5.xlarge": 1.408, "ml.g5.2xlarge": 1.515, "ml.g5.4xlarge": 2.03,
-    "ml.g5.8xlarge": 3.06, "ml.g5.12xlarge": 7.09, "ml.g5.16xlarge": 5.12,
-    "ml.g5.24xlarge": 10.18, "ml.g5.48xlarge": 20.36,
-    "ml.p3.2xlarge": 3.825, "ml.p3.8xlarge": 14.688, "ml.p3.16xlarge": 28.152,
-    "ml.p3dn.24xlarge": 35.894, "ml.p4d.24xlarge": 37.688,
-    "ml.m5.xlarge": 0.23, "ml.m5.4xlarge": 0.922, "ml.m6i.12xlarge": 2.765,
-    "ml.c5.xlarge": 0.204, "ml.c5.9xlarge": 1.836,
-}
-# Families the recorded list lacks, estimated (approximately; give or take 20 %): the EC2
-# On-Demand Linux list price in us-east-1 (Amazon EC2 pricing page, as of 2024-2025) times
-# SageMaker's training premium over EC2 that the recorded list shows for the nearest family
-# (p4d 37.688 over EC2 32.77: about 1.15; g5 20.36 over 16.288: 1.25). AWS cut EC2 prices of
-# P4 and P5 in mid-2025; SageMaker's may be lower too: decide p-family money on live prices.
-# p5e, p5en and trn2 have no list price to estimate from: they are "price unknown" until given.
-ESTIMATES_SOURCE = ("approximate: EC2 on-demand list price (us-east-1, 2024-2025) x SageMaker's "
-                    "training premium on the nearest recorded family")
-_ESTIMATED_FROM_EC2_USD = {
-    1.15: {"p4de.24xlarge": 40.966, "p5.48xlarge": 98.32,  # premium as on p4d (trn1 alike)
-           "trn1.2xlarge": 1.344, "trn1.32xlarge": 21.50, "trn1n.32xlarge": 24.78},
-    1.25: {"g6.xlarge": 0.805, "g6.2xlarge": 0.978, "g6.4xlarge": 1.323,  # as on g5
-           "g6.8xlarge": 2.014, "g6.12xlarge": 4.602, "g6.16xlarge": 3.397,
-           "g6.24xlarge": 6.675, "g6.48xlarge": 13.35,
-           "g6e.xlarge": 1.861, "g6e.2xlarge": 2.242, "g6e.4xlarge": 3.004,
-           "g6e.8xlarge": 4.529, "g6e.12xlarge": 10.493, "g6e.16xlarge": 7.577,
-           "g6e.24xlarge": 15.066, "g6e.48xlarge": 30.131},
-}
-# CPU families: AWS prices the sizes of a family linearly (the recorded list shows it:
-# m5.4xlarge is 4 x m5.xlarge, c5.9xlarge 9 x c5.xlarge), so each size is its xlarge price
-# times its multiple; c6i is listed at c5's price on EC2.
-_CPU_FAMILIES = {
-    "m5": (0.23, "large xlarge 2xlarge 4xlarge 12xlarge 24xlarge"),
-    "m6i": (2.765 / 12, "large xlarge 2xlarge 4xlarge 8xlarge 12xlarge 16xlarge 24xlarge 32xlarge"),
-    "c5": (0.204, "large xlarge 2xlarge 4xlarge 9xlarge 18xlarge"),
-    "c6i": (0.204, "large xlarge 2xlarge 4xlarge 8xlarge 12xlarge 16xlarge 24xlarge 32xlarge"),
-}
-
-
-def _xlarges(size: str) -> float:
-    """How many xlarges a size is: large 0.5, xlarge 1, 12xlarge 12."""
-    return 0.5 if size == "large" else float(size.removesuffix("xlarge") or 1)
-
-
-ON_DEMAND_PRICES_USD: Mapping[str, float] = {
-    **{f"ml.{family}.{size}": round(per_xlarge * _xlarges(size), 3)
-       for family, (per_xlarge, sizes) in _CPU_FAMILIES.items() for size in sizes.split()},
-    **{f"ml.{name}": round(usd * premium, 3)
-       for premium, ec2 in _ESTIMATED_FROM_EC2_USD.items() for name, usd in ec2.items()},
-    **_RECORDED_PRICES_USD,
-}
-# The Price List API answers from us-east-1 whatever region it prices.
-PRICE_LIST_REGION = "us-east-1"
-
-# --- Vocabulary ------------------------------------------------------------------------------
-
-# Specific names, as a user writes them (lower case; '_' and ' ' read as '-'), by category.
-# ViT counts as vision (TIMM's suite holds it); U-Net as diffusion, the denoiser that Stable
-# Diffusion fine-tunes train.
-_NAMES = {
-    "transformer": ("bert", "roberta", "distilbert", "albert", "electra", "deberta", "xlnet",
-                    "xlm-roberta", "gpt2", "gpt-neo", "gpt-j", "opt", "bloom", "llama", "mistral",
-                    "t5", "bart", "pegasus", "marian", "llm"),
-    "vision": ("vit", "deit", "swin", "convnext", "resnet", "resnext", "efficientnet",
-               "mobilenet", "densenet", "vgg", "inception", "regnet", "yolo", "detr", "cnn"),
-    "diffusion": ("unet", "stable-diffusion", "sdxl", "ddpm", "latent-diffusion", "controlnet"),
-    "tabular": ("gradient-boosted-trees", "xgboost", "lightgbm", "catboost", "gbdt",
-                "random-forest"),
-    "custom": (),
-}
-CATEGORIES = tuple(_NAMES)
-MODEL_CATEGORIES: Mapping[str, str] = {
-    name: category for category, names in _NAMES.items() for name in (category, *names)}
-
-PYTORCH_FRAMEWORKS = ("pytorch", "huggingface")
-PRECISIONS = ("fp32", "fp16", "bf16")
-BOTTLENECKS = ("compute", "data-loading", "communication")
 FACTORS = ("framework", "instance", "compiler", "model", "precision", "shapes", "bottleneck",
            "duration", "money")
-
-# --- Priors ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Prior:
-    """Expected throughput with a compiler over without, at the same batch: mixed precision,
-    static shapes, compute-bound (low, high), and where the figure comes from."""
-
-    speedup: tuple[float, float]
-    source: str
-    """The citation a reason shows; the comments above ``PRIORS`` give the figures."""
-    published: bool
-    """Whether the source measured this category: only then can the verdict be ENABLE."""
-
-
-# AWS, "Amazon SageMaker Training Compiler" launch (re:Invent, 2021-12): "up to 50 % faster"
-# training on Hugging Face transformer models. An upper bound only: the low end is this
-# library's conservative floor. AWS's tested models for PyTorch are transformers; elsewhere it
-# may not help at all.
-TC_SOURCE = "AWS's Training Compiler launch, 2021-12: up to 50 % on transformers"
-# PyTorch 2.0 announcement (pytorch.org, 2022-12): 163 open-source models from Hugging Face
-# Transformers, TIMM and TorchBench on an A100, 43 % faster training on average (51 % in AMP,
-# 21 % in fp32); per-suite geomeans in AMP approximately 1.5x (HF), 1.3-1.4x (TIMM) and
-# 1.2-1.3x (TorchBench). Each range below sits at or below its suite's geomean: models vary.
-TORCH_COMPILE_SOURCE = "PyTorch 2.0 announcement, 2022-12"
-PRIORS: Mapping[tuple[CompilerKind, str], Prior] = {
-    (CompilerKind.TRAINING_COMPILER, "transformer"): Prior((1.1, 1.5), TC_SOURCE, True),
-    (CompilerKind.TRAINING_COMPILER, "other"): Prior(
-        (1.0, 1.3), "assumed no better than torch.compile on the TorchBench mix", False),
-    (CompilerKind.TORCH_COMPILE, "transformer"): Prior(
-        (1.2, 1.5), f"{TORCH_COMPILE_SOURCE}: about 1.5x on Hugging Face models", True),
-    (CompilerKind.TORCH_COMPILE, "vision"): Prior(
-        (1.1, 1.4), f"{TORCH_COMPILE_SOURCE}: about 1.3-1.4x on TIMM models", True),
-    (CompilerKind.TORCH_COMPILE, "other"): Prior(
-        (1.0, 1.3), f"{TORCH_COMPILE_SOURCE}: about 1.2-1.3x on the TorchBench mix, the "
-                    "nearest", False),
-}
-# fp32 gains are smaller for both (PyTorch 2.0: 21 % in fp32 against 51 % in AMP on average).
-FP32_SPEEDUP_CAP = (1.0, 1.2)
-# The use case's figure: compilation costs 2-5 minutes a run; under ~30 min it does not pay.
-COMPILE_MINUTES = (2.0, 5.0)
-MIN_MINUTES_PER_RUN = 30.0
-# AWS's Training Compiler "tested models" table lists, per model and instance, the largest
-# batch with and without the compiler; for its transformer entries the compiler's batch is
-# larger, approximately 1.5x to 2x or more. The low end is the step to recommend.
-TC_BATCH_GROWTH = 1.5
-# A CompilerBenchmark is a pipeline to deploy and read, a couple of engineer-days plus the
-# A/B arms' compute (more where shapes must be fixed first): below this much a year at stake
-# (the high end of the saving) it costs more than it can save in a year. This library's choice.
-MIN_SAVING_FOR_A_BENCHMARK_USD = 2_500.0
-WEEKS_PER_YEAR = 52
-_VERSION = re.compile(r"\d+(\.\d+){0,2}")
-_INSTANCE_TYPE = re.compile(r"ml\.[a-z][a-z0-9-]*\.[a-z0-9-]+")
-
-
-class Verdict(str, Enum):
-    """Worst to best: a factor's verdict is the best it allows, the workload's the lowest."""
-
-    SKIP = "SKIP"
-    BENCHMARK = "BENCHMARK"
-    ENABLE = "ENABLE"
-
-    @property
-    def rank(self) -> int:
-        return list(Verdict).index(self)
-
-
-@dataclass(frozen=True)
-class WorkloadProfile:
-    """What decides whether a compiler pays for a training workload."""
-
-    name: str
-    framework: str
-    """``pytorch``, ``huggingface``, ``tensorflow``, ``xgboost``, ...: the SageMaker SDK's names."""
-    model_family: str
-    """A category (transformer, vision, diffusion, tabular, custom) or a name such as bert,
-    gpt2, vit, resnet or unet; an unknown word is treated as custom."""
-    instance_type: str
-    instance_count: int
-    hours_per_run: float
-    runs_per_week: float
-    static_shapes: bool
-    precision: str
-    batch_size: int | None = None
-    learning_rate: float | None = None
-    bottleneck: str | None = None
-    region: str = "us-east-1"
-    framework_version: str | None = None
-    """The job's PyTorch version (for ``huggingface``, the PyTorch under Transformers): 2.x
-    means torch.compile, a Training Compiler release means Training Compiler. When omitted,
-    Training Compiler where it fits and has published gains, otherwise torch.compile."""
-
-    def __post_init__(self) -> None:
-        problems = []
-        if not _INSTANCE_TYPE.fullmatch(self.instance_type):
-            problems.append(f"instance_type must look like 'ml.g5.48xlarge', "
-                            f"got {self.instance_type!r}")
-        if self.instance_count < 1:
-            problems.append(f"instance_count must be at least 1, got {self.instance_count}")
-        if not self.hours_per_run > 0:
-            problems.append(f"hours_per_run must be positive, got {self.hours_per_run}")
-        if self.runs_per_week < 0:
-            problems.append(f"runs_per_week must not be negative, got {self.runs_per_week}")
-        if self.precision not in PRECISIONS:
-            problems.append(f"precision must be one of {', '.join(PRECISIONS)}, "
-                            f"got {self.precision!r}")
-        if self.bottleneck is not None and self.bottleneck not in BOTTLENECKS:
-            problems.append(f"bottleneck must be one of {', '.join(BOTTLENECKS)}, "
-                            f"got {self.bottleneck!r}")
-        if self.batch_size is not None and self.batch_size < 1:
-            problems.append(f"batch_size must be at least 1, got {self.batch_size}")
-        if self.framework_version is not None and not _VERSION.fullmatch(self.framework_version):
-            problems.append(f"framework_version must be a version such as '2.3' or '1.13.1', "
-                            f"got {self.framework_version!r}")
-        if problems:
-            raise ValueError(f"workload {self.name!r}: " + "; ".join(problems))
 
 
 @dataclass(frozen=True)
@@ -257,23 +65,6 @@ class Assessment:
         if self.verdict is Verdict.ENABLE:
             return "model"
         return next(f for f in FACTORS if self.limits[f] is self.verdict)
-
-
-def model_category(model_family: str) -> tuple[str, bool]:
-    """The category of a model family, and whether the word was known (unknown: custom)."""
-    word = re.sub(r"[\s_]+", "-", model_family.strip().lower())
-    return MODEL_CATEGORIES.get(word, "custom"), word in MODEL_CATEGORIES
-
-
-def price_per_hour(instance_type: str, prices: Mapping[str, float] | None = None) -> float | None:
-    """USD per instance-hour: ``prices`` first, then the table; None when neither knows it."""
-    return {**ON_DEMAND_PRICES_USD, **(prices or {})}.get(instance_type)
-
-
-def compiler_name(kind: CompilerKind) -> str:
-    return {CompilerKind.TRAINING_COMPILER: "Training Compiler",
-            CompilerKind.TORCH_COMPILE: "torch.compile",
-            CompilerKind.NONE: "no compiler"}[kind]
 
 
 def choose_compiler(profile: WorkloadProfile) -> tuple[CompilerKind, dict[str, str]]:
@@ -358,10 +149,6 @@ def _training_compiler_release(framework: str, version: str) -> str | None:
                  if r.rpartition("PyTorch ")[2].startswith(minor + ".")), None)
 
 
-def _prior(compiler: CompilerKind, category: str) -> Prior | None:
-    return PRIORS.get((compiler, category)) or PRIORS.get((compiler, "other"))
-
-
 def assess_workload(profile: WorkloadProfile, *,
                     prices: Mapping[str, float] | None = None) -> Assessment:
     """Which compiler, and whether to enable it for this workload: ENABLE, BENCHMARK or SKIP.
@@ -371,9 +158,9 @@ def assess_workload(profile: WorkloadProfile, *,
     """
     compiler, reasons = choose_compiler(profile)
     category, known = model_category(profile.model_family)
-    prior = _prior(compiler, category)
-    speedup = _speedup(profile, prior)
-    break_even = _break_even_minutes(speedup)
+    prior = prior_for(compiler, category)
+    speedup = cost.speedup(profile, prior)
+    break_even = cost.break_even_minutes(speedup)
     pytorch, nvidia = _pytorch_on_nvidia(profile)
     limits = {"framework": _allows(pytorch), "instance": _allows(nvidia),
               "compiler": _allows(compiler is not CompilerKind.NONE)}
@@ -385,7 +172,7 @@ def assess_workload(profile: WorkloadProfile, *,
         "duration": _duration(profile, compiler, speedup, break_even),
     }.items():
         limits[factor], reasons[factor] = limit, reason
-    money = _money(profile, compiler, speedup, prices)
+    money = cost.money(profile, compiler, speedup, prices)
     reasons["money"] = money.reason
     limits["money"] = Verdict.ENABLE
     verdict = min(limits.values(), key=lambda v: v.rank)
@@ -412,28 +199,6 @@ def assess_workload(profile: WorkloadProfile, *,
 
 def _allows(applies: bool) -> Verdict:
     return Verdict.ENABLE if applies else Verdict.SKIP
-
-
-def _speedup(profile: WorkloadProfile, prior: Prior | None) -> tuple[float, float]:
-    """The prior, lowered for fp32, and with no gain promised at its low end until dynamic
-    shapes are fixed or a data-loading or communication bottleneck is measured."""
-    if prior is None:
-        return (1.0, 1.0)
-    low, high = prior.speedup
-    if profile.precision == "fp32":
-        low, high = min(low, FP32_SPEEDUP_CAP[0]), min(high, FP32_SPEEDUP_CAP[1])
-    if not profile.static_shapes or profile.bottleneck in ("data-loading", "communication"):
-        low = 1.0
-    return (low, high)
-
-
-def _break_even_minutes(speedup: tuple[float, float]) -> float:
-    """From the expected (middle) gain against the worst compile time, and never below the
-    half hour under which compilation is not worth its risk."""
-    expected_saving = 1 - 2 / sum(speedup)
-    if expected_saving <= 0:
-        return math.inf
-    return max(COMPILE_MINUTES[1] / expected_saving, MIN_MINUTES_PER_RUN)
 
 
 _Judged = tuple[Verdict, str]
@@ -509,36 +274,6 @@ def _duration(profile: WorkloadProfile, compiler: CompilerKind, speedup: tuple[f
     return Verdict.ENABLE, f"{profile.hours_per_run:g} h runs amortise the {compile_range} compile"
 
 
-@dataclass(frozen=True)
-class _Money:
-    reason: str
-    per_run: float | None = None
-    per_year: float | None = None
-    saving: tuple[float, float] | None = None
-    at_stake: float = math.inf
-    """The most the compiler could save a year; unknown counts as enough (never blocks)."""
-
-
-def _money(profile: WorkloadProfile, compiler: CompilerKind, speedup: tuple[float, float],
-           prices: Mapping[str, float] | None) -> _Money:
-    price = price_per_hour(profile.instance_type, prices)
-    if price is None:
-        return _Money(f"price unknown for {profile.instance_type}: dollars not counted; supply "
-                      f"one with prices={{'{profile.instance_type}': USD per hour}} or "
-                      "`advise --prices FILE` (or --live-prices)")
-    hourly = price * profile.instance_count
-    per_run = hourly * profile.hours_per_run
-    runs = profile.runs_per_week * WEEKS_PER_YEAR
-    compile_cost = hourly * COMPILE_MINUTES[1] / 60
-    low, high = (max(0.0, (per_run * (1 - 1 / s) - compile_cost) * runs) for s in speedup)
-    reason = f"${per_run:,.0f} a run, ${per_run * runs:,.0f} a year"
-    if profile.region != "us-east-1":
-        reason += f" (us-east-1 price; {profile.region} may differ)"
-    if compiler is not CompilerKind.NONE:
-        reason += f"; {compiler_name(compiler)} would save ${low:,.0f}-${high:,.0f} a year"
-    return _Money(reason, per_run, per_run * runs, (low, high), high)
-
-
 def _notes(profile: WorkloadProfile, compiler: CompilerKind, category: str, verdict: Verdict,
            batch: int | None) -> list[str]:
     """What to do next."""
@@ -557,73 +292,10 @@ def _notes(profile: WorkloadProfile, compiler: CompilerKind, category: str, verd
         notes.append("enable Compiler.torch_compile() and keep the batch size (no published "
                      "memory saving to grow it on)")
     if compiler is CompilerKind.TRAINING_COMPILER and verdict is not Verdict.SKIP:
-        move = _prior(CompilerKind.TORCH_COMPILE, category)
+        move = prior_for(CompilerKind.TORCH_COMPILE, category)
         assert move is not None
         notes.append("Training Compiler is frozen (AWS publishes no new releases): moving the "
                      "job to PyTorch 2.x makes torch.compile its compiler (about "
                      f"{move.speedup[0]:g}-{move.speedup[1]:g}x for {category} in PyTorch 2.0's "
                      "figures) on current DLCs")
     return notes
-
-
-# --- Live prices (only when asked) -----------------------------------------------------------
-
-_LIVE_PRICES: dict[tuple[str, str], float] = {}
-
-
-def live_prices(instance_types: Iterable[str], region: str, *,
-                client: Any = None) -> tuple[dict[str, float], list[str]]:
-    """On-demand SageMaker training prices from the AWS Price List API, cached for the process.
-
-    Only when asked (``advise --live-prices``): it needs credentials and the network, and synth
-    never calls it. Returns the prices found and one line per instance type it could not price.
-    """
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    found: dict[str, float] = {}
-    problems: list[str] = []
-    for instance_type in sorted(set(instance_types)):
-        key = (region, instance_type)
-        if key not in _LIVE_PRICES:
-            try:
-                client = client or _pricing_client()
-                price = _price_list_price(client, instance_type, region)
-            except (BotoCoreError, ClientError) as error:
-                problems.append(f"{instance_type} in {region}: {error}")
-                continue
-            if price is None:
-                problems.append(f"{instance_type} in {region}: no on-demand training price listed")
-                continue
-            _LIVE_PRICES[key] = price
-        found[instance_type] = _LIVE_PRICES[key]
-    return found, problems
-
-
-def _pricing_client() -> Any:
-    import botocore.session
-
-    return botocore.session.get_session().create_client("pricing", region_name=PRICE_LIST_REGION)
-
-
-def _price_list_price(client: Any, instance_type: str, region: str) -> float | None:
-    """The first positive on-demand USD price of a training usage type (``USE1-Train:ml...``,
-    not hosting, notebooks or spot) for the instance type in the region."""
-    arguments: dict[str, Any] = {
-        "ServiceCode": "AmazonSageMaker", "FormatVersion": "aws_v1", "Filters": [
-            {"Type": "TERM_MATCH", "Field": "regionCode", "Value": region},
-            {"Type": "TERM_MATCH", "Field": "instanceName", "Value": instance_type}]}
-    while True:
-        page = client.get_products(**arguments)
-        for item in page.get("PriceList", []):
-            product = json.loads(item)
-            attributes = product.get("product", {}).get("attributes", {})
-            if not attributes.get("usagetype", "").partition(":")[0].endswith("Train"):
-                continue
-            for term in product.get("terms", {}).get("OnDemand", {}).values():
-                for dimension in term.get("priceDimensions", {}).values():
-                    usd = float(dimension.get("pricePerUnit", {}).get("USD", 0))
-                    if usd > 0:
-                        return usd
-        if not page.get("NextToken"):
-            return None
-        arguments["NextToken"] = page["NextToken"]

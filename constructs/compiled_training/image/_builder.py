@@ -3,7 +3,7 @@ shared by every cloud-built `RuntimeImage` in it (as cdklabs/deploy-time-build s
 ``SingletonFunction`` and ``SingletonProject``).
 
 Each image hands the build its own settings as environment-variable overrides (see the
-handler, ``_internal/handlers/image_build.py``) and adds only grants: the build may read its
+handler, ``handlers/image_build.py``) and adds only grants: the build may read its
 context and push to its repository, the handler may look up tags in that repository. The
 build reports back by itself: an EventBridge rule on the project's ended builds invokes the
 handler, which answers CloudFormation; nothing polls.
@@ -22,9 +22,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3_assets as s3_assets
 
-from compiled_training._internal.handlers import handler_code
-from compiled_training._internal.handlers.image_build import BUILD_STATE_CHANGE
-from compiled_training.nag.acknowledgements import (
+from compiled_training.handlers.image_build import BUILD_STATE_CHANGE
+from compiled_training.wiring.acknowledgements import (
     LOG_GROUP_WITHOUT_KMS,
     acknowledge,
     acknowledge_wildcards,
@@ -32,6 +31,7 @@ from compiled_training.nag.acknowledgements import (
     skip_checkov,
     skip_checkov_for_function,
 )
+from compiled_training.wiring.functions import handler_code
 from constructs import Construct
 
 # CloudFormation waits for a custom resource one hour at most (ServiceTimeout's ceiling): a

@@ -27,14 +27,14 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3_assets as s3_assets
 
-from compiled_training._internal.dlc import DlcImage, resolve_dlc
-from compiled_training._internal.dlc_uri import dlc_image_uri
-from compiled_training._internal.typecheck import check_arguments
+from compiled_training.catalog.dlc import DlcImage, resolve_dlc
 from compiled_training.image._builder import ImageBuilder
 from compiled_training.image.runtime_wheel import runtime_wheel
-from compiled_training.nag.acknowledgements import skip_checkov
-from compiled_training.pipelines.compiler import Compiler, CompilerKind
-from compiled_training.pipelines.framework import Framework
+from compiled_training.spec.compiler import Compiler, CompilerKind
+from compiled_training.spec.framework import Framework
+from compiled_training.spec.typecheck import check_arguments
+from compiled_training.wiring.acknowledgements import skip_checkov
+from compiled_training.wiring.dlc_uri import dlc_image_uri
 from constructs import Construct
 
 # The top-level images/ folder, shipped inside the package (see pyproject.toml).

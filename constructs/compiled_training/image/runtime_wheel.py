@@ -18,7 +18,7 @@ from io import BytesIO
 from pathlib import Path
 
 import compiled_training_runtime
-from compiled_training._internal.sourcedir import source_files
+from compiled_training.definition.sourcedir import source_files
 
 DISTRIBUTION = "compiled-training-runtime"
 PACKAGE_DIR = Path(compiled_training_runtime.__file__).parent

@@ -1,1 +1,5 @@
-"""CompiledTrainingChecks (the cdk-nag rule pack) and the library's acknowledgements."""
+"""`CompiledTrainingChecks`: the cdk-nag rule pack for compiler misuse, reading any
+``AWS::SageMaker::Pipeline`` in an app. (The library's own acknowledgements are `wiring`'s.)
+
+May import: anything below the rule pack and tools; not `teams`.
+"""

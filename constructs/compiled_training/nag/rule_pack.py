@@ -19,10 +19,10 @@ from aws_cdk import CfnResource, Stack
 from aws_cdk import aws_sagemaker as sagemaker
 from cdk_nag import IApplyRule, NagMessageLevel, NagPack, NagRuleCompliance
 
-from compiled_training._internal.dlc import training_compiler_releases
-from compiled_training._internal.instances import gpus_per_instance, is_gpu
 from compiled_training.advice.advisor import Verdict, WorkloadProfile, assess_workload
-from compiled_training.nag.acknowledgements import flatten
+from compiled_training.catalog.dlc import training_compiler_releases
+from compiled_training.catalog.instances import gpus_per_instance, is_gpu
+from compiled_training.wiring.acknowledgements import flatten
 from compiled_training_runtime import contract
 from constructs import IConstruct
 

@@ -1,5 +1,6 @@
-"""What every SageMaker pipeline of this library shares: ``IPipeline``, grants, metrics, the
-training job's common wiring (code, bucket, VPC, roles) and the pipeline resource itself.
+"""What every SageMaker pipeline this library makes shares: the training job's common wiring
+(code, bucket, VPC, roles) and the pipeline resource itself; ``IPipeline``, grants and metrics
+come from `NamedPipeline`.
 
 `TrainingPipeline` (one training step) and `CompilerBenchmark` (A/B arms, a comparison and
 a decision) differ only in the jobs they put into their definitions.
@@ -9,45 +10,42 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-import jsii
-from aws_cdk import Annotations, ArnFormat, Duration, Names, Resource, Token
-from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import Annotations, ArnFormat, Names, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
-from aws_cdk.interfaces import aws_sagemaker as sagemaker_refs
 
-from compiled_training._internal import validation
-from compiled_training._internal.policy import InlinePolicy
-from compiled_training._internal.sourcedir import write_sourcedir
-from compiled_training._internal.stack_reads import (
-    account,
-    app_root,
-    aws_partition,
-    child,
-    format_arn,
-    made_in,
-    once,
-    path,
-    region,
-    role_arn,
-    stack_of,
-)
-from compiled_training.pipelines.compiler import Compiler
-from compiled_training.pipelines.framework import Framework
-from compiled_training.pipelines.job import (
+from compiled_training.definition import validation
+from compiled_training.definition.training import execution_scoped
+from compiled_training.pipelines.named_pipeline import ImportedPipeline, NamedPipeline
+from compiled_training.pipelines.options import TrainingJobOptions
+from compiled_training.pipelines.output_bucket import TrainingOutputBucket
+from compiled_training.spec.compiler import Compiler
+from compiled_training.spec.framework import Framework
+from compiled_training.spec.job import (
     Distribution,
     InputChannel,
     Parameter,
     ParameterValue,
     TrainingJob,
 )
-from compiled_training.pipelines.options import TrainingJobOptions
-from compiled_training.pipelines.output_bucket import TrainingOutputBucket
+from compiled_training.wiring.assets import asset_location, bucket_name, shared_archive_asset
+from compiled_training.wiring.policy import InlinePolicy
+from compiled_training.wiring.stack_reads import (
+    account,
+    app_root,
+    aws_partition,
+    format_arn,
+    made_in,
+    once,
+    path,
+    region,
+    role_arn,
+)
 from compiled_training_runtime import contract
 from constructs import Construct
 
@@ -55,68 +53,7 @@ if TYPE_CHECKING:
     from aws_cdk import aws_ec2 as ec2  # loaded by the maker of a VPC given
 
 PIPELINE_TAG = "compiled-training:pipeline"
-METRIC_NAMESPACE = "AWS/Sagemaker/ModelBuildingPipeline"
 ONE_DAY_SECONDS = 24 * 3600
-
-
-class NamedPipeline(Resource):
-    """A SageMaker pipeline as its name makes it usable: the ``aws_sagemaker.IPipeline``
-    members, the start grant and the metrics Pipelines publishes (by name alone). Pipelines
-    made here (`PipelineBase`) and imported ones (`ImportedPipeline`) share it."""
-
-    def __init__(self, scope: Construct, construct_id: str) -> None:
-        super().__init__(scope, construct_id)
-        self._pipeline_name = ""
-
-    # --- IPipeline (properties: jsii reads an interface's members from a class's properties)
-
-    @property
-    def pipeline_name(self) -> str:
-        """The SageMaker pipeline's name."""
-        return self._pipeline_name
-
-    @property
-    def pipeline_arn(self) -> str:
-        """The SageMaker pipeline's ARN, in this stack's account and region (formatted when
-        first asked for: most pipelines are never granted or alarmed on by ARN)."""
-        return pipeline_arn(self, self._pipeline_name)
-
-    @property
-    def pipeline_ref(self) -> Any:
-        return sagemaker_refs.PipelineReference(pipeline_name=self.pipeline_name)
-
-    def grant_start_pipeline_execution(self, grantee: iam.IGrantable) -> iam.Grant:
-        return self.grant_start_execution(grantee)
-
-    # --- consumers -----------------------------------------------------------------------
-
-    def grant_start_execution(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Lets ``grantee`` start executions of this pipeline, and nothing else."""
-        return grant_start(self, grantee)
-
-    def metric(self, metric_name: str, *, statistic: str = "Sum",
-               period: Duration | None = None) -> cloudwatch.Metric:
-        """A metric SageMaker Pipelines publishes for this pipeline."""
-        return pipeline_metric(self, metric_name, statistic=statistic, period=period)
-
-    def metric_failed_executions(self, *, period: Duration | None = None) -> cloudwatch.Metric:
-        return self.metric("ExecutionFailed", period=period)
-
-    def metric_succeeded_executions(self, *, period: Duration | None = None) -> cloudwatch.Metric:
-        return self.metric("ExecutionSucceeded", period=period)
-
-    def metric_execution_duration(self, *, period: Duration | None = None) -> cloudwatch.Metric:
-        return self.metric("ExecutionDuration", statistic="Average", period=period)
-
-
-@jsii.implements(sagemaker.IPipeline)
-class ImportedPipeline(NamedPipeline):
-    """A SageMaker pipeline this app did not create, by name; see
-    `PipelineBase.from_pipeline_name`."""
-
-    def __init__(self, scope: Construct, construct_id: str, *, pipeline_name: str) -> None:
-        super().__init__(scope, construct_id)
-        self._pipeline_name = pipeline_name
 
 
 class PipelineBase(NamedPipeline):
@@ -437,62 +374,6 @@ class PipelineBase(NamedPipeline):
             group.add_ingress_rule(group, ec2.Port.all_traffic(), "between training nodes")
             groups = [group]
         return list(selected.subnet_ids), [g.security_group_id for g in groups]
-
-
-def grant_start(pipeline: sagemaker.IPipeline, grantee: iam.IGrantable) -> iam.Grant:
-    """Lets ``grantee`` start executions of ``pipeline``, and nothing else."""
-    return iam.Grant.add_to_principal(grantee=grantee,
-                                      actions=["sagemaker:StartPipelineExecution"],
-                                      resource_arns=[pipeline.pipeline_arn])
-
-
-def pipeline_arn(scope: Construct, pipeline_name: str) -> str:
-    """A pipeline's ARN in ``scope``'s account and region (SageMaker lower-cases the name)."""
-    return format_arn(stack_of(scope), service="sagemaker", resource="pipeline",
-                      resource_name=pipeline_name.lower())
-
-
-def pipeline_metric(pipeline: sagemaker.IPipeline, metric_name: str, *, statistic: str = "Sum",
-                    period: Duration | None = None) -> cloudwatch.Metric:
-    """A metric SageMaker Pipelines publishes for ``pipeline`` (any ``IPipeline``: they are
-    dimensioned by name alone)."""
-    return cloudwatch.Metric(
-        namespace=METRIC_NAMESPACE,
-        metric_name=metric_name,
-        dimensions_map={"PipelineName": pipeline.pipeline_name},
-        statistic=statistic,
-        period=period or Duration.minutes(5),
-    )
-
-
-def shared_archive_asset(scope: Construct, folder: Path) -> s3_assets.Asset:
-    """A folder as a deterministic ``sourcedir.tar.gz`` asset, one per distinct archive in a
-    stack: pipelines that share code share it."""
-    archive = write_sourcedir(folder)
-    stack = stack_of(scope)
-    return child(stack, f"SourceDir{archive.parent.name[:16]}", s3_assets.Asset,
-                 lambda construct_id: s3_assets.Asset(stack, construct_id, path=str(archive)))
-
-
-class AssetLocation(NamedTuple):
-    url: str
-    bucket: str
-    key: str
-
-
-def asset_location(asset: s3_assets.Asset) -> AssetLocation:
-    """Where a (shared) code asset lands in S3, read once."""
-    return once(asset, "location", lambda: AssetLocation(
-        asset.s3_object_url, asset.s3_bucket_name, asset.s3_object_key))
-
-
-def bucket_name(bucket: s3.IBucket) -> str:
-    return once(bucket, "bucket_name", lambda: bucket.bucket_name)
-
-
-def execution_scoped(uri: str) -> Any:
-    """One folder per execution: retries resume, the next scheduled run starts anew."""
-    return {"Std:Join": {"On": "/", "Values": [uri, {"Get": "Execution.PipelineExecutionId"}]}}
 
 
 def split_s3(uri: str) -> tuple[str, str]:

@@ -16,30 +16,24 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_ssm as ssm
 
-from compiled_training._internal import validation
-from compiled_training._internal.api_shapes import shown
-from compiled_training._internal.benchmark_definition import (
+from compiled_training.catalog.api_shapes import shown
+from compiled_training.catalog.dlc import DlcImage, resolve_dlc
+from compiled_training.catalog.instances import gpus_per_instance
+from compiled_training.definition import validation
+from compiled_training.definition.benchmark import (
     ComparisonJob,
     arm_step_name,
     benchmark_parameters,
     build_benchmark_definition,
 )
-from compiled_training._internal.dlc import DlcImage, resolve_dlc
-from compiled_training._internal.dlc_uri import dlc_image_uri
-from compiled_training._internal.handlers import step_function
-from compiled_training._internal.instances import gpus_per_instance
-from compiled_training._internal.policy import InlinePolicy
-from compiled_training._internal.stack_reads import role_arn
-from compiled_training._internal.typecheck import check_arguments
+from compiled_training.definition.training import execution_scoped
 from compiled_training.image.runtime_wheel import PACKAGE_DIR as RUNTIME_PACKAGE_DIR
-from compiled_training.pipelines.base import (
-    PipelineBase,
-    execution_scoped,
-    shared_archive_asset,
-)
-from compiled_training.pipelines.compiler import Compiler, CompilerKind
-from compiled_training.pipelines.framework import Framework
-from compiled_training.pipelines.job import (
+from compiled_training.pipelines.base import PipelineBase
+from compiled_training.pipelines.options import BENCHMARK_REQUIRED, CompilerBenchmarkProps
+from compiled_training.pipelines.training_image import TrainingImage, dlc_repository_arn
+from compiled_training.spec.compiler import Compiler, CompilerKind
+from compiled_training.spec.framework import Framework
+from compiled_training.spec.job import (
     Distribution,
     HyperparameterValue,
     InputChannel,
@@ -47,8 +41,12 @@ from compiled_training.pipelines.job import (
     ParameterValue,
     TrainingJob,
 )
-from compiled_training.pipelines.options import BENCHMARK_REQUIRED, CompilerBenchmarkProps
-from compiled_training.pipelines.training_image import TrainingImage, dlc_repository_arn
+from compiled_training.spec.typecheck import check_arguments
+from compiled_training.wiring.assets import shared_archive_asset
+from compiled_training.wiring.dlc_uri import dlc_image_uri
+from compiled_training.wiring.functions import step_function
+from compiled_training.wiring.policy import InlinePolicy
+from compiled_training.wiring.stack_reads import role_arn
 from compiled_training_runtime import contract
 from constructs import Construct
 

@@ -3,7 +3,7 @@
 `TrainingJobOptions` holds the props every pipeline of this library takes for its training
 jobs; `TrainingPipelineProps` and `CompilerBenchmarkProps` extend it with their own. The
 constructs take them as keyword arguments (``TrainingPipeline(scope, id, framework=...,
-...)``, typed through ``Unpack``); the boundary type check (`_internal/typecheck.py`) and a
+...)``, typed through ``Unpack``); the boundary type check (`spec/typecheck.py`) and a
 team's ``cdk.json`` keys (`teams.py`) read the same definitions, so a new prop is added here
 and nowhere else.
 
@@ -20,17 +20,19 @@ from aws_cdk import Duration
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 
-from compiled_training._internal.typecheck import prop_names, prop_type
-from compiled_training.pipelines.compiler import Compiler
-from compiled_training.pipelines.framework import Framework
-from compiled_training.pipelines.job import Distribution, HyperparameterValue, InputChannel
 from compiled_training.pipelines.registration import ModelRegistration
 from compiled_training.pipelines.training_image import TrainingImage
+from compiled_training.spec.compiler import Compiler
+from compiled_training.spec.framework import Framework
+from compiled_training.spec.job import Distribution, HyperparameterValue, InputChannel
+from compiled_training.spec.typecheck import prop_names, prop_type
 
 if TYPE_CHECKING:
     # For type checkers only: the boundary check imports it when a VPC prop is given, and
     # a synth without one need not load it (a fifth of a second).
     from aws_cdk import aws_ec2 as ec2
+DEFERRED_IMPORTS = {"ec2": "aws_cdk.aws_ec2"}
+"""The imports above, made by the boundary check when it reads a prop naming one."""
 
 
 class TrainingJobOptions(TypedDict, total=False):

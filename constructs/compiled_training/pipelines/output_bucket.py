@@ -7,8 +7,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 
-from compiled_training._internal.stack_reads import child, once, stack_of
-from compiled_training.nag.acknowledgements import acknowledge, skip_checkov
+from compiled_training.wiring.acknowledgements import acknowledge, skip_checkov
+from compiled_training.wiring.stack_reads import child, once, stack_of
 from constructs import Construct
 
 LOG_PREFIX = "output-bucket/"

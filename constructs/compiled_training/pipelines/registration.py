@@ -1,23 +1,10 @@
-"""Retraining that ends in a model version: a quality gate, then a Model Registry entry.
+"""Retraining that ends in a model version: a team's `ModelRegistration`, resolved and wired.
 
-`ModelRegistration` is what a team asks for; `Registration` is the same resolved to plain
-data (strings, possibly CDK tokens), from which `add_registration` builds the gate and the
-``RegisterModel`` step purely, as the SageMaker SDK v2's ``RegisterModel`` (a ``ModelStep``)
-writes them. `bind_registration` does the construct side: the Model Package Group, the
-inference image, the pipeline role's permission.
-
-Deliberate differences from the SDK's output, each for a reason:
-
-- the step is named ``RegisterModel``; the SDK appends ``-RegisterModel`` to its collection name;
-- ``ModelMetrics`` holds the model-quality report only; the SDK adds empty ``Bias`` and
-  ``Explainability`` objects.
-
-Before the gate, a ``ModelMetrics`` Lambda step writes the run's held-out metrics (and the gate
-metric) to S3 as a model-quality report, which the version references as its ``ModelMetrics``;
-with ``max_regression`` it also compares the gate metric with the latest approved version's,
-and a second condition after the gate registers only a run no worse than that by more than
-the allowed amount. The gate's metric, value and threshold also go into
-``CustomerMetadataProperties``, which the registry shows and the notification reads.
+`resolve` checks a `ModelRegistration` against the job and the API and turns it into the plain
+`Registration` the definition builder reads (`definition/registration.py`); `bind_registration`
+does the construct side: the Model Package Group, the inference image, the ``ModelMetrics``
+step's function, the pipeline role's permission. A deployment account's read of the versions
+and their artifacts is `pipelines/deployment_account.py`'s.
 """
 
 from __future__ import annotations
@@ -25,55 +12,60 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from aws_cdk import Annotations, Aws, Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 
-from compiled_training._internal.api_shapes import api_shape, is_token
-from compiled_training._internal.definition import parameter_declarations
-from compiled_training._internal.dlc import DlcImage, resolve_dlc
-from compiled_training._internal.dlc_uri import dlc_image_uri
-from compiled_training._internal.handlers import step_function
-from compiled_training._internal.instances import accelerator
-from compiled_training._internal.policy import InlinePolicy
-from compiled_training._internal.stack_reads import aws_partition, format_arn, stack_of
-from compiled_training.pipelines.job import Parameter, TrainingJob
-from compiled_training_runtime import contract
+from compiled_training.catalog.api_shapes import api_shape, is_token
+from compiled_training.catalog.dlc import DlcImage, resolve_dlc
+from compiled_training.catalog.instances import accelerator
+from compiled_training.definition.registration import (
+    REPORT_FOLDER,
+    Gate,
+    Registration,
+    declared_metrics,
+    default_gate_metric,
+    gate_metric_problem,
+    metadata_value,
+    problem_type,
+    report_metrics,
+)
+from compiled_training.pipelines.deployment_account import (
+    group_policy,
+    let_deployment_account_read,
+)
+from compiled_training.spec.framework import Framework
+from compiled_training.spec.job import Parameter, TrainingJob
+from compiled_training.wiring.dlc_uri import dlc_image_uri
+from compiled_training.wiring.functions import step_function
+from compiled_training.wiring.policy import InlinePolicy
+from compiled_training.wiring.stack_reads import format_arn, stack_of
 from constructs import Construct
 
 if TYPE_CHECKING:
     from aws_cdk import aws_lambda as lambda_  # only a registration's metrics step loads it
 
-    # The benchmark's module imports the pipelines' base, which imports this one.
-    from compiled_training.pipelines.compiler_benchmark import CompilerBenchmark
-
 APPROVAL_STATUSES = ("PendingManualApproval", "Approved")
-GATE_STEP = "QualityGate"
-FAIL_STEP = "QualityGateFailed"
-REGISTER_STEP = "RegisterModel"
-METRICS_STEP = "ModelMetrics"
-REGRESSION_STEP = "NoWorseThanApproved"
-REGRESSION_FAIL_STEP = "WorseThanApproved"
 REGRESSION_PARAMETER = "MaxRegressionFromApproved"
-REPORT_FILE = "statistics.json"
-REPORT_FOLDER = "model-metrics"
-# CreateModelPackageGroup's pattern for ModelPackageGroupName.
 _GROUP_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
-# CustomerMetadataProperties values may hold letters, digits, spaces and _.:/=+-@ only.
-_METADATA_UNSAFE = re.compile(r"[^\w .:/=+@-]")
 _GPU_DEFAULTS = ("ml.g5.xlarge", "ml.g5.2xlarge")
 _CPU_DEFAULTS = ("ml.m5.large", "ml.m5.xlarge")
-# XGBoost's eval_metric values where higher is better (its documentation); the rest are errors.
-_XGBOOST_MAXIMIZED = ("auc", "aucpr", "map", "ndcg", "pre")
-_MINIMIZED_WORDS = ("loss", "error", "rmse", "mae", "mape", "mse")
-# The channel held-out metrics are computed on, by the runtime and by built-in XGBoost; their
-# metrics are named validation_* and validation:* respectively.
-_VALIDATION = contract.CHANNEL_VALIDATION
-_HELD_OUT = re.compile(rf"^{_VALIDATION}[_:]")
+
+
+@runtime_checkable
+class BenchmarkVerdict(Protocol):
+    """What a registration reads of a benchmark: a `CompilerBenchmark` is one. (Named by what
+    it offers, not by its class: the benchmark's module builds on this one's.)"""
+
+    @property
+    def framework(self) -> Framework: ...
+    @property
+    def decision_parameter_name(self) -> str: ...
+    def grant_read_decision(self, grantee: iam.IGrantable) -> iam.Grant: ...
 
 
 @dataclass(frozen=True)
@@ -119,7 +111,7 @@ class ModelRegistration:
     """An account id that may read the group's versions (a resource policy on a group this
     stack creates) and their artifacts (the output bucket's model archives and metrics reports
     of this pipeline, and the bucket's KMS key for decrypting them); when omitted, none."""
-    benchmark: CompilerBenchmark | None = None
+    benchmark: BenchmarkVerdict | None = None
     """A `CompilerBenchmark` of this pipeline's framework: each version then records the
     benchmark's verdict as it stood when the run finished (``compiler_benchmark`` metadata:
     verdict, arm, speedup, quality lost, comparison in S3); when omitted, none."""
@@ -128,254 +120,6 @@ class ModelRegistration:
     latest approved version's by more than this (the default of a Float pipeline parameter,
     ``MaxRegressionFromApproved``, overridable per run), read at run time; when omitted, no
     comparison with approved versions."""
-
-
-@dataclass(frozen=True)
-class Gate:
-    metric: str
-    higher_is_better: bool
-    threshold: Parameter
-
-
-@dataclass(frozen=True)
-class Registration:
-    """The registration resolved to plain data: what the definition builder reads."""
-
-    group_name: str
-    approval_status: str
-    image_uri: str
-    realtime_instance_types: Sequence[str]
-    transform_instance_types: Sequence[str]
-    content_types: Sequence[str]
-    response_types: Sequence[str]
-    gate: Gate | None
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-    description: str = ""
-    metrics: Sequence[tuple[str, str]] = ()
-    """The metrics of the model-quality report: (the job's name, the report's name) pairs;
-    empty: no report and no ``ModelMetrics``."""
-    problem_type: str = "binary_classification"
-    """The report's kind, as SageMaker's model-quality reports name it."""
-    report_bucket: str = ""
-    report_prefix: str = ""
-    """The reports' key prefix in ``report_bucket``: one report per execution below it."""
-    metrics_function_arn: str = ""
-    regression: Parameter | None = None
-    """Most the gate metric may be worse than the latest approved version's; None: no check."""
-    benchmark_parameter: str = ""
-    """The SSM parameter of a benchmark's verdict, recorded with each version; "": none."""
-
-    @property
-    def reports_uri(self) -> str:
-        return f"s3://{self.report_bucket}/{self.report_prefix}/"
-
-
-# --- the pure definition builder ---------------------------------------------------------
-
-def add_registration(definition: dict[str, Any], job: TrainingJob,
-                     registration: Registration) -> dict[str, Any]:
-    """``definition`` with the gate and the registration after ``job``'s training step."""
-    register = register_step(job, registration)
-    steps = [*definition["Steps"]]
-    if registration.metrics:
-        steps.append(metrics_step(job, registration))
-    added = [p for p in (registration.gate.threshold if registration.gate else None,
-                         registration.regression) if p is not None]
-    declared = {p["Name"] for p in definition["Parameters"]}
-    parameters = [*definition["Parameters"],
-                  *parameter_declarations(p for p in added if p.name not in declared)]
-    if registration.gate is None:
-        steps.append(register)
-    else:
-        if registration.regression is not None:
-            register = regression_step(register)
-        steps.append(gate_step(job, registration.gate, register))
-    return {**definition, "Parameters": parameters, "Steps": steps}
-
-
-def metric_value(job: TrainingJob, metric: str) -> dict[str, str]:
-    """The final value of a metric the training job reports."""
-    return {"Get": f"Steps.{job.step_name}.FinalMetricDataList['{metric}'].Value"}
-
-
-def metrics_output(name: str) -> dict[str, str]:
-    """An output of the ``ModelMetrics`` step."""
-    return {"Get": f"Steps.{METRICS_STEP}.OutputParameters['{name}']"}
-
-
-def metrics_step(job: TrainingJob, registration: Registration) -> dict[str, Any]:
-    """The Lambda step that writes the model-quality report (and compares with the latest
-    approved version, with ``regression``)."""
-    values: list[Any] = []
-    for index, (metric, name) in enumerate(registration.metrics):
-        values += [("," if index else "") + f"{name}=", metric_value(job, metric)]
-    arguments: dict[str, Any] = {
-        "metrics": {"Std:Join": {"On": "", "Values": values}},
-        "problem_type": registration.problem_type,
-        "bucket": registration.report_bucket,
-        "key": {"Std:Join": {"On": "/", "Values": [
-            registration.report_prefix, {"Get": "Execution.PipelineExecutionId"},
-            REPORT_FILE]}},
-    }
-    outputs = [("statistics", "String")]
-    gate = registration.gate
-    if registration.regression is not None and gate is not None:
-        arguments.update({
-            "group": registration.group_name,
-            "gate_metric": dict(registration.metrics)[gate.metric],
-            "higher_is_better": gate.higher_is_better,
-            "max_regression": registration.regression.ref(),
-            "reports": registration.reports_uri,
-        })
-        outputs += [("within_tolerance", "Boolean"), ("approved_version", "String"),
-                    ("comparison", "String")]
-    if registration.benchmark_parameter:
-        arguments["benchmark_decision"] = registration.benchmark_parameter
-        outputs.append(("compiler_benchmark", "String"))
-    return {
-        "Name": METRICS_STEP,
-        "Type": "Lambda",
-        "Arguments": arguments,
-        "FunctionArn": registration.metrics_function_arn,
-        "OutputParameters": [{"OutputName": n, "OutputType": t} for n, t in outputs],
-    }
-
-
-def regression_step(register: dict[str, Any]) -> dict[str, Any]:
-    """Registers only a run no worse than the latest approved version by more than allowed;
-    otherwise fails with the comparison."""
-    return {
-        "Name": REGRESSION_STEP,
-        "Type": "Condition",
-        "Arguments": {
-            "Conditions": [{"Type": "Equals", "LeftValue": metrics_output("within_tolerance"),
-                            "RightValue": True}],
-            "IfSteps": [register],
-            "ElseSteps": [{
-                "Name": REGRESSION_FAIL_STEP,
-                "Type": "Fail",
-                "Arguments": {"ErrorMessage": {"Std:Join": {"On": "", "Values": [
-                    "Model not registered: ", metrics_output("comparison")]}}},
-            }],
-        },
-    }
-
-
-def gate_step(job: TrainingJob, gate: Gate, register: dict[str, Any]) -> dict[str, Any]:
-    value = metric_value(job, gate.metric)
-    comparison = "GreaterThanOrEqualTo" if gate.higher_is_better else "LessThanOrEqualTo"
-    below = "below" if gate.higher_is_better else "above"
-    return {
-        "Name": GATE_STEP,
-        "Type": "Condition",
-        "Arguments": {
-            "Conditions": [{"Type": comparison, "LeftValue": value,
-                            "RightValue": gate.threshold.ref()}],
-            "IfSteps": [register],
-            "ElseSteps": [{
-                "Name": FAIL_STEP,
-                "Type": "Fail",
-                "Arguments": {"ErrorMessage": {"Std:Join": {"On": "", "Values": [
-                    f"Model not registered: {gate.metric} ", value, f" is {below} the "
-                    f"threshold {gate.threshold.name} ", gate.threshold.ref()]}}},
-            }],
-        },
-    }
-
-
-def register_step(job: TrainingJob, registration: Registration) -> dict[str, Any]:
-    """The ``RegisterModel`` step: ``CreateModelPackage`` arguments, as the SDK v2 writes."""
-    container = {"Image": registration.image_uri,
-                 "ModelDataUrl": {"Get": f"Steps.{job.step_name}.ModelArtifacts.S3ModelArtifacts"}}
-    metadata = dict(registration.metadata)
-    if registration.gate is not None:
-        gate = registration.gate
-        metadata.update({"gate_metric": gate.metric, "gate_value": _text(metric_value(
-            job, gate.metric)), "gate_threshold": _text(gate.threshold.ref())})
-    if registration.regression is not None:
-        metadata["approved_comparison"] = metrics_output("comparison")
-    if registration.benchmark_parameter:
-        metadata["compiler_benchmark"] = metrics_output("compiler_benchmark")
-    arguments: dict[str, Any] = {
-        "ModelPackageGroupName": registration.group_name,
-        "ModelPackageDescription": registration.description,
-        "CustomerMetadataProperties": metadata,
-        "InferenceSpecification": {
-            "Containers": [container],
-            "SupportedContentTypes": list(registration.content_types),
-            "SupportedResponseMIMETypes": list(registration.response_types),
-            "SupportedRealtimeInferenceInstanceTypes": list(registration.realtime_instance_types),
-            "SupportedTransformInstanceTypes": list(registration.transform_instance_types),
-        },
-        "ModelApprovalStatus": registration.approval_status,
-        "SkipModelValidation": "None",
-    }
-    if registration.metrics:
-        arguments["ModelMetrics"] = {"ModelQuality": {"Statistics": {
-            "ContentType": "application/json", "S3Uri": metrics_output("statistics")}}}
-    return {"Name": REGISTER_STEP, "Type": "RegisterModel", "Arguments": arguments,
-            "Description": registration.description}
-
-
-def _text(value: Any) -> dict[str, Any]:
-    return {"Std:Join": {"On": "", "Values": [value]}}
-
-
-# --- resolving the options ----------------------------------------------------------------
-
-def declared_metrics(job: TrainingJob) -> dict[str, bool]:
-    """Metrics the training job reports, each with whether higher is better.
-
-    Script-mode jobs report what their ``MetricDefinitions`` declare, the held-out ones
-    (``validation_*``) only with a ``validation`` channel: the runtime evaluates on that channel
-    alone. Built-in XGBoost takes no metric definitions: it reports ``<channel>:<eval_metric>``
-    for each input channel and each of its ``eval_metric`` hyperparameter's metrics.
-    """
-    if job.framework.runs_script:
-        return {m["Name"]: not any(w in m["Name"] for w in _MINIMIZED_WORDS)
-                for m in job.metric_definitions
-                if _validated(job) or not _HELD_OUT.match(m["Name"])}
-    return {f"{channel.name}:{name}": name.split("@")[0] in _XGBOOST_MAXIMIZED
-            for channel in job.channels for name in _eval_metrics(job)}
-
-
-def _validated(job: TrainingJob) -> bool:
-    """Whether the job has the channel held-out metrics are computed on."""
-    return any(c.name == _VALIDATION for c in job.channels)
-
-
-def _eval_metrics(job: TrainingJob) -> list[str]:
-    """Built-in XGBoost's ``eval_metric`` hyperparameter, as a list."""
-    eval_metric = job.hyperparameters.get("eval_metric")
-    return str(eval_metric).split(",") if isinstance(eval_metric, str) else []
-
-
-def default_gate_metric(job: TrainingJob) -> str:
-    """A held-out metric: validation accuracy; built-in XGBoost's first ``eval_metric`` on the
-    validation channel."""
-    if job.framework.runs_script:
-        return contract.DEFAULT_QUALITY_METRIC
-    return f"{_VALIDATION}:{next(iter(_eval_metrics(job)), '<first eval_metric>')}"
-
-
-def gate_metric_problem(job: TrainingJob, metric: str, declared: Mapping[str, bool],
-                        defaulted: bool) -> str:
-    """Why a gate on ``metric``, which the job does not report, would fail every run (not
-    the synth), and the fix."""
-    fixes = []
-    if _HELD_OUT.match(metric) and not _validated(job):
-        fixes.append(f"add a channel named {_VALIDATION!r} (held-out metrics, {_VALIDATION}_* "
-                     f"and {_VALIDATION}:*, are reported on it only)")
-    if not job.framework.runs_script and not _eval_metrics(job):
-        fixes.append("set the eval_metric hyperparameter (built-in XGBoost reports "
-                     "<channel>:<eval_metric> for each of its metrics)")
-    fix = " and ".join(fixes)
-    if declared:
-        fix = f"{fix}, or name one of the reported metrics" if fix else \
-            "name one of the reported metrics"
-    return (f"gate_metric must be a metric the training job reports "
-            f"({', '.join(declared) or 'none'}), got {metric!r}"
-            f"{' (the default)' if defaulted else ''}{': ' + fix if fix else ''}")
 
 
 def resolve(where: str, options: ModelRegistration, job: TrainingJob, image_uri: str,
@@ -450,27 +194,6 @@ def resolve(where: str, options: ModelRegistration, job: TrainingJob, image_uri:
     )
 
 
-def report_metrics(job: TrainingJob, gate: Gate | None) -> list[tuple[str, str]]:
-    """The model-quality report's metrics: the held-out ones the job reports (only with a
-    validation channel: a metric the job never prints would fail the step that reads it) and
-    the gate's; each named as SageMaker's reports name them (``validation_accuracy`` ->
-    ``accuracy``, ``validation:auc`` -> ``auc``)."""
-    chosen = [m for m in declared_metrics(job)
-              if _HELD_OUT.match(m) or (gate and m == gate.metric)]
-    return [(m, _HELD_OUT.sub("", m)) for m in chosen]
-
-
-def problem_type(job: TrainingJob) -> str:
-    """The report's kind: from XGBoost's objective, or the runtime's ``num_labels``."""
-    if not job.framework.runs_script:
-        objective = str(job.hyperparameters.get("objective", ""))
-        kinds = {"binary": "binary_classification", "multi": "multiclass_classification"}
-        return kinds.get(objective.split(":")[0], "regression")
-    labels = job.hyperparameters.get("num_labels", 2)
-    multiclass = isinstance(labels, int) and labels > 2
-    return "multiclass_classification" if multiclass else "binary_classification"
-
-
 def default_instance_types(job: TrainingJob) -> tuple[str, ...]:
     gpu = job.framework.is_deep_learning and accelerator(job.instance_type) == "nvidia"
     return _GPU_DEFAULTS if gpu else _CPU_DEFAULTS
@@ -503,17 +226,10 @@ def _instance_enums() -> tuple[frozenset[str], frozenset[str]]:
             frozenset(shape.members["SupportedTransformInstanceTypes"].member.enum))
 
 
-def metadata_value(value: str) -> str:
-    """A customer metadata value: the characters the API refuses become spaces, at most 256."""
-    return value if is_token(value) else _METADATA_UNSAFE.sub(" ", value)[:256]
-
-
 def inference_dlc(job: TrainingJob, instance_type: str) -> DlcImage:
     """The framework's inference image of the training version (compilers are training-only)."""
     return resolve_dlc(job.framework, False, instance_type, scope="inference")
 
-
-# --- the construct side --------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class BoundRegistration:
@@ -581,11 +297,9 @@ def bind_registration(scope: Construct, where: str, options: ModelRegistration,
     registration = resolve(where, options, job, image_uri, metadata)
     benchmark = options.benchmark
     if benchmark is not None:
-        from compiled_training.pipelines.compiler_benchmark import CompilerBenchmark
-
-        given = (benchmark.framework.describe() if isinstance(benchmark, CompilerBenchmark)
+        given = (benchmark.framework.describe() if isinstance(benchmark, BenchmarkVerdict)
                  else type(benchmark).__name__)
-        if not isinstance(benchmark, CompilerBenchmark) or benchmark.framework != job.framework \
+        if not isinstance(benchmark, BenchmarkVerdict) or benchmark.framework != job.framework \
                 or not registration.metrics:
             raise ValueError(
                 f"{where}: registration: benchmark must be a CompilerBenchmark of this "
@@ -602,7 +316,7 @@ def bind_registration(scope: Construct, where: str, options: ModelRegistration,
         registration = replace(registration, report_bucket=bucket.bucket_name,
                                metrics_function_arn=function.function_arn)
     if options.deployment_account is not None:
-        _let_deployment_account_read(scope, bucket, job.pipeline_name,
+        let_deployment_account_read(scope, bucket, job.pipeline_name,
                                      options.deployment_account)
     group_arn = format_arn(stack, service="sagemaker", resource="model-package-group",
                            resource_name=registration.group_name)
@@ -611,33 +325,15 @@ def bind_registration(scope: Construct, where: str, options: ModelRegistration,
         group = sagemaker.CfnModelPackageGroup(
             scope, "ModelPackageGroup", model_package_group_name=registration.group_name,
             model_package_group_description=f"Model versions of pipeline {job.pipeline_name}",
-            model_package_group_policy=_group_policy(stack, group_arn, registration.group_name,
+            model_package_group_policy=group_policy(stack, group_arn, registration.group_name,
                                                      options.deployment_account))
         # Versions outlive a stack: deleting the group would orphan what is deployed from it.
         group.apply_removal_policy(RemovalPolicy.RETAIN)
     return BoundRegistration(registration, group_arn, group, function)
 
 
-def _group_policy(stack: Stack, group_arn: str, name: str,
-                  account: str | None) -> dict[str, Any] | None:
-    if account is None:
-        return None
-    packages = format_arn(stack, service="sagemaker", resource="model-package",
-                          resource_name=f"{name.lower()}/*")
-    principal = iam.AccountPrincipal(account).arn
-    return {"Version": "2012-10-17", "Statement": [
-        {"Sid": "DeploymentAccountReadsGroup", "Effect": "Allow",
-         "Principal": {"AWS": principal},
-         "Action": ["sagemaker:DescribeModelPackageGroup"], "Resource": group_arn},
-        {"Sid": "DeploymentAccountReadsVersions", "Effect": "Allow",
-         "Principal": {"AWS": principal},
-         "Action": ["sagemaker:DescribeModelPackage", "sagemaker:ListModelPackages"],
-         "Resource": packages},
-    ]}
-
-
 def _metrics_function(scope: Construct, registration: Registration, bucket: s3.IBucket,
-                      pipeline_name: str, benchmark: CompilerBenchmark | None
+                      pipeline_name: str, benchmark: BenchmarkVerdict | None
                       ) -> lambda_.Function:
     """Writes this pipeline's reports, and reads its own reports and its group's versions
     where it compares with approved versions; nothing else."""
@@ -670,33 +366,3 @@ def _metrics_function(scope: Construct, registration: Registration, bucket: s3.I
     if benchmark is not None:
         benchmark.grant_read_decision(function)
     return function
-
-
-def _let_deployment_account_read(scope: Construct, bucket: s3.IBucket, pipeline_name: str,
-                                 account: str) -> None:
-    """The deployment account may read this pipeline's model archives and reports (the bucket
-    policy), and decrypt them through S3 (the key policy); nothing else of the bucket."""
-    principal = iam.AccountPrincipal(account)
-    objects = [bucket.arn_for_objects(f"{pipeline_name}/output/*/output/model.tar.gz"),
-               bucket.arn_for_objects(f"{pipeline_name}/{REPORT_FOLDER}/*")]
-    added = bucket.add_to_resource_policy(iam.PolicyStatement(
-        principals=[principal], actions=["s3:GetObject"],
-        resources=objects)).statement_added
-    key = bucket.encryption_key
-    if key is not None:
-        added = key.add_to_resource_policy(iam.PolicyStatement(
-            principals=[principal], actions=["kms:Decrypt"], resources=["*"],
-            # Only as S3 decrypts an object for it (which the bucket policy limits to these
-            # objects). The bucket's own ARN cannot be named here: the bucket names this key,
-            # so the key naming the bucket would be a dependency cycle.
-            conditions={
-                "StringEquals": {"kms:ViaService": f"s3.{Aws.REGION}.amazonaws.com"},
-                "StringLike": {"kms:EncryptionContext:aws:s3:arn": f"arn:{aws_partition()}:s3:::*"},
-            })).statement_added and added
-    if not added:
-        Annotations.of(scope).add_warning_v2(
-            "compiled-training:ModelRegistration:DeploymentAccountRead",
-            f"deployment_account {account} may read the group's versions but not their "
-            f"artifacts: the output bucket (or its KMS key) is imported, so this stack cannot "
-            f"add to its policy; grant s3:GetObject on {pipeline_name}/output/*/output/"
-            f"model.tar.gz and {pipeline_name}/{REPORT_FOLDER}/* (and kms:Decrypt) there")

@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING
 
 from aws_cdk import Annotations
 
-from compiled_training._internal import validation
-from compiled_training._internal.dlc import DlcImage, resolve_dlc
-from compiled_training._internal.dlc_uri import dlc_image_uri
-from compiled_training._internal.policy import InlinePolicy
-from compiled_training._internal.stack_reads import format_arn, stack_of
-from compiled_training._internal.typecheck import check_arguments
-from compiled_training.pipelines.compiler import Compiler
-from compiled_training.pipelines.framework import Framework
+from compiled_training.catalog.dlc import DlcImage, resolve_dlc
+from compiled_training.definition import validation
+from compiled_training.spec.compiler import Compiler
+from compiled_training.spec.framework import Framework
+from compiled_training.spec.typecheck import check_arguments
+from compiled_training.wiring.dlc_uri import dlc_image_uri
+from compiled_training.wiring.policy import InlinePolicy
+from compiled_training.wiring.stack_reads import format_arn, stack_of
 from constructs import Construct
 
 if TYPE_CHECKING:
@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     # Imported for type checkers only: the image build's modules (CodeBuild, Lambda, events)
     # cost every synth a third of a second, and a pipeline that uses no RuntimeImage needs none.
     from compiled_training.image.runtime_image import RuntimeImage
+DEFERRED_IMPORTS = {"ecr": "aws_cdk.aws_ecr",
+                    "RuntimeImage": "compiled_training.image.runtime_image:RuntimeImage"}
+"""The imports above, made by the boundary check when it reads an argument naming one."""
 
 
 @dataclass(frozen=True)

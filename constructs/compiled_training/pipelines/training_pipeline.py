@@ -9,22 +9,22 @@ import jsii
 from aws_cdk import Annotations
 from aws_cdk import aws_sagemaker as sagemaker
 
-from compiled_training._internal import validation
-from compiled_training._internal.definition import build_definition
-from compiled_training._internal.policy import InlinePolicy
-from compiled_training._internal.stack_reads import role_arn
-from compiled_training._internal.typecheck import check_arguments
+from compiled_training.definition import validation
+from compiled_training.definition.registration import add_registration
+from compiled_training.definition.training import build_definition
 from compiled_training.pipelines.base import PipelineBase
-from compiled_training.pipelines.compiler import Compiler
-from compiled_training.pipelines.job import Distribution, TrainingJob, unique_parameters
 from compiled_training.pipelines.options import TrainingPipelineProps
 from compiled_training.pipelines.registration import (
     BoundRegistration,
     ModelRegistration,
-    add_registration,
     bind_registration,
 )
 from compiled_training.pipelines.training_image import BoundImage, TrainingImage
+from compiled_training.spec.compiler import Compiler
+from compiled_training.spec.job import Distribution, TrainingJob, unique_parameters
+from compiled_training.spec.typecheck import check_arguments
+from compiled_training.wiring.policy import InlinePolicy
+from compiled_training.wiring.stack_reads import role_arn
 from constructs import Construct
 
 

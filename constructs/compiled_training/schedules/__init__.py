@@ -1,1 +1,4 @@
-"""RetrainingSchedule and EventBridge schedule expressions."""
+"""`RetrainingSchedule` and EventBridge schedule expressions.
+
+May import: `pipelines` and everything below it.
+"""

@@ -29,11 +29,12 @@ from aws_cdk import aws_scheduler_targets as scheduler_targets
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 
-from compiled_training._internal.typecheck import check_arguments
-from compiled_training.nag.acknowledgements import acknowledge, skip_checkov
-from compiled_training.pipelines.base import PipelineBase, pipeline_metric
-from compiled_training.pipelines.job import ParameterType
+from compiled_training.pipelines.base import PipelineBase
+from compiled_training.pipelines.named_pipeline import pipeline_metric
 from compiled_training.schedules.expressions import validate_expression
+from compiled_training.spec.job import ParameterType
+from compiled_training.spec.typecheck import check_arguments
+from compiled_training.wiring.acknowledgements import acknowledge, skip_checkov
 from constructs import Construct
 
 # EventBridge Scheduler's SageMakerPipelineParameters: at most 200 entries, each value

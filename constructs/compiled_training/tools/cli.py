@@ -28,13 +28,8 @@ from typing import Any, get_args, get_type_hints
 
 import yaml
 
-from compiled_training.advice.advisor import (
-    Assessment,
-    Verdict,
-    WorkloadProfile,
-    assess_workload,
-    live_prices,
-)
+from compiled_training.advice.advisor import Assessment, Verdict, WorkloadProfile, assess_workload
+from compiled_training.catalog.prices import live_prices
 from compiled_training.tools.bench import COMPILERS, WARMUP_STEPS
 from compiled_training.tools.extras import MissingExtraError, require_extra
 from compiled_training_runtime import contract

@@ -1,0 +1,63 @@
+"""What the advisor expects of a compiler, with where each figure comes from: the speedups
+published per compiler and model category, compile time, batch growth, what a benchmark costs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from compiled_training.catalog.compilers import CompilerKind
+
+
+@dataclass(frozen=True)
+class Prior:
+    """Expected throughput with a compiler over without, at the same batch: mixed precision,
+    static shapes, compute-bound (low, high), and where the figure comes from."""
+
+    speedup: tuple[float, float]
+    source: str
+    """The citation a reason shows; the comments above ``PRIORS`` give the figures."""
+    published: bool
+    """Whether the source measured this category: only then can the verdict be ENABLE."""
+
+
+# AWS, "Amazon SageMaker Training Compiler" launch (re:Invent, 2021-12): "up to 50 % faster"
+# training on Hugging Face transformer models. An upper bound only: the low end is this
+# library's conservative floor. AWS's tested models for PyTorch are transformers; elsewhere it
+# may not help at all.
+TC_SOURCE = "AWS's Training Compiler launch, 2021-12: up to 50 % on transformers"
+# PyTorch 2.0 announcement (pytorch.org, 2022-12): 163 open-source models from Hugging Face
+# Transformers, TIMM and TorchBench on an A100, 43 % faster training on average (51 % in AMP,
+# 21 % in fp32); per-suite geomeans in AMP approximately 1.5x (HF), 1.3-1.4x (TIMM) and
+# 1.2-1.3x (TorchBench). Each range below sits at or below its suite's geomean: models vary.
+TORCH_COMPILE_SOURCE = "PyTorch 2.0 announcement, 2022-12"
+PRIORS: Mapping[tuple[CompilerKind, str], Prior] = {
+    (CompilerKind.TRAINING_COMPILER, "transformer"): Prior((1.1, 1.5), TC_SOURCE, True),
+    (CompilerKind.TRAINING_COMPILER, "other"): Prior(
+        (1.0, 1.3), "assumed no better than torch.compile on the TorchBench mix", False),
+    (CompilerKind.TORCH_COMPILE, "transformer"): Prior(
+        (1.2, 1.5), f"{TORCH_COMPILE_SOURCE}: about 1.5x on Hugging Face models", True),
+    (CompilerKind.TORCH_COMPILE, "vision"): Prior(
+        (1.1, 1.4), f"{TORCH_COMPILE_SOURCE}: about 1.3-1.4x on TIMM models", True),
+    (CompilerKind.TORCH_COMPILE, "other"): Prior(
+        (1.0, 1.3), f"{TORCH_COMPILE_SOURCE}: about 1.2-1.3x on the TorchBench mix, the "
+                    "nearest", False),
+}
+# fp32 gains are smaller for both (PyTorch 2.0: 21 % in fp32 against 51 % in AMP on average).
+FP32_SPEEDUP_CAP = (1.0, 1.2)
+# The use case's figure: compilation costs 2-5 minutes a run; under ~30 min it does not pay.
+COMPILE_MINUTES = (2.0, 5.0)
+MIN_MINUTES_PER_RUN = 30.0
+# AWS's Training Compiler "tested models" table lists, per model and instance, the largest
+# batch with and without the compiler; for its transformer entries the compiler's batch is
+# larger, approximately 1.5x to 2x or more. The low end is the step to recommend.
+TC_BATCH_GROWTH = 1.5
+# A CompilerBenchmark is a pipeline to deploy and read, a couple of engineer-days plus the
+# A/B arms' compute (more where shapes must be fixed first): below this much a year at stake
+# (the high end of the saving) it costs more than it can save in a year. This library's choice.
+MIN_SAVING_FOR_A_BENCHMARK_USD = 2_500.0
+WEEKS_PER_YEAR = 52
+
+
+def prior_for(compiler: CompilerKind, category: str) -> Prior | None:
+    return PRIORS.get((compiler, category)) or PRIORS.get((compiler, "other"))

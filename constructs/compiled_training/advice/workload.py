@@ -1,0 +1,102 @@
+"""A training workload as the advisor reads it: what a user writes about a job, and the words
+it may use (model families, precisions, bottlenecks)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+# Specific names, as a user writes them (lower case; '_' and ' ' read as '-'), by category.
+# ViT counts as vision (TIMM's suite holds it); U-Net as diffusion, the denoiser that Stable
+# Diffusion fine-tunes train.
+_NAMES = {
+    "transformer": ("bert", "roberta", "distilbert", "albert", "electra", "deberta", "xlnet",
+                    "xlm-roberta", "gpt2", "gpt-neo", "gpt-j", "opt", "bloom", "llama", "mistral",
+                    "t5", "bart", "pegasus", "marian", "llm"),
+    "vision": ("vit", "deit", "swin", "convnext", "resnet", "resnext", "efficientnet",
+               "mobilenet", "densenet", "vgg", "inception", "regnet", "yolo", "detr", "cnn"),
+    "diffusion": ("unet", "stable-diffusion", "sdxl", "ddpm", "latent-diffusion", "controlnet"),
+    "tabular": ("gradient-boosted-trees", "xgboost", "lightgbm", "catboost", "gbdt",
+                "random-forest"),
+    "custom": (),
+}
+CATEGORIES = tuple(_NAMES)
+MODEL_CATEGORIES: Mapping[str, str] = {
+    name: category for category, names in _NAMES.items() for name in (category, *names)}
+
+PYTORCH_FRAMEWORKS = ("pytorch", "huggingface")
+PRECISIONS = ("fp32", "fp16", "bf16")
+BOTTLENECKS = ("compute", "data-loading", "communication")
+_VERSION = re.compile(r"\d+(\.\d+){0,2}")
+_INSTANCE_TYPE = re.compile(r"ml\.[a-z][a-z0-9-]*\.[a-z0-9-]+")
+
+
+class Verdict(str, Enum):
+    """Worst to best: a factor's verdict is the best it allows, the workload's the lowest."""
+
+    SKIP = "SKIP"
+    BENCHMARK = "BENCHMARK"
+    ENABLE = "ENABLE"
+
+    @property
+    def rank(self) -> int:
+        return list(Verdict).index(self)
+
+
+@dataclass(frozen=True)
+class WorkloadProfile:
+    """What decides whether a compiler pays for a training workload."""
+
+    name: str
+    framework: str
+    """``pytorch``, ``huggingface``, ``tensorflow``, ``xgboost``, ...: the SageMaker SDK's names."""
+    model_family: str
+    """A category (transformer, vision, diffusion, tabular, custom) or a name such as bert,
+    gpt2, vit, resnet or unet; an unknown word is treated as custom."""
+    instance_type: str
+    instance_count: int
+    hours_per_run: float
+    runs_per_week: float
+    static_shapes: bool
+    precision: str
+    batch_size: int | None = None
+    learning_rate: float | None = None
+    bottleneck: str | None = None
+    region: str = "us-east-1"
+    framework_version: str | None = None
+    """The job's PyTorch version (for ``huggingface``, the PyTorch under Transformers): 2.x
+    means torch.compile, a Training Compiler release means Training Compiler. When omitted,
+    Training Compiler where it fits and has published gains, otherwise torch.compile."""
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not _INSTANCE_TYPE.fullmatch(self.instance_type):
+            problems.append(f"instance_type must look like 'ml.g5.48xlarge', "
+                            f"got {self.instance_type!r}")
+        if self.instance_count < 1:
+            problems.append(f"instance_count must be at least 1, got {self.instance_count}")
+        if not self.hours_per_run > 0:
+            problems.append(f"hours_per_run must be positive, got {self.hours_per_run}")
+        if self.runs_per_week < 0:
+            problems.append(f"runs_per_week must not be negative, got {self.runs_per_week}")
+        if self.precision not in PRECISIONS:
+            problems.append(f"precision must be one of {', '.join(PRECISIONS)}, "
+                            f"got {self.precision!r}")
+        if self.bottleneck is not None and self.bottleneck not in BOTTLENECKS:
+            problems.append(f"bottleneck must be one of {', '.join(BOTTLENECKS)}, "
+                            f"got {self.bottleneck!r}")
+        if self.batch_size is not None and self.batch_size < 1:
+            problems.append(f"batch_size must be at least 1, got {self.batch_size}")
+        if self.framework_version is not None and not _VERSION.fullmatch(self.framework_version):
+            problems.append(f"framework_version must be a version such as '2.3' or '1.13.1', "
+                            f"got {self.framework_version!r}")
+        if problems:
+            raise ValueError(f"workload {self.name!r}: " + "; ".join(problems))
+
+
+def model_category(model_family: str) -> tuple[str, bool]:
+    """The category of a model family, and whether the word was known (unknown: custom)."""
+    word = re.sub(r"[\s_]+", "-", model_family.strip().lower())
+    return MODEL_CATEGORIES.get(word, "custom"), word in MODEL_CATEGORIES

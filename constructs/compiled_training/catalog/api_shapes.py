@@ -1,0 +1,340 @@
+"""Requests checked against botocore's SageMaker service model, as the API will check them.
+
+One generic walk over an input shape (`shape_problems`): types, required and unknown members,
+enums, minimum and maximum (values, lengths, item counts) and full-match patterns, plus the
+few limits the API documents but the model does not encode. The model's patterns are Java
+regular expressions; `java_regex` reads them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+import struct
+import sys
+import unicodedata
+from collections.abc import Iterator, Mapping
+from itertools import groupby
+from typing import Any, NamedTuple
+
+# Limits in the API's documentation that the model does not carry, by shape name.
+DOCUMENTED_LIMITS: dict[str, dict[str, int]] = {
+    # CreateTrainingJob StoppingCondition: "The maximum value is 28 days."
+    "MaxRuntimeInSeconds": {"max": 28 * 24 * 3600},
+}
+# The Python types of the model's types (timestamps and blobs appear in no job request).
+_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "structure": (dict, "an object"), "map": (dict, "an object"), "list": (list, "a list"),
+    "string": (str, "a string"), "boolean": (bool, "a boolean"),
+    "integer": (int, "an integer"), "long": (int, "an integer"),
+    "float": ((int, float), "a number"), "double": ((int, float), "a number"),
+}
+# The model's "integer" is 32-bit ("long" is 64-bit), whatever its min and max say.
+_INT_BOUNDS = {"integer": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
+# The pipeline step types that send a request, and the member that names the job, which
+# Pipelines sets (as a name of this length).
+JOB_STEPS = {"Training": "CreateTrainingJob", "Processing": "CreateProcessingJob",
+             "RegisterModel": "CreateModelPackage"}
+_JOB_NAME_FIELDS = {"CreateTrainingJob": "TrainingJobName",
+                    "CreateProcessingJob": "ProcessingJobName"}
+_JOB_NAME = "pipelines-0123456789ab-Step-0123456789"
+
+
+class RunTimeValue:
+    """A value only an execution knows (a job name, an execution id): left unchecked."""
+
+    def __repr__(self) -> str:
+        return "<run-time value>"
+
+
+RUN_TIME = RunTimeValue()
+
+
+class ShapeProblem(NamedTuple):
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path} {self.message}"
+
+
+@functools.cache
+def _sagemaker_model() -> Any:
+    """botocore's SageMaker service model, as a client would load it (its data path, newest
+    API version), without the session and client machinery: a tenth of a second less for
+    every synth."""
+    from botocore.loaders import Loader
+    from botocore.model import ServiceModel
+
+    return ServiceModel(Loader().load_service_model("sagemaker", "service-2"), "sagemaker")
+
+
+def api_shape(name: str) -> Any:
+    """A shape of botocore's SageMaker service model, e.g. ``TrainingInstanceType``."""
+    return _sagemaker_model().shape_for(name)
+
+
+def operation_input(operation: str) -> Any:
+    """The input shape of an operation, e.g. ``CreateTrainingJob``."""
+    return _sagemaker_model().operation_model(operation).input_shape
+
+
+def shape_problems(value: Any, shape: Any, path: str) -> Iterator[ShapeProblem]:
+    """Everything the API would refuse in ``value`` as ``shape``; unresolved CDK tokens and
+    run-time values are skipped. At most one problem per scalar (the first that applies)."""
+    if value is RUN_TIME or is_token(value):
+        return
+    kind = shape.type_name
+    limits = {**shape.metadata, **DOCUMENTED_LIMITS.get(shape.name, {})}
+    if not _of_type(value, kind):
+        yield ShapeProblem(path, f"must be {_TYPES[kind][1]}, got {type(value).__name__} "
+                                 f"{shown(value)}")
+        return
+    if kind == "structure":
+        for name in shape.required_members:
+            if name not in value:
+                yield ShapeProblem(_join(path, name), "is required")
+        for name, item in value.items():
+            if name not in shape.members:
+                yield ShapeProblem(_join(path, name), f"is not a member of {shape.name}")
+            else:
+                yield from shape_problems(item, shape.members[name], _join(path, name))
+    elif kind in ("list", "map"):
+        yield from _bounds(path, len(value), limits, " items")
+        items = value.items() if kind == "map" else enumerate(value)
+        for key, item in items:
+            if kind == "map":
+                yield from shape_problems(key, shape.key, f"{path} key")
+            yield from shape_problems(item, shape.member if kind == "list" else shape.value,
+                                      f"{path}[{key!r}]")
+    elif kind == "string":
+        if shape.enum and value not in shape.enum:
+            allowed = ", ".join(shape.enum) if len(shape.enum) <= 12 else f"{shape.name} values"
+            yield ShapeProblem(path, f"must be one of {allowed}, got {shown(value)}")
+        elif problem := next(_bounds(path, len(value), limits, " characters", shown(value)),
+                             None):
+            yield problem
+        elif "pattern" in limits and not java_regex(limits["pattern"],
+                                                    value.isascii()).fullmatch(value):
+            hint = " (a line break is not allowed)" if _LINE_BREAK.search(value) else ""
+            yield ShapeProblem(path, f"must match {limits['pattern']}, got {shown(value)}{hint}")
+    elif kind in _INT_BOUNDS:
+        low, high = _INT_BOUNDS[kind]
+        yield from _bounds(path, value, {"min": max(limits.get("min", low), low),
+                                         "max": min(limits.get("max", high), high)},
+                           " seconds" if shape.name.endswith("InSeconds") else "")
+    elif kind in ("float", "double") and not math.isfinite(value):
+        yield ShapeProblem(path, f"must be a finite number, got {value!r}")
+    elif kind in ("float", "double"):
+        yield from _bounds(path, value, limits, "")
+
+
+def _of_type(value: Any, kind: str) -> bool:
+    python_type = _TYPES.get(kind, (object, ""))[0]
+    return isinstance(value, python_type) and (kind == "boolean" or not isinstance(value, bool))
+
+
+def _bounds(path: str, measure: Any, limits: Mapping[str, Any], unit: str,
+            got: str | None = None) -> Iterator[ShapeProblem]:
+    """A measure (a number, a length, a count) outside the shape's min and max."""
+    got = got or _with_unit(measure, unit)
+    if measure < limits.get("min", measure):
+        yield ShapeProblem(path, f"must be at least {_with_unit(limits['min'], unit)}, got {got}")
+    elif measure > limits.get("max", measure):
+        yield ShapeProblem(path, f"must be at most {_with_unit(limits['max'], unit)}, got {got}")
+
+
+def _with_unit(number: Any, unit: str) -> str:
+    text = f"{shown(number)}{unit.removesuffix('s') if number == 1 else unit}"
+    if unit == " seconds" and isinstance(number, int) and number and number % 86400 == 0:
+        text += f" ({number // 86400} days)"
+    return text
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def shown(value: Any) -> str:
+    """A value as a message shows it: long strings cut, huge integers by their size (printing
+    one past Python's digit limit would raise)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+    if isinstance(value, str) and len(value) > 60:
+        return f"{value[:40]!r}... ({len(value)} characters)"
+    return repr(value)
+
+
+# What ``Token.is_unresolved`` tests a string for (aws-cdk-lib core/lib/private/encoding.ts:
+# "Token[" anywhere, then a string token marker or a number token rendered into the string).
+_TOKEN_MARKER = "Token["
+STRING_TOKEN = re.compile(r"\$\{Token\[[a-zA-Z0-9:._-]+\]\}")
+"""A token as CDK encodes it inside a string."""
+_STRING_TOKEN = re.compile(STRING_TOKEN.pattern + r"|-1\.[0-9]{10,16}e\+289")
+
+
+# A number token is a double whose top 16 bits are 0xFBFF (encoding.ts: DOUBLE_TOKEN_MARKER_BITS,
+# extractTokenDouble), a negative number near -1.888e289.
+_NUMBER_TOKEN_BITS = 0xFBFF
+
+
+def is_token(value: Any) -> bool:
+    """An unresolved CDK token, as ``Token.is_unresolved`` says of a string or a number, read
+    as CDK encodes them, without a round trip to the jsii kernel (and without the CDK: the
+    layers below the constructs import none of it)."""
+    if isinstance(value, str):
+        return _TOKEN_MARKER in value and _STRING_TOKEN.search(value) is not None
+    if isinstance(value, float):
+        return struct.unpack("<Q", struct.pack("<d", value))[0] >> 48 == _NUMBER_TOKEN_BITS
+    return False
+
+
+# --- Java's regular expressions -----------------------------------------------------------
+
+# Java reads "." as any character but a line terminator; Python's "." excludes only "\n".
+_JAVA_DOT = "[^\\n\\r\\u0085\\u2028\\u2029]"
+_LINE_BREAK = re.compile(_JAVA_DOT.replace("[^", "["))
+# The model writes supplementary characters as UTF-16 surrogate pairs.
+_SURROGATE_RANGE = "\\uD800\\uDC00-\\uDBFF\\uDFFF"
+
+
+@functools.cache
+def java_regex(pattern: str, ascii_value: bool = False) -> re.Pattern[str]:
+    """A pattern of the service model (a Java regular expression) as Python's ``re``.
+
+    ``\\p{...}`` classes and ``.`` follow Java; for an ASCII value the Unicode classes reduce
+    to their ASCII members, which spares building the full Unicode tables on every synth.
+    Raises ValueError on a construct this translation does not know.
+    """
+    out: list[str] = []
+    in_class = False
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith(_SURROGATE_RANGE, i):
+            out.append("\\U00010000-\\U0010FFFF")
+            i += len(_SURROGATE_RANGE)
+            continue
+        named = re.match(r"\\p\{(\w+)\}", pattern[i:])
+        if named:
+            body = _java_class(named[1], ascii_value)
+            out.append(body if in_class else f"[{body}]")
+            i += len(named[0])
+            continue
+        char = pattern[i]
+        if char == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if char == "[":
+            in_class = True
+        elif char == "]":
+            in_class = False
+        quantified_end = re.match(r"\$\{\d*,?\d*\}", pattern[i:])
+        if char == "$" and not in_class and quantified_end:
+            # Java takes a quantifier on the end anchor (``$``{1,128}, CustomerMetadataKey) as
+            # the anchor itself; the length is the shape's min and max, checked apart.
+            out.append("$")
+            i += len(quantified_end[0])
+            continue
+        out.append(_JAVA_DOT if char == "." and not in_class else char)
+        i += 1
+    return re.compile("".join(out))
+
+
+def _java_class(name: str, ascii_value: bool) -> str:
+    if name == "Alnum":  # a POSIX class: ASCII in Java
+        return "A-Za-z0-9"
+    if len(name) != 1 or name not in "CLMNPSZ":
+        raise ValueError(f"unsupported Java character class \\p{{{name}}}")
+    if ascii_value:
+        return "".join(re.escape(chr(code)) for code in range(128)
+                       if unicodedata.category(chr(code))[0] == name)
+    ranges = _unicode_ranges()[name]
+    return "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in ranges)
+
+
+@functools.lru_cache(maxsize=1)
+def _unicode_ranges() -> dict[str, list[tuple[int, int]]]:
+    """Code point ranges by Unicode major category (L, N, Z...)."""
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    start = 0
+    categories = map(unicodedata.category, map(chr, range(sys.maxunicode + 1)))
+    for major, run in groupby(categories, key=lambda category: category[0]):
+        length = sum(1 for _ in run)
+        ranges.setdefault(major, []).append((start, start + length - 1))
+        start += length
+    return ranges
+
+
+# --- pipeline definitions ------------------------------------------------------------------
+
+def substitute_expressions(value: Any, parameters: Mapping[str, Any],
+                           run_time: Any = RUN_TIME) -> Any:
+    """Pipeline expressions replaced by what they evaluate to: parameters by their values (a
+    step property too, where ``parameters`` names it), anything only an execution knows by
+    ``run_time``, or by ``run_time(path)`` where it is a function (a join with RUN_TIME is
+    RUN_TIME)."""
+    if isinstance(value, dict):
+        if set(value) == {"Get"}:
+            path = value["Get"]
+            if path.startswith("Parameters."):
+                return parameters[path.split(".", 1)[1]]
+            if path in parameters:
+                return parameters[path]
+            return run_time(path) if callable(run_time) else run_time
+        if set(value) == {"Std:Join"}:
+            join = value["Std:Join"]
+            parts = [substitute_expressions(v, parameters, run_time) for v in join["Values"]]
+            if any(part is RUN_TIME for part in parts):
+                return RUN_TIME
+            return join["On"].join(rendered(part) for part in parts)
+        return {k: substitute_expressions(v, parameters, run_time) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute_expressions(v, parameters, run_time) for v in value]
+    return value
+
+
+def rendered(value: Any) -> str:
+    """A value joined into a string, as Pipelines renders it (booleans in lowercase)."""
+    return json.dumps(value) if isinstance(value, bool) else str(value)
+
+
+def job_request(operation: str, arguments: Mapping[str, Any], parameters: Mapping[str, Any],
+                run_time: Any = RUN_TIME) -> dict[str, Any]:
+    """A job step's arguments as SageMaker receives them, sent as ``operation`` with the
+    parameters at the given values; Pipelines names the job itself."""
+    request = substitute_expressions(arguments, parameters, run_time)
+    if operation in _JOB_NAME_FIELDS:
+        request = {_JOB_NAME_FIELDS[operation]: _JOB_NAME, **request}
+    return dict(request)
+
+
+def request_problems(operation: str, arguments: Mapping[str, Any],
+                     parameters: Mapping[str, Any]) -> list[ShapeProblem]:
+    """Everything the API would refuse in a job step's arguments (see `job_request`)."""
+    request = job_request(operation, arguments, parameters)
+    return list(shape_problems(request, operation_input(operation), ""))
+
+
+def job_requests(definition: Mapping[str, Any], run_time: Any = RUN_TIME
+                 ) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(step name, operation, request) of each job step, the parameters at their defaults."""
+    defaults = {p["Name"]: p.get("DefaultValue") for p in definition.get("Parameters", [])}
+    steps = list(definition["Steps"])
+    for step in definition["Steps"]:
+        if step["Type"] == "Condition":  # the steps of its branches run too
+            steps += step["Arguments"].get("IfSteps", []) + step["Arguments"].get("ElseSteps", [])
+    for step in steps:
+        if step["Type"] in JOB_STEPS:
+            operation = JOB_STEPS[step["Type"]]
+            yield step["Name"], operation, job_request(operation, step["Arguments"], defaults,
+                                                       run_time)
+
+
+def definition_problems(definition: Mapping[str, Any], run_time: Any = RUN_TIME) -> list[str]:
+    """Every problem of every job step's request, each as ``step NAME: path message``."""
+    return [f"step {name}: {problem}"
+            for name, operation, request in job_requests(definition, run_time)
+            for problem in shape_problems(request, operation_input(operation), "")]

@@ -1,0 +1,227 @@
+"""The pipeline definition of a compiler A/B benchmark: a pure function of its jobs.
+
+Training arms with no dependency on each other (so Pipelines runs them in parallel), then
+``Compare`` (a Processing job running ``compiled_training_runtime.compare`` on every arm's
+output and timings), ``RecordDecision`` (a Lambda step writing the verdict, ship or hold, to
+an SSM parameter the production side reads), and ``ShipDecision``, whose else branch is a
+``Fail`` step carrying the comparison's reason.
+
+The condition re-checks the comparison's numbers against the same threshold parameters the
+comparison was given, so the pipeline's outcome and the recorded verdict cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiled_training.definition.training import (
+    DEFINITION_VERSION,
+    parameter_declarations,
+    retry_policies,
+    training_step,
+)
+from compiled_training.spec.job import Parameter, TrainingJob, unique_parameters
+from compiled_training_runtime import contract
+
+COMPARE_STEP = "Compare"
+RECORD_STEP = "RecordDecision"
+DECISION_STEP = "ShipDecision"
+FAIL_STEP = "CompilerDoesNotShip"
+PROPERTY_FILE = "Comparison"
+COMPARISON_OUTPUT = "comparison"
+PROCESSING_ROOT = "/opt/ml/processing"
+# What the decision function receives besides the comparison's decision
+# (contract.DECISION_FIELDS): the thresholds the comparison judged by, as it wrote them down.
+THRESHOLD_FIELDS = {"speedup_threshold": "thresholds.speedup",
+                    "quality_tolerance": "thresholds.quality_tolerance"}
+# The comparison code travels as an archive of the runtime package; the image's own Python
+# runs it (standard library only). PROCESSING_ROOT may be overridden so that tests run this
+# very script against a local folder.
+COMPARE_ENTRYPOINT = (  # the API allows 256 characters
+    f"set -e; r=${{PROCESSING_ROOT:-{PROCESSING_ROOT}}}; c=$(mktemp -d); "
+    "mkdir $c/compiled_training_runtime; "
+    "tar -xzf $r/input/code/sourcedir.tar.gz -C $c/compiled_training_runtime; "
+    'cd $c; exec python3 -m compiled_training_runtime.compare "$@"'
+)
+
+
+def arm_step_name(arm: str) -> str:
+    """The arm's step: ``compiler-large-batch`` -> ``TrainCompilerLargeBatch``."""
+    return "Train" + "".join(part.capitalize() for part in arm.split("-"))
+
+
+@dataclass(frozen=True)
+class ComparisonJob:
+    """The comparison step and the decision after it."""
+
+    image_uri: str
+    instance_type: str
+    role_arn: str
+    code_s3_uri: str
+    """The ``sourcedir.tar.gz`` of the runtime package."""
+    output_s3_uri: Any
+    """An S3 URI, or a pipeline expression that renders one (one folder per execution)."""
+    quality_metric: str
+    speedup_threshold: Parameter
+    quality_tolerance: Parameter
+    decision_function_arn: str
+    max_runtime_seconds: int = 1800
+    volume_size_gib: int = 30
+    kms_key_id: str | None = None
+    max_attempts: int = 3
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+def build_benchmark_definition(arms: Mapping[str, TrainingJob],
+                               comparison: ComparisonJob) -> dict[str, Any]:
+    """The definition (a dict, ready for JSON): parallel arms, comparison, decision."""
+    if contract.ARM_BASELINE not in arms or len(arms) < 2:
+        raise ValueError(f"a benchmark needs the {contract.ARM_BASELINE!r} arm and at least "
+                         f"one other, got {sorted(arms)}")
+    return {
+        "Version": DEFINITION_VERSION,
+        "Metadata": {},
+        "Parameters": parameter_declarations(benchmark_parameters(arms, comparison)),
+        "Steps": [
+            *(training_step(job) for job in arms.values()),
+            _compare_step(arms, comparison),
+            _record_step(comparison),
+            _decision_step(comparison),
+        ],
+    }
+
+
+def benchmark_parameters(arms: Mapping[str, TrainingJob],
+                         comparison: ComparisonJob) -> list[Parameter]:
+    """Every pipeline parameter: the arms' (in first-use order), then the thresholds."""
+    return unique_parameters([*(p for job in arms.values() for p in job.parameters),
+                              comparison.speedup_threshold, comparison.quality_tolerance])
+
+
+def _compare_step(arms: Mapping[str, TrainingJob], job: ComparisonJob) -> dict[str, Any]:
+    inputs = [_input(name, _run_output(arm), f"{PROCESSING_ROOT}/input/{name}")
+              for name, arm in arms.items()]
+    inputs.append(_input("code", job.code_s3_uri, f"{PROCESSING_ROOT}/input/code"))
+    arguments: list[Any] = [
+        "--input-dir", f"{PROCESSING_ROOT}/input",
+        "--output-dir", f"{PROCESSING_ROOT}/output",
+        "--quality-metric", job.quality_metric,
+        "--speedup-threshold", _text(job.speedup_threshold.ref()),
+        "--quality-tolerance", _text(job.quality_tolerance.ref()),
+    ]
+    for name, arm in arms.items():
+        step = f"Steps.{arm.step_name}"
+        arguments += ["--arm", {"Std:Join": {"On": "", "Values": [
+            f"{name}=", {"Get": f"{step}.TrainingTimeInSeconds"},
+            ":", {"Get": f"{step}.BillableTimeInSeconds"}]}}]
+    cluster: dict[str, Any] = {"InstanceType": job.instance_type, "InstanceCount": 1,
+                               "VolumeSizeInGB": job.volume_size_gib}
+    output_config: dict[str, Any] = {"Outputs": [{
+        "OutputName": COMPARISON_OUTPUT,
+        "AppManaged": False,
+        "S3Output": {"S3Uri": job.output_s3_uri, "LocalPath": f"{PROCESSING_ROOT}/output",
+                     "S3UploadMode": "EndOfJob"},
+    }]}
+    if job.kms_key_id:
+        cluster["VolumeKmsKeyId"] = job.kms_key_id
+        output_config["KmsKeyId"] = job.kms_key_id
+    request: dict[str, Any] = {
+        "ProcessingResources": {"ClusterConfig": cluster},
+        "AppSpecification": {
+            "ImageUri": job.image_uri,
+            "ContainerEntrypoint": ["/bin/bash", "-c", COMPARE_ENTRYPOINT, "compare"],
+            "ContainerArguments": arguments,
+        },
+        "RoleArn": job.role_arn,
+        "ProcessingInputs": inputs,
+        "ProcessingOutputConfig": output_config,
+        "StoppingCondition": {"MaxRuntimeInSeconds": job.max_runtime_seconds},
+        # Everything it reads arrives as an input: it needs no network at all.
+        "NetworkConfig": {"EnableNetworkIsolation": True},
+    }
+    if job.tags:
+        request["Tags"] = [{"Key": k, "Value": v} for k, v in sorted(job.tags.items())]
+    return {
+        "Name": COMPARE_STEP,
+        "Type": "Processing",
+        "Arguments": request,
+        "RetryPolicies": retry_policies(job.max_attempts),
+        "PropertyFiles": [{"PropertyFileName": PROPERTY_FILE, "OutputName": COMPARISON_OUTPUT,
+                           "FilePath": contract.COMPARISON_JSON}],
+    }
+
+
+def _record_step(job: ComparisonJob) -> dict[str, Any]:
+    arguments: dict[str, Any] = {name: decision_value(name)
+                                 for name in contract.DECISION_FIELDS}
+    arguments.update({name: comparison_value(path) for name, path in THRESHOLD_FIELDS.items()})
+    arguments["comparison"] = job.output_s3_uri
+    arguments["execution"] = {"Get": "Execution.PipelineExecutionArn"}
+    return {
+        "Name": RECORD_STEP,
+        "Type": "Lambda",
+        "Arguments": arguments,
+        "FunctionArn": job.decision_function_arn,
+        "OutputParameters": [{"OutputName": "version", "OutputType": "Integer"}],
+    }
+
+
+def _decision_step(job: ComparisonJob) -> dict[str, Any]:
+    return {
+        "Name": DECISION_STEP,
+        "Type": "Condition",
+        "Arguments": {
+            "Conditions": [
+                {"Type": "GreaterThanOrEqualTo", "LeftValue": decision_value("speedup"),
+                 "RightValue": job.speedup_threshold.ref()},
+                {"Type": "LessThanOrEqualTo", "LeftValue": decision_value("quality_drop"),
+                 "RightValue": job.quality_tolerance.ref()},
+            ],
+            "IfSteps": [],
+            "ElseSteps": [{
+                "Name": FAIL_STEP,
+                "Type": "Fail",
+                "Arguments": {"ErrorMessage": {"Std:Join": {"On": "", "Values": [
+                    "The compiler does not ship: ", decision_value("reason")]}}},
+            }],
+        },
+        # The verdict is recorded either way before a hold fails the execution.
+        "DependsOn": [RECORD_STEP],
+    }
+
+
+def decision_value(name: str) -> dict[str, Any]:
+    """A field of the comparison's decision, read from the comparison step's property file."""
+    return comparison_value(f"decision.{name}")
+
+
+def comparison_value(path: str) -> dict[str, Any]:
+    """A value of the comparison step's property file (``comparison.json``)."""
+    return {"Std:JsonGet": {"PropertyFile": {"Get": f"Steps.{COMPARE_STEP}.PropertyFiles."
+                                                    f"{PROPERTY_FILE}"},
+                            "Path": path}}
+
+
+def _run_output(arm: TrainingJob) -> dict[str, Any]:
+    """Where SageMaker puts the arm's ``output.tar.gz`` (the runtime's run summary)."""
+    return {"Std:Join": {"On": "/", "Values": [
+        arm.output_s3_uri, {"Get": f"Steps.{arm.step_name}.TrainingJobName"},
+        "output", "output.tar.gz"]}}
+
+
+def _input(name: str, s3_uri: Any, local_path: str) -> dict[str, Any]:
+    return {
+        "InputName": name,
+        "AppManaged": False,
+        "S3Input": {"S3Uri": s3_uri, "LocalPath": local_path, "S3DataType": "S3Prefix",
+                    "S3InputMode": "File", "S3DataDistributionType": "FullyReplicated",
+                    "S3CompressionType": "None"},
+    }
+
+
+def _text(value: Any) -> dict[str, Any]:
+    """A pipeline value as the string a container argument must be."""
+    return {"Std:Join": {"On": "", "Values": [value]}}
+

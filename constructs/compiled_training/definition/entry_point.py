@@ -1,0 +1,120 @@
+"""The user's entry point, checked at synth for what SageMaker's training toolkit demands at
+launch; otherwise the job fails on the cluster, after the instances have started.
+
+The toolkit runs the entry point from the unpacked ``sourcedir.tar.gz``. Its ``pytorchxla`` and
+``torch_distributed`` runners take only a Python script (``.py``), and refuse a source folder
+that is a Python package (a top-level ``setup.py``). The ``pytorchxla`` launcher, AWS's
+``torch_xla.distributed.xla_spawn``, imports the script and calls its ``_mp_fn(index)`` in each
+process. The script is read with ``ast``, never imported: that would run user code at synth.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Iterator
+from pathlib import Path
+
+from compiled_training.definition.sourcedir import DEFAULT_EXCLUDES, source_files
+from compiled_training.spec.job import Distribution
+
+LAUNCHERS = {
+    Distribution.PYTORCHXLA: "the pytorchxla launcher (AWS's xla_spawn)",
+    Distribution.TORCH_DISTRIBUTED: "the torch_distributed launcher (torchrun)",
+}
+MP_FN = "_mp_fn"
+
+
+def entry_point_problems(
+    entry_point: str, distribution: Distribution, source_dir: Path | None
+) -> list[str]:
+    """What the toolkit would refuse at launch, one message each; none when it would start.
+
+    ``source_dir`` is the local folder the code archive is built from; when it is None (the
+    code is already in S3), only the entry point's name is checked.
+    """
+    launcher = LAUNCHERS.get(distribution)
+    problems = []
+    if launcher and not entry_point.endswith(".py"):
+        problems.append(f"entry_point must be a Python script (.py) for distribution "
+                        f"{distribution.value!r}, got {entry_point!r}: {launcher} runs only "
+                        "Python scripts")
+    if source_dir is None:
+        return problems
+    where = f"entry_point {entry_point!r} in {str(source_dir)!r}"
+    files = set(source_files(source_dir))
+    if Path(entry_point) not in files:
+        if (source_dir / entry_point).is_file():
+            problems.append(f"{where} is left out of the uploaded sourcedir.tar.gz, which "
+                            f"skips {', '.join(DEFAULT_EXCLUDES)}; move the script")
+        else:
+            problems.append(f"{where} does not exist; SageMaker runs the entry point from "
+                            "source_dir, so it must be a file there (a path relative to it)")
+        return problems
+    if launcher and Path("setup.py") in files:
+        problems.append(f"source_dir {str(source_dir)!r} holds a setup.py, which makes it a "
+                        f"Python package; {launcher} refuses packages and runs only a script. "
+                        "Move setup.py out of source_dir")
+    if distribution is Distribution.PYTORCHXLA and entry_point.endswith(".py"):
+        problem = _mp_fn_problem((source_dir / entry_point).read_bytes())
+        if problem:
+            problems.append(f"{where} {problem}; {launcher} imports the script "
+                            f"and calls {MP_FN}(index) in each process. Add: "
+                            f"def {MP_FN}(index): main()")
+    return problems
+
+
+@functools.lru_cache(maxsize=64)  # pipelines sharing a script parse it once
+def _mp_fn_problem(source: bytes) -> str | None:
+    """Why the script's module would have no callable ``_mp_fn(index)``, or None."""
+    try:
+        module = ast.parse(source)
+    except SyntaxError as error:
+        return f"cannot be parsed ({error.msg}, line {error.lineno})"
+    for statement in _top_level(module.body):
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if statement.name == MP_FN:
+                return None if _takes_one_argument(statement.args) else (
+                    f"defines {MP_FN} without the index parameter")
+        elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+            for alias in statement.names:
+                # A star import may bring _mp_fn in: nothing to tell from here.
+                if (alias.asname or alias.name.split(".")[0]) in (MP_FN, "*"):
+                    return None
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [
+                statement.target]
+            if any(isinstance(n, ast.Name) and n.id == MP_FN and isinstance(n.ctx, ast.Store)
+                   for target in targets for n in ast.walk(target)):
+                return None
+    return f"defines no top-level {MP_FN}(index)"
+
+
+def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements that bind module names when the script is imported: the body, and the blocks
+    of its ``if``, ``try`` and ``with`` statements (not functions or classes), except an
+    ``if __name__ == "__main__"`` block: imported by the launcher, the script is not main."""
+    for statement in body:
+        yield statement
+        if isinstance(statement, (ast.If, ast.Try, ast.With)):
+            blocks = ["orelse"] if _is_main_guard(statement) else ["body", "orelse", "finalbody"]
+            for block in blocks:
+                yield from _top_level(getattr(statement, block, []))
+        if isinstance(statement, ast.Try):
+            for handler in statement.handlers:
+                yield from _top_level(handler.body)
+
+
+def _is_main_guard(statement: ast.stmt) -> bool:
+    if not isinstance(statement, ast.If) or not isinstance(statement.test, ast.Compare):
+        return False
+    test = statement.test
+    sides = {ast.unparse(test.left), *(ast.unparse(c) for c in test.comparators)}
+    return isinstance(test.ops[0], ast.Eq) and sides == {"__name__", "'__main__'"}
+
+
+def _takes_one_argument(args: ast.arguments) -> bool:
+    positional = len(args.posonlyargs) + len(args.args)
+    required = positional - len(args.defaults)
+    required_keywords = sum(default is None for default in args.kw_defaults)
+    return required <= 1 and (positional >= 1 or args.vararg is not None) and not required_keywords

@@ -1,0 +1,196 @@
+"""The SageMaker pipeline definition of a training job: a pure function of a `TrainingJob`.
+
+It builds what the SageMaker SDK v2 would (``Pipeline.definition()`` with a
+``TrainingStep``), through the API path: the compiler is switched on by hyperparameters and
+the image, so an image extended from a Training Compiler DLC is allowed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from compiled_training.spec.job import (
+    Distribution,
+    HyperparameterValue,
+    InputChannel,
+    Parameter,
+    TrainingJob,
+)
+from compiled_training_runtime import contract
+
+DEFINITION_VERSION = "2020-12-01"
+# What SageMaker retries itself before the step fails: service faults, throttling...
+SERVICE_RETRY_EXCEPTIONS = ("Step.SERVICE_FAULT", "Step.THROTTLING")
+# ...and the job failures that a later attempt can get past: no capacity (spot or on-demand),
+# an internal error, an account limit that frees up.
+JOB_RETRY_EXCEPTIONS = (
+    "SageMaker.CAPACITY_ERROR",
+    "SageMaker.JOB_INTERNAL_ERROR",
+    "SageMaker.RESOURCE_LIMIT",
+)
+CONTAINER_LOG_LEVEL = 20  # logging.INFO, as the SDK sets it
+
+
+def build_definition(job: TrainingJob) -> dict[str, Any]:
+    """The pipeline definition (as a dict, ready for JSON) with one training step."""
+    return {
+        "Version": DEFINITION_VERSION,
+        "Metadata": {},
+        "Parameters": parameter_declarations(job.parameters),
+        "Steps": [training_step(job)],
+    }
+
+
+def parameter_declarations(parameters: Iterable[Parameter]) -> list[dict[str, Any]]:
+    return [{"Name": p.name, "Type": p.type.value, "DefaultValue": p.default} for p in parameters]
+
+
+def training_step(job: TrainingJob) -> dict[str, Any]:
+    return {
+        "Name": job.step_name,
+        "Type": "Training",
+        "Arguments": training_job_arguments(job),
+        "RetryPolicies": retry_policies(job.max_attempts),
+    }
+
+
+def retry_policies(max_attempts: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "ExceptionType": list(SERVICE_RETRY_EXCEPTIONS),
+            "IntervalSeconds": 10,
+            "BackoffRate": 2.0,
+            "MaxAttempts": max_attempts,
+        },
+        {
+            "ExceptionType": list(JOB_RETRY_EXCEPTIONS),
+            "IntervalSeconds": 300,
+            "BackoffRate": 2.0,
+            "MaxAttempts": max_attempts,
+        },
+    ]
+
+
+def training_job_arguments(job: TrainingJob) -> dict[str, Any]:
+    """The ``CreateTrainingJob`` request, less the job name that Pipelines sets."""
+    algorithm: dict[str, Any] = {"TrainingInputMode": "File", "TrainingImage": job.image_uri}
+    if job.metric_definitions:
+        algorithm["MetricDefinitions"] = [dict(m) for m in job.metric_definitions]
+        algorithm["EnableSageMakerMetricsTimeSeries"] = True
+    output: dict[str, Any] = {"S3OutputPath": job.output_s3_uri}
+    resources: dict[str, Any] = {
+        "VolumeSizeInGB": job.volume_size_gib,
+        "InstanceCount": job.instance_count,
+        "InstanceType": job.instance_type,
+    }
+    stopping: dict[str, Any] = {"MaxRuntimeInSeconds": job.max_runtime_seconds}
+    if job.kms_key_id:
+        output["KmsKeyId"] = job.kms_key_id
+        resources["VolumeKmsKeyId"] = job.kms_key_id
+    args: dict[str, Any] = {
+        "AlgorithmSpecification": algorithm,
+        "OutputDataConfig": output,
+        "StoppingCondition": stopping,
+        "ResourceConfig": resources,
+        "RoleArn": job.role_arn,
+    }
+    if job.channels:
+        args["InputDataConfig"] = [_channel(c) for c in job.channels]
+    args["HyperParameters"] = hyperparameters(job)
+    args.update(debugger_and_profiler(job))
+    if job.spot:
+        args["EnableManagedSpotTraining"] = True
+        stopping["MaxWaitTimeInSeconds"] = job.max_wait_seconds or job.max_runtime_seconds
+    if job.checkpoint_s3_uri:
+        args["CheckpointConfig"] = {
+            "S3Uri": job.checkpoint_s3_uri,
+            "LocalPath": contract.CHECKPOINT_LOCAL_PATH,
+        }
+    if job.subnet_ids:
+        args["VpcConfig"] = {
+            "Subnets": list(job.subnet_ids),
+            "SecurityGroupIds": list(job.security_group_ids),
+        }
+    if job.network_isolation:
+        args["EnableNetworkIsolation"] = True
+    if job.inter_container_encryption:
+        args["EnableInterContainerTrafficEncryption"] = True
+    if job.tags:
+        args["Tags"] = [{"Key": k, "Value": v} for k, v in sorted(job.tags.items())]
+    return args
+
+
+def hyperparameters(job: TrainingJob) -> dict[str, Any]:
+    """Hyperparameters as the SDK encodes them.
+
+    Framework images (script mode) JSON-encode every value and receive the toolkit's
+    ``sagemaker_*`` settings; built-in algorithms take the values as plain strings.
+    """
+    if not job.framework.runs_script:
+        return {k: _encode(v, json_encoded=False) for k, v in job.hyperparameters.items()}
+    values: dict[str, HyperparameterValue] = dict(job.hyperparameters)
+    values["sagemaker_submit_directory"] = job.source_s3_uri or ""
+    values["sagemaker_program"] = job.entry_point or ""
+    values["sagemaker_container_log_level"] = CONTAINER_LOG_LEVEL
+    values["sagemaker_region"] = job.region
+    values.update(_distribution_hyperparameters(job))
+    values.update(job.compiler.hyperparameters())
+    return {k: _encode(v, json_encoded=True) for k, v in values.items()}
+
+
+def debugger_and_profiler(job: TrainingJob) -> dict[str, Any]:
+    """Debugger off means no hook config; Profiler off is an explicit ``DisableProfiler``."""
+    settings: dict[str, Any] = {}
+    if job.debugger:
+        settings["DebugHookConfig"] = {
+            "S3OutputPath": job.output_s3_uri,
+            "CollectionConfigurations": [],
+        }
+    if job.profiler:
+        settings["ProfilerConfig"] = {"S3OutputPath": job.output_s3_uri, "DisableProfiler": False}
+    else:
+        settings["ProfilerConfig"] = {"DisableProfiler": True}
+    return settings
+
+
+def _distribution_hyperparameters(job: TrainingJob) -> dict[str, HyperparameterValue]:
+    if job.distribution is Distribution.PYTORCHXLA:
+        return {contract.HP_PYTORCH_XLA_MULTI_WORKER: True}
+    if job.distribution is Distribution.TORCH_DISTRIBUTED:
+        return {contract.HP_TORCH_DISTRIBUTED: True, contract.HP_INSTANCE_TYPE: job.instance_type}
+    return {}
+
+
+def _channel(channel: InputChannel) -> dict[str, Any]:
+    uri = channel.s3_uri
+    entry: dict[str, Any] = {
+        "DataSource": {
+            "S3DataSource": {
+                "S3DataType": "S3Prefix",
+                "S3Uri": uri.ref() if isinstance(uri, Parameter) else uri,
+                "S3DataDistributionType": "ShardedByS3Key"
+                if channel.sharded
+                else "FullyReplicated",
+            }
+        },
+        "ChannelName": channel.name,
+    }
+    if channel.content_type:
+        entry["ContentType"] = channel.content_type
+    return entry
+
+
+def _encode(value: HyperparameterValue, *, json_encoded: bool) -> Any:
+    if isinstance(value, Parameter):
+        # Pipelines renders any parameter type into the string SageMaker expects.
+        return {"Std:Join": {"On": "", "Values": [value.ref()]}}
+    if json_encoded:
+        return json.dumps(value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def execution_scoped(uri: str) -> Any:
+    """One folder per execution: retries resume, the next scheduled run starts anew."""
+    return {"Std:Join": {"On": "/", "Values": [uri, {"Get": "Execution.PipelineExecutionId"}]}}

@@ -1,0 +1,385 @@
+"""What SageMaker accepts for a training job, checked before CloudFormation sees it.
+
+The compiler rules are the SageMaker SDK v2's (``training_compiler/config.py`` of the
+PyTorch and Hugging Face estimators); limits, enums and patterns come from botocore's
+SageMaker service model, the API's own description.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from weakref import WeakKeyDictionary
+
+from compiled_training.catalog.api_shapes import (
+    api_shape,
+    definition_problems,
+    is_token,
+    request_problems,
+    shape_problems,
+    shown,
+)
+from compiled_training.catalog.dlc import resolve_dlc
+from compiled_training.catalog.instances import (
+    EFA_INSTANCE_TYPES,
+    TRAINING_COMPILER_FAMILIES,
+    accelerator,
+    gpus_per_instance,
+    instance_family,
+    is_gpu,
+)
+from compiled_training.definition.entry_point import entry_point_problems
+from compiled_training.definition.training import training_job_arguments
+from compiled_training.spec.compiler import CompilerKind
+from compiled_training.spec.framework import Framework
+from compiled_training.spec.job import Distribution, TrainingJob
+
+RESERVED_HYPERPARAMETER_PREFIX = "sagemaker_"
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Findings:
+    errors: list[Finding]
+    warnings: list[Finding]
+
+    def raise_errors(self, subject: str) -> None:
+        """Raises every error in one ValueError about ``subject``; nothing when there is none."""
+        if len(self.errors) == 1:
+            raise ValueError(f"{subject}: {self.errors[0].message}")
+        if self.errors:
+            lines = "\n".join(f"  - {e.message}" for e in self.errors)
+            raise ValueError(f"{subject} has {len(self.errors)} problems:\n{lines}")
+
+
+# The props that members of a CreateTrainingJob request come from, for the messages.
+_PROPS = (
+    ("ResourceConfig.InstanceCount", "instance_count"),
+    ("ResourceConfig.VolumeSizeInGB", "volume_size_gib"),
+    ("ResourceConfig.InstanceType", "instance_type"),
+    ("StoppingCondition.MaxRuntimeInSeconds", "max_runtime"),
+    ("StoppingCondition.MaxWaitTimeInSeconds", "max_wait"),
+    ("HyperParameters", "hyperparameters"),
+    ("InputDataConfig", "channels"),
+    ("AlgorithmSpecification.TrainingImage", "image_uri"),
+    ("Tags", "pipeline_name"),  # the pipeline tag's value
+)
+_PIPELINE_NAMES: WeakKeyDictionary[Any, dict[tuple[str, str, str], Any]] = WeakKeyDictionary()
+
+
+def training_instance_types() -> list[str]:
+    return list(api_shape("TrainingInstanceType").enum)
+
+
+def default_distribution(
+    job_compiler: CompilerKind, framework: Framework, instance_type: str, count: int
+) -> Distribution:
+    """``pytorchxla`` when a Training Compiler job spans more than one GPU on a version that
+    has it, else none (what the SDK runs when no distribution is given)."""
+    if job_compiler is CompilerKind.TRAINING_COMPILER and pytorchxla_supported(framework) and (
+        count > 1 or gpus_per_instance(instance_type) > 1
+    ):
+        return Distribution.PYTORCHXLA
+    return Distribution.NONE
+
+
+def _pytorchxla_from(framework: Framework) -> tuple[int, int]:
+    # The SDK's thresholds: pytorchxla from PyTorch 1.12 (Hugging Face: 1.11).
+    return (1, 11) if framework.name == "huggingface" else (1, 12)
+
+
+def pytorchxla_supported(framework: Framework) -> bool:
+    """Whether Training Compiler's ``pytorchxla`` launcher exists for this version."""
+    return _minor(framework.pytorch_version or "0") >= _pytorchxla_from(framework)
+
+
+def check_api_string(field: str, value: str, shape_name: str) -> str | None:
+    """The message for a string the API's shape rejects (length, pattern, enum), or None."""
+    problem = next(shape_problems(value, api_shape(shape_name), field), None)
+    return str(problem) if problem else None
+
+
+def check(job: TrainingJob) -> Findings:
+    """Every rule this library knows, as errors (raise) and warnings (acknowledgeable)."""
+    errors: list[Finding] = []
+    warnings: list[Finding] = []
+
+    def error(rule: str, message: str | None) -> None:
+        if message:
+            errors.append(Finding(rule, message))
+
+    error("pipeline_name", check_api_string("pipeline_name", job.pipeline_name, "PipelineName"))
+    _check_resources(job, error)
+    _check_hyperparameters(job, error)
+    _check_channels(job, error)
+    _check_request(job, error, {e.rule for e in errors})
+    _check_framework(job, error)
+    needs_dlc = not job.image_uri and not job.compiler.is_training_compiler
+    if needs_dlc and known_instance_type(job.instance_type) and not _trainium(job.instance_type):
+        try:
+            resolve_dlc(job.framework, job.compiler.is_training_compiler, job.instance_type)
+        except ValueError as no_image:
+            error("Image", str(no_image))
+    if job.compiler.kind is CompilerKind.TRAINING_COMPILER:
+        _check_training_compiler(job, error, warnings)
+    elif job.distribution is Distribution.PYTORCHXLA:
+        error("XlaWithoutCompiler",
+              "distribution 'pytorchxla' runs only with Training Compiler "
+              "(Compiler.training_compiler()); use Distribution.TORCH_DISTRIBUTED otherwise")
+    if job.distribution is Distribution.TORCH_DISTRIBUTED:
+        _check_torch_distributed(job, error)
+    smdistributed = job.distribution is Distribution.SMDISTRIBUTED_DATA_PARALLEL
+    if smdistributed and not job.compiler.is_training_compiler:
+        error("Smdistributed",
+              "distribution 'smdistributed' is not supported by compiled-training; "
+              "use Distribution.TORCH_DISTRIBUTED")
+    return Findings(errors, warnings)
+
+
+def _check_resources(job: TrainingJob, error: Any) -> None:
+    instance_type = job.instance_type
+    if not is_token(instance_type) and not known_instance_type(instance_type):
+        hint = " (local mode does not exist in a pipeline)" if "local" in instance_type else ""
+        error("instance_type", f"instance_type must be a SageMaker training instance type such as "
+                              f"'ml.g5.48xlarge', got {instance_type!r}{hint}")
+    if _trainium(instance_type):
+        error("Trainium", f"instance_type {instance_type!r} is AWS Trainium, which "
+                          "compiled-training does not support yet (Trainium trains with the "
+                          "Neuron SDK's own images and compiler); use an NVIDIA GPU instance "
+                          "such as 'ml.g5.48xlarge'")
+    for field, value, minimum in (
+        ("instance_count", job.instance_count, 1),
+        ("volume_size_gib", job.volume_size_gib, 1),
+        ("max_runtime", job.max_runtime_seconds, 1),
+        ("max_attempts", job.max_attempts, 1),
+    ):
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            error(field, f"{field} must be an integer of at least {minimum}, got {shown(value)}")
+    if job.max_attempts > 20:
+        error("Range", f"max_attempts must be at most 20, got {job.max_attempts}")
+    if job.spot and job.max_wait_seconds is not None and (
+        job.max_wait_seconds < job.max_runtime_seconds
+    ):
+        error("SpotWait", f"max_wait ({job.max_wait_seconds} s) must be at least max_runtime "
+                          f"({job.max_runtime_seconds} s) for managed spot training")
+    if bool(job.subnet_ids) != bool(job.security_group_ids):
+        error("Vpc", "a VPC job needs both subnets and security groups")
+
+
+def _check_hyperparameters(job: TrainingJob, error: Any) -> None:
+    """Names and values as sent are the request's to check (`_check_request`)."""
+    for name in job.hyperparameters:
+        if str(name).startswith(RESERVED_HYPERPARAMETER_PREFIX) and job.framework.runs_script:
+            error("Hyperparameters", f"hyperparameter {name!r} is reserved for SageMaker's "
+                                     "settings; use the construct's props (compiler, "
+                                     "distribution, entry_point) instead")
+
+
+def _check_channels(job: TrainingJob, error: Any) -> None:
+    seen: set[str] = set()
+    for channel in job.channels:
+        if channel.name in seen:
+            error("Channels", f"channel names must be unique, got {channel.name!r} twice")
+        seen.add(channel.name)
+        uri = channel.default_uri
+        if not is_token(uri) and not re.fullmatch(r"s3://[a-z0-9.\-]{3,63}(/.*)?", uri):
+            error("channels", f"channel {channel.name!r} must be an s3:// URI, got {shown(uri)}")
+
+
+def _check_request(job: TrainingJob, error: Any, reported: set[str]) -> None:
+    """The job's CreateTrainingJob request as SageMaker receives it: the generated
+    ``sagemaker_*`` hyperparameters included, values encoded, parameters at their defaults.
+    A prop whose rule already failed is not reported twice."""
+    try:
+        defaults = {p.name: p.default for p in job.parameters}
+    except ValueError as conflict:
+        error("Parameters", str(conflict))
+        return
+    # The role is created after these checks (its ARN is a token); a missing image is
+    # reported by the image rules.
+    pending = {"RoleArn": not job.role_arn,
+               "AlgorithmSpecification.TrainingImage": not job.image_uri}
+    encoded = " (as sent: with the sagemaker_* entries compiled-training adds, values " \
+              "JSON-encoded)" if job.framework.runs_script else ""
+    for problem in request_problems("CreateTrainingJob", training_job_arguments(job), defaults):
+        prop = next((p for prefix, p in _PROPS if problem.path.startswith(prefix)), None)
+        if pending.get(problem.path) or prop in reported:
+            continue
+        if prop is None:
+            error("Request", f"CreateTrainingJob {problem}")
+        else:
+            error(prop, f"{prop}: {problem}{encoded if prop == 'hyperparameters' else ''}")
+
+
+def check_pipeline(definition: Mapping[str, Any], description: str, pipeline_name: str,
+                   taken_by: str | None) -> Findings:
+    """The pipeline as SageMaker receives it: every job step's request (the benchmark's
+    comparison too), its description, and its name, which ``taken_by`` (a construct path)
+    may already use in the same app (see `pipeline_names`)."""
+    errors = [Finding("Request", problem) for problem in definition_problems(definition)]
+    errors.append(Finding("Description", check_api_string("description", description,
+                                                          "PipelineDescription") or ""))
+    errors += [Finding("Template", problem) for problem in _unprintable(
+        {"description": description, "definition": definition}, "")]
+    if taken_by:
+        errors.append(Finding("PipelineName", f"pipeline_name {pipeline_name!r} is already used "
+                                              f"by {taken_by} in this app (same account and "
+                                              "region); pipeline names must be unique"))
+    return Findings([e for e in errors if e.message], [])
+
+
+# What JSON.stringify leaves unescaped in a template but YAML readers refuse (cfn-lint does):
+# DEL, the C1 controls but NEL, and the noncharacters U+FFFE and U+FFFF.
+_UNPRINTABLE = re.compile("[\x7f-\x84\x86-\x9f\ufffe\uffff]")
+
+
+def _unprintable(value: Any, path: str) -> list[str]:
+    """Strings (a definition's included) with a character a template cannot carry."""
+    if isinstance(value, dict):
+        return [p for key, item in value.items() for p in _unprintable(item, f"{path}.{key}")]
+    if isinstance(value, list):
+        return [p for i, item in enumerate(value) for p in _unprintable(item, f"{path}[{i}]")]
+    found = _UNPRINTABLE.search(value) if isinstance(value, str) else None
+    return [f"{path.lstrip('.')} must not contain the control character "
+            f"U+{ord(found[0]):04X}, which a template cannot carry; got {shown(value)}"
+            ] if found else []
+
+
+def pipeline_names(app: Any) -> dict[tuple[str, str, str], Any]:
+    """The pipeline names taken in an app, (account, region, lowercased name) -> the pipeline
+    construct: SageMaker's ARNs are lowercase, so names differing in case collide."""
+    return _PIPELINE_NAMES.setdefault(app, {})
+
+
+def _check_framework(job: TrainingJob, error: Any) -> None:
+    framework = job.framework
+    if not framework.runs_script:
+        if job.compiler.is_enabled:
+            error("NotDeepLearning", f"compiler {job.compiler.describe()!r} cannot apply to "
+                                     f"{framework.describe()}: it is not a deep-learning graph; "
+                                     "use Compiler.none()")
+        if job.distribution is not Distribution.NONE:
+            error("NotDeepLearning", f"distribution {job.distribution.value!r} does not apply "
+                                     f"to {framework.describe()}")
+        if job.entry_point:
+            error("EntryPoint", f"{framework.describe()} is a built-in algorithm; it takes no "
+                                f"entry_point, got {job.entry_point!r}")
+    elif not job.entry_point:
+        error("EntryPoint", f"{framework.describe()} needs an entry_point script")
+    elif not is_token(job.entry_point):
+        for problem in entry_point_problems(job.entry_point, job.distribution, job.source_dir):
+            error("EntryPoint", problem)
+    if job.compiler.kind is CompilerKind.TORCH_COMPILE and framework.pytorch_version and (
+        _major(framework.pytorch_version) < 2
+    ):
+        error("TorchCompileVersion", f"torch.compile needs PyTorch 2.0 or newer, got "
+                                     f"{framework.describe()}")
+
+
+def _check_training_compiler(job: TrainingJob, error: Any, warnings: list[Finding]) -> None:
+    framework = job.framework
+    instance_type = job.instance_type
+    if not is_token(instance_type):
+        family = instance_family(instance_type)
+        if family not in TRAINING_COMPILER_FAMILIES:
+            why = {
+                "nvidia": f"{family} is a GPU family Training Compiler never supported",
+                "amd": f"{family} is an AMD GPU family, which Training Compiler does not support",
+                "trainium": "AWS Trainium",
+                "inferentia": "AWS Inferentia",
+                "cpu": "a CPU instance",
+            }[accelerator(instance_type)]
+            error("CompilerInstance", f"instance_type must be a GPU instance of "
+                                      f"{', '.join(TRAINING_COMPILER_FAMILIES)} for Training "
+                                      f"Compiler, got {instance_type!r} ({why})")
+    if job.distribution is Distribution.SMDISTRIBUTED_DATA_PARALLEL:
+        error("CompilerSmdistributed", "distribution 'smdistributed' (SageMaker data/model "
+                                       "parallel) is not compatible with Training Compiler; "
+                                       "use Distribution.PYTORCHXLA")
+    if framework.runs_script:
+        try:
+            # Also what a given image_uri must extend: the version must have a compiler DLC.
+            resolve_dlc(framework, True, _any_gpu(instance_type))
+        except ValueError as unsupported:
+            error("CompilerVersion", str(unsupported))
+            return
+    xla = pytorchxla_supported(framework)
+    if job.distribution is Distribution.PYTORCHXLA and not xla:
+        error("CompilerDistribution", f"distribution 'pytorchxla' needs PyTorch "
+                                      f"{'.'.join(map(str, _pytorchxla_from(framework)))} or "
+                                      f"newer with Training Compiler, got {framework.describe()}")
+    if job.distribution is Distribution.TORCH_DISTRIBUTED and xla:
+        error("CompilerDistribution", f"'pytorchxla' is the only distribution Training "
+                                      f"Compiler supports for {framework.describe()}, got "
+                                      f"{job.distribution.value!r}")
+    if job.debugger or job.profiler:
+        warnings.append(Finding("DebuggerProfiler", "Debugger and Profiler add recompilation "
+                                "overhead under Training Compiler; turn them off "
+                                "(debugger=False, profiler=False) for production runs"))
+    multi_node = job.instance_count > 1
+    if (multi_node or job.distribution is Distribution.PYTORCHXLA) and (
+        not is_token(instance_type) and instance_type not in EFA_INSTANCE_TYPES
+    ):
+        warnings.append(Finding("NonEfa", f"{instance_type} has no EFA; Training Compiler "
+                                f"uses EFA for distributed training. EFA types: "
+                                f"{', '.join(EFA_INSTANCE_TYPES)}"))
+
+
+def _check_torch_distributed(job: TrainingJob, error: Any) -> None:
+    framework = job.framework
+    if framework.pytorch_version is None or is_token(job.instance_type):
+        return
+    if not is_gpu(job.instance_type):
+        error("TorchDistributed", f"distribution 'torch_distributed' needs a GPU instance, got "
+                                  f"{job.instance_type!r}")
+        return
+    supported = _torch_distributed_versions()
+    if framework.pytorch_version not in supported:
+        error("TorchDistributed", f"distribution 'torch_distributed' supports PyTorch "
+                                  f"{', '.join(supported)}, got {framework.describe()}")
+
+
+@functools.lru_cache(maxsize=1)
+def _torch_distributed_versions() -> list[str]:
+    from compiled_training.catalog.dlc import sdk_image_uris
+
+    sdk_image_uris()  # quiet, offline import of the SDK first
+    from sagemaker import fw_utils
+
+    return list(fw_utils.TORCH_DISTRIBUTED_GPU_SUPPORTED_FRAMEWORK_VERSIONS)
+
+
+def _trainium(instance_type: str) -> bool:
+    return not is_token(instance_type) and accelerator(instance_type) == "trainium"
+
+
+def _any_gpu(instance_type: str) -> str:
+    return instance_type if not is_token(instance_type) and is_gpu(instance_type) \
+        else "ml.g5.xlarge"
+
+
+def _minor(version: str) -> tuple[int, int]:
+    parts = [int(p) for p in re.findall(r"\d+", version)[:2]] + [0, 0]
+    return parts[0], parts[1]
+
+
+def _major(version: str) -> int:
+    return _minor(version)[0]
+
+
+def known_instance_type(instance_type: str) -> bool:
+    """A literal instance type the API knows (the instance rule reports the others)."""
+    return not is_token(instance_type) and instance_type in _training_instance_types()
+
+
+@functools.lru_cache(maxsize=1)
+def _training_instance_types() -> frozenset[str]:
+    return frozenset(training_instance_types())

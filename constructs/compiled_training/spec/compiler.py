@@ -1,0 +1,106 @@
+"""What compiles the training graph: SageMaker Training Compiler, torch.compile, or nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from compiled_training.advice.advisor import assess_workload
+from compiled_training.advice.workload import Verdict, WorkloadProfile
+from compiled_training.catalog.compilers import CompilerKind, compiler_name
+from compiled_training.spec.typecheck import check_arguments
+from compiled_training_runtime import contract
+
+__all__ = ["Compiler", "CompilerKind"]
+
+
+@dataclass(frozen=True)
+class Compiler:
+    """The compiler a training job uses. Build one with the static methods."""
+
+    kind: CompilerKind
+    debug: bool = False
+    mode: str | None = None
+    profile: WorkloadProfile | None = None
+    """The workload this choice was made for (`Compiler.auto`); the rule pack reads it."""
+    advice: str | None = None
+    """Why the advisor chose this; a pipeline shows it as an acknowledgeable warning."""
+
+    @staticmethod
+    def training_compiler(*, debug: bool = False) -> Compiler:
+        """SageMaker Training Compiler (XLA), on its own Deep Learning Containers.
+
+        Frozen by AWS: the last releases are PyTorch 1.12.0 / 1.13.1 and Hugging Face
+        PyTorch 1.9-1.11. ``debug`` dumps compiler logs and slows training down.
+        """
+        check_arguments(Compiler.training_compiler, locals())
+        return Compiler(CompilerKind.TRAINING_COMPILER, debug=debug)
+
+    @staticmethod
+    def torch_compile(*, mode: str = "default") -> Compiler:
+        """``torch.compile`` on a current PyTorch 2.x Deep Learning Container."""
+        check_arguments(Compiler.torch_compile, locals())
+        if mode not in contract.TORCH_COMPILE_MODES:
+            raise ValueError(
+                f"Compiler.torch_compile mode must be one of "
+                f"{', '.join(contract.TORCH_COMPILE_MODES)}, got {mode!r}"
+            )
+        return Compiler(CompilerKind.TORCH_COMPILE, mode=mode)
+
+    @staticmethod
+    def none() -> Compiler:
+        """No compiler: eager execution."""
+        return Compiler(CompilerKind.NONE)
+
+    @staticmethod
+    def auto(profile: WorkloadProfile) -> Compiler:
+        """The compiler the advisor picks for the workload, as its verdict calls for it.
+
+        ENABLE gives the picked compiler: Training Compiler, or ``torch_compile()`` (a
+        PyTorch 2.x job, or a workload Training Compiler does not fit). BENCHMARK gives no
+        compiler in production plus a warning pointing to `CompilerBenchmark`; SKIP gives no
+        compiler. Set ``framework_version`` on the profile to the pipeline's PyTorch version:
+        without it, Training Compiler is assumed where it fits.
+        """
+        check_arguments(Compiler.auto, locals())
+        assessment = assess_workload(profile)
+        if assessment.verdict is Verdict.ENABLE:
+            picked = (Compiler.torch_compile() if assessment.compiler is CompilerKind.TORCH_COMPILE
+                      else Compiler.training_compiler())
+            return replace(picked, profile=profile)
+        if assessment.verdict is Verdict.BENCHMARK:
+            unsure = [assessment.reasons[f] for f, limit in assessment.limits.items()
+                      if limit is Verdict.BENCHMARK]
+            return Compiler(CompilerKind.NONE, profile=profile, advice=(
+                f"workload {profile.name!r} needs a benchmark of "
+                f"{compiler_name(assessment.compiler)} before it ships ({'; '.join(unsure)}); "
+                "production runs without it. Deploy a CompilerBenchmark to measure it."))
+        return Compiler(CompilerKind.NONE, profile=profile)
+
+    @property
+    def is_training_compiler(self) -> bool:
+        return self.kind is CompilerKind.TRAINING_COMPILER
+
+    @property
+    def is_enabled(self) -> bool:
+        return self.kind is not CompilerKind.NONE
+
+    def hyperparameters(self) -> dict[str, bool | str]:
+        """The hyperparameters that switch the compiler on in the training container.
+
+        Values are Python values; the definition builder JSON-encodes them as the SDK does.
+        """
+        if self.kind is CompilerKind.TRAINING_COMPILER:
+            return {
+                contract.HP_TRAINING_COMPILER_ENABLED: True,
+                contract.HP_TRAINING_COMPILER_DEBUG: self.debug,
+            }
+        if self.kind is CompilerKind.TORCH_COMPILE:
+            return {contract.HP_TORCH_COMPILE: True, contract.HP_TORCH_COMPILE_MODE: str(self.mode)}
+        return {}
+
+    def describe(self) -> str:
+        if self.kind is CompilerKind.TRAINING_COMPILER:
+            return "Training Compiler" + (" (debug)" if self.debug else "")
+        if self.kind is CompilerKind.TORCH_COMPILE:
+            return f"torch.compile (mode={self.mode})"
+        return "none"

@@ -1,0 +1,1 @@
+"""Tests of the catalog: the DLC image matrix, request shapes."""

@@ -1,0 +1,177 @@
+"""DLC images come from the SageMaker SDK v2's image-URI configuration, for every region."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from compiled_training import Compiler, Framework
+from compiled_training.catalog.dlc import (
+    resolve_dlc,
+    sdk_config,
+    sdk_image_uris,
+    training_compiler_releases,
+)
+
+
+def _sdk_registries(name: str, version: str) -> dict[str, str]:
+    config = json.loads((Path(sdk_image_uris().__file__).parent / "image_uri_config"
+                         / f"{name}.json").read_text())
+    return config["training"]["versions"][version]["registries"]
+
+
+@pytest.mark.parametrize("version", ["1.12.0", "1.13.1"])
+def test_registries_are_the_sdks_for_every_region_it_lists(version):
+    dlc = resolve_dlc(Framework.pytorch(version), True, "ml.g5.48xlarge")
+    assert dict(dlc.registries) == _sdk_registries("pytorch-training-compiler", version)
+    assert dlc.repository == "pytorch-trcomp-training"
+
+
+@pytest.mark.parametrize(("region", "account"), [
+    ("us-east-1", "763104351884"), ("af-south-1", "626614931356"), ("me-south-1", "217643126080"),
+])
+def test_regional_registry_accounts(region, account):
+    dlc = resolve_dlc(Framework.pytorch("1.13.1"), True, "ml.g5.48xlarge")
+    assert dlc.account(region) == account
+
+
+def test_every_listed_region_gives_the_uri_the_sdk_retrieves():
+    from sagemaker.pytorch import TrainingCompilerConfig
+
+    dlc = resolve_dlc(Framework.pytorch("1.13.1"), True, "ml.p3.2xlarge")
+    for region in dlc.regions:
+        expected = sdk_image_uris().retrieve(
+            "pytorch", region, version="1.13.1", py_version="py39", instance_type="ml.p3.2xlarge",
+            image_scope="training", training_compiler_config=TrainingCompilerConfig())
+        domain = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+        assert expected == f"{dlc.account(region)}.dkr.ecr.{region}.{domain}/{dlc.path}"
+
+
+def test_hugging_face_compiler_image():
+    dlc = resolve_dlc(Framework.huggingface("4.21.1", pytorch_version="1.11.0"), True,
+                      "ml.p3.2xlarge")
+    assert dlc.path == "huggingface-pytorch-trcomp-training:1.11.0-transformers4.21.1-gpu-py38-cu113-ubuntu20.04"
+
+
+def test_releases_name_every_frozen_version():
+    releases = training_compiler_releases()
+    assert "PyTorch 1.12.0" in releases and "PyTorch 1.13.1" in releases
+    assert "Hugging Face Transformers 4.21.1 with PyTorch 1.11.0" in releases
+
+
+def test_fails_for_a_version_without_image():
+    with pytest.raises(ValueError, match=r"PyTorch 0.9.9 has no SageMaker training image; supported pytorch versions: .*1.13.1"):
+        resolve_dlc(Framework.pytorch("0.9.9"), False, "ml.g5.xlarge")
+
+
+def test_fails_for_a_region_without_image():
+    dlc = resolve_dlc(Framework.pytorch("1.13.1"), True, "ml.g5.xlarge")
+    with pytest.raises(ValueError, match=r"region 'mars-north-1' has no .* supported regions: af-south-1"):
+        dlc.account("mars-north-1")
+
+
+def test_compiler_kinds_are_distinct():
+    assert Compiler.none() != Compiler.training_compiler()
+    assert Compiler.training_compiler(debug=True).hyperparameters()[
+        "sagemaker_training_compiler_debug_mode"] is True
+
+
+def _sdk_retrieve(framework: Framework, compiled: bool, instance_type: str) -> str:
+    from sagemaker.huggingface import TrainingCompilerConfig as HuggingFaceCompilerConfig
+    from sagemaker.pytorch import TrainingCompilerConfig as PyTorchCompilerConfig
+
+    kwargs = {"version": framework.version, "instance_type": instance_type,
+              "image_scope": "training"}
+    if framework.py_version:
+        kwargs["py_version"] = framework.py_version
+    if framework.name == "huggingface":
+        kwargs["base_framework_version"] = f"pytorch{framework.pytorch_version}"
+    if compiled:
+        kwargs["training_compiler_config"] = (
+            HuggingFaceCompilerConfig() if framework.name == "huggingface"
+            else PyTorchCompilerConfig())
+    return sdk_image_uris().retrieve(framework.name, "us-east-1", **kwargs)
+
+
+def _every_image():
+    """Every training image this library resolves: (framework, compiled, instance type)."""
+    cases = []
+    for name, compiled in (("pytorch", False), ("pytorch-training-compiler", True)):
+        config = sdk_config(name)
+        for version, entry in config["versions"].items():
+            if tuple(int(p) for p in version.split(".")[:2]) < (1, 8):
+                continue  # older than any DLC still in use; the SDK pins CUDA suffixes there
+            for py in entry.get("py_versions", []):
+                for instance in ("ml.g5.xlarge", "ml.m5.xlarge"):
+                    cases.append((Framework.pytorch(version, py_version=py), compiled, instance))
+    for name, compiled in (("huggingface", False), ("huggingface-training-compiler", True)):
+        for version, entry in sdk_config(name)["versions"].items():
+            for base, sub in entry.items():
+                if base.startswith("pytorch") and "py_versions" in sub:
+                    framework = Framework.huggingface(
+                        version, pytorch_version=base[len("pytorch"):],
+                        py_version=sub["py_versions"][-1])
+                    cases.append((framework, compiled, "ml.p3.2xlarge"))
+    for version in sdk_config("xgboost")["versions"]:
+        if "-" in version:
+            cases.append((Framework.xgboost(version), False, "ml.m6i.12xlarge"))
+    return cases
+
+
+def test_every_image_matches_what_the_sdk_retrieves():
+    cases = _every_image()
+    assert len(cases) > 60
+    checked = 0
+    for framework, compiled, instance in cases:
+        try:
+            expected = _sdk_retrieve(framework, compiled, instance)
+        except ValueError:
+            with pytest.raises(ValueError):
+                resolve_dlc(framework, compiled, instance)
+            continue
+        dlc = resolve_dlc(framework, compiled, instance)
+        assert expected == f"{dlc.account('us-east-1')}.dkr.ecr.us-east-1.amazonaws.com/{dlc.path}"
+        checked += 1
+    assert checked > 50
+
+
+@pytest.mark.parametrize(("transformers", "pytorch", "py", "compiled"), [
+    ("4.11", "1.9", "py38", True), ("4.11.0", "1.9.0", "py38", True),
+    ("4.17", "1.10", "py38", True), ("4.21", "1.11", "py38", True),
+    ("4.11", "1.9", "py38", False), ("4.26", "1.13", "py39", False),
+])
+def test_hugging_face_versions_are_tagged_as_spelled_like_the_sdk_does(transformers, pytorch,
+                                                                        py, compiled):
+    from sagemaker.huggingface import TrainingCompilerConfig
+
+    framework = Framework.huggingface(transformers, pytorch_version=pytorch, py_version=py)
+    try:
+        dlc = resolve_dlc(framework, compiled, "ml.p3.2xlarge")
+    except ValueError:
+        dlc = None
+    try:
+        expected = sdk_image_uris().retrieve(
+            "huggingface", "us-east-1", version=transformers, py_version=py,
+            base_framework_version=f"pytorch{pytorch}", instance_type="ml.p3.2xlarge",
+            image_scope="training",
+            training_compiler_config=TrainingCompilerConfig() if compiled else None)
+    except ValueError:
+        expected = None
+    assert (dlc and f"{dlc.account('us-east-1')}.dkr.ecr.us-east-1.amazonaws.com/{dlc.path}") \
+        == expected
+
+
+def test_fails_on_hugging_face_versions_mixing_short_and_full():
+    with pytest.raises(ValueError, match=r"transformers_version and pytorch_version must be "
+                                         r"both short .* or both full .*: no image is tagged "
+                                         r"with a mix, got '4.11.0' and '1.9'$"):
+        Framework.huggingface("4.11.0", pytorch_version="1.9")
+
+
+@pytest.mark.parametrize("instance_type", ["ml.trn1.32xlarge", "ml.inf2.xlarge"])
+def test_fails_rather_than_giving_a_cpu_image_to_an_accelerator(instance_type):
+    with pytest.raises(ValueError, match=r"PyTorch 1.11.0 has no (TRN|INF) training image for "
+                                         rf"instance type '{instance_type}'; it has CPU, GPU"):
+        resolve_dlc(Framework.pytorch("1.11.0"), False, instance_type)

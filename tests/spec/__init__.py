@@ -1,0 +1,1 @@
+"""Tests of the spec: the values users write and the boundary type check."""

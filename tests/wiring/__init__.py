@@ -1,0 +1,1 @@
+"""Tests of the CDK wiring the constructs share: stack reads, token tests, suppression names."""
