@@ -40,23 +40,27 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     _FOLDER = Path(folder)
     _FOLDER.mkdir(parents=True, exist_ok=True)
-    from aws_cdk import Stage
+    from aws_cdk import App, Stage
     from aws_cdk.assertions import Template
 
-    synth, from_stack = Stage.synth, Template.from_stack
+    def capturing(synth: Any) -> Any:
+        def capturing_synth(self: Any, *args: Any, **kwargs: Any) -> Any:
+            assembly = synth(self, *args, **kwargs)
+            for stack in assembly.stacks:
+                _keep(stack.stack_name, stack.template)
+            return assembly
+        return capturing_synth
 
-    def capturing_synth(self: Any, *args: Any, **kwargs: Any) -> Any:
-        assembly = synth(self, *args, **kwargs)
-        for stack in assembly.stacks:
-            _keep(stack.stack_name, stack.template)
-        return assembly
+    from_stack = Template.from_stack
 
     def capturing_from_stack(stack: Any, *args: Any, **kwargs: Any) -> Any:
         template = from_stack(stack, *args, **kwargs)
         _keep(stack.stack_name, template.to_json())
         return template
 
-    Stage.synth = capturing_synth  # type: ignore[method-assign]
+    # App declares its own synth (jsii writes one per class that declares it in TypeScript).
+    App.synth = capturing(App.synth)  # type: ignore[method-assign]
+    Stage.synth = capturing(Stage.synth)  # type: ignore[method-assign]
     Template.from_stack = staticmethod(capturing_from_stack)  # type: ignore[method-assign]
 
 
