@@ -10,7 +10,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export SAGEMAKER_SUPPRESS_V2_WARNING := 1
 export AWS_EC2_METADATA_DISABLED := true
 
-.PHONY: setup setup-dev synth test lint bench clean test-envs
+.PHONY: setup setup-dev synth test lint bench clean test-envs image-matrix
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -47,6 +47,11 @@ lint: setup-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
+
+# The DLC image matrix the library ships (catalog/images), from the SageMaker SDK v3's
+# image configuration, read in its own environment (scripts/image_matrix.py).
+image-matrix: setup-dev
+	$(PY) scripts/image_matrix.py
 
 bench: setup
 	$(PY) benchmarks/synth_time.py

@@ -66,6 +66,10 @@ class Environment:
 
 XLA_WITH_GRAD_SCALER = "py311-torch-xla2.8"
 CHECKOV = "checkov"
+IMAGE_CONFIG = "sagemaker-core"
+# The maintained SageMaker SDK (v3)'s image configuration, which `make image-matrix` copies into
+# the library (compiled_training/catalog/images) and the tests hold the copy equal to.
+SAGEMAKER_CORE = "sagemaker-core==2.27.0"
 
 
 def require(name: str) -> Environment:
@@ -95,6 +99,10 @@ ENVS = (
     # A second template scanner; it pins its own boto3 and friends.
     Environment(CHECKOV, "checkov, CloudFormation checks run offline on cdk.out", "3.11",
                 ("checkov>=3.2",), runtime=False),
+    # Its files only: SDK v2 (the test oracle) pins sagemaker-core<2, so v3's cannot share an
+    # environment with it; its own dependencies are not needed to read JSON.
+    Environment(IMAGE_CONFIG, "the SageMaker SDK v3's image configuration", "3.11", (),
+                (SAGEMAKER_CORE,), runtime=False),
 )
 
 
@@ -121,7 +129,8 @@ def build(env: Environment, wheel: Path) -> str:
     if not env.ready:
         if not env.executable.exists():
             subprocess.run([interpreter, "-m", "venv", str(env.folder)], check=True)
-        subprocess.run([*pip, *env.packages], check=True)
+        if env.packages:
+            subprocess.run([*pip, *env.packages], check=True)
         if env.no_deps:
             subprocess.run([*pip, "--no-deps", *env.no_deps], check=True)
         (env.folder / ".installed").write_text(repr(env))
@@ -130,6 +139,11 @@ def build(env: Environment, wheel: Path) -> str:
         # Dockerfiles install it, never touching the image's own torch.
         subprocess.run([*pip, "--no-deps", "--force-reinstall", str(wheel)], check=True)
     return f"ready {env.name} ({env.purpose})"
+
+
+def site_packages(env: Environment) -> Path:
+    (folder,) = (env.folder / "lib").glob("python3.*/site-packages")
+    return folder
 
 
 def main() -> int:

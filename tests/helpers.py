@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
+import os
 import re
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import aws_cdk as cdk
@@ -39,6 +42,27 @@ ENV = cdk.Environment(account=ACCOUNT, region=REGION)
 # The bench's tiny BERT, trained briefly: a batch of 4, logging and checkpoints out of the way.
 TINY_BERT = {**local.TINY_BERT, "batch_size": 4, "learning_rate": 1e-3, "epochs": 1,
              "log_every": 1000, "checkpoint_every": 1000, "seed": 7}
+
+
+# --- the SageMaker SDK v2, the test oracle (the library imports no SDK) -----------------------
+
+def sdk_image_uris() -> ModuleType:
+    """SDK v2's ``sagemaker.image_uris``, imported quietly and offline."""
+    os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
+    os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+    for name in ("sagemaker.config", "sagemaker.image_uris", "sagemaker"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    from sagemaker import image_uris
+
+    return image_uris
+
+
+@cache
+def sdk_v2_config(name: str, scope: str = "training") -> dict[str, Any]:
+    """SDK v2's own ``image_uri_config/<name>.json`` (frozen at PyTorch 2.8)."""
+    config = json.loads((Path(sdk_image_uris().__file__).parent / "image_uri_config"
+                         / f"{name}.json").read_text())
+    return config.get(scope, config)
 
 
 def new_stack(name: str = "Team", *, env: cdk.Environment | None = ENV, app: cdk.App | None = None,

@@ -28,13 +28,14 @@ from typing import Any
 import pytest
 
 from compiled_training import Compiler, Distribution, Framework, Parameter
-from compiled_training.catalog.dlc import resolve_dlc, sdk_config
+from compiled_training.catalog.dlc import resolve_dlc
 from compiled_training.catalog.instances import accelerator, gpus_per_instance
 from compiled_training.definition.training import build_definition
 from compiled_training.definition.validation import check, default_distribution, known_instance_type
 from compiled_training.spec.job import TrainingJob
 from compiled_training_runtime import contract
 from tests.definition.sdk_oracle import SDK_OUTPUT, SdkCase, sdk_training_arguments
+from tests.helpers import sdk_v2_config
 
 ROLE = "arn:aws:iam::123456789012:role/training"
 SOURCE = "s3://code-bucket/team/sourcedir.tar.gz"
@@ -225,9 +226,9 @@ def test_matrix_covers_every_axis():
 
 
 def test_matrix_covers_every_training_compiler_spelling_the_sdk_knows():
-    pytorch = sdk_config("pytorch-training-compiler")
+    pytorch = sdk_v2_config("pytorch-training-compiler")
     spellings = {("pytorch", v, None) for v in [*pytorch["versions"], *pytorch["version_aliases"]]}
-    huggingface = sdk_config("huggingface-training-compiler")
+    huggingface = sdk_v2_config("huggingface-training-compiler")
     for transformers, entry in huggingface["versions"].items():
         shorts = [s for s, full in huggingface["version_aliases"].items() if full == transformers]
         for base, full_base in (entry.get("version_aliases") or {}).items():

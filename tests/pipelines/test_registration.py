@@ -19,7 +19,6 @@ from compiled_training import (
     RetrainingSchedule,
     TrainingPipeline,
 )
-from compiled_training.catalog.dlc import sdk_image_uris
 from compiled_training.definition.registration import (
     FAIL_STEP,
     GATE_STEP,
@@ -33,6 +32,7 @@ from tests.helpers import (
     condition_outcome,
     definitions,
     new_stack,
+    sdk_image_uris,
     validate_envelope,
     validate_job_arguments,
 )

@@ -1,20 +1,17 @@
-"""AWS Deep Learning Container images, read from the SageMaker SDK v2's image-URI configuration.
+"""AWS Deep Learning Container images, from the SageMaker SDK's image-URI configuration.
 
 Never hand-copied: the SDK's JSON configuration is the support matrix (repositories, tags,
-per-region registry accounts). It is read as data, without importing the SDK: the import
-costs seconds and prints a migration banner that a user's ``cdk synth`` must not show.
+per-region registry accounts). The library ships the maintained SDK's (v3's) files as package
+data (``catalog/images/``, written by ``make image-matrix``, whose ``SOURCE.json`` names the
+release) and imports no SageMaker SDK: a team's app may use either SDK, or none.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
-import logging
-import os
 from dataclasses import dataclass
-from pathlib import Path
-from types import ModuleType
+from importlib import resources
 from typing import Any, Protocol
 
 from compiled_training.catalog.instances import accelerator, instance_family
@@ -66,36 +63,28 @@ class DlcImage:
         return f"{self.repository}:{self.tag}"
 
 
-def sdk_image_uris() -> ModuleType:
-    """``sagemaker.image_uris``, imported quietly and offline (tests use it as the oracle)."""
-    os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
-    os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
-    for name in ("sagemaker.config", "sagemaker.image_uris", "sagemaker"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-    from sagemaker import image_uris
-
-    return image_uris
+IMAGES = resources.files(__package__) / "images"
 
 
 @functools.lru_cache(maxsize=64)
-def sdk_config(name: str, scope: str = "training") -> dict[str, Any]:
-    """One of the SDK's ``image_uri_config/<name>.json`` files, read without importing the SDK.
-
-    Importing ``sagemaker`` costs seconds (pydantic models, sagemaker-core); the JSON files
-    are the same data ``image_uris.retrieve`` reads. ``scope``: ``training`` or ``inference``.
-    """
-    spec = importlib.util.find_spec("sagemaker")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the SageMaker SDK v2 (package 'sagemaker<3') is not installed")
-    folder = Path(next(iter(spec.submodule_search_locations))) / "image_uri_config"
-    config: dict[str, Any] = json.loads((folder / f"{name}.json").read_text())
+def image_config(name: str, scope: str = "training") -> dict[str, Any]:
+    """One of the SDK's ``image_uri_config/<name>.json`` files, as shipped with the library.
+    ``scope``: ``training`` or ``inference``."""
+    config: dict[str, Any] = json.loads((IMAGES / f"{name}.json").read_text())
     return config.get(scope, config)
+
+
+@functools.cache
+def torch_distributed_versions() -> tuple[str, ...]:
+    """The PyTorch versions the SageMaker SDK launches with ``torch_distributed`` on GPUs."""
+    rules = json.loads((IMAGES / "sdk-rules.json").read_text())
+    return tuple(rules["torch_distributed_gpu_versions"])
 
 
 def training_compiler_releases() -> list[str]:
     """Every Training Compiler DLC release the SDK knows, e.g. ``PyTorch 1.13.1``."""
-    releases = [f"PyTorch {v}" for v in sdk_config("pytorch-training-compiler")["versions"]]
-    for transformers, entry in sdk_config("huggingface-training-compiler")["versions"].items():
+    releases = [f"PyTorch {v}" for v in image_config("pytorch-training-compiler")["versions"]]
+    for transformers, entry in image_config("huggingface-training-compiler")["versions"].items():
         for base in entry:
             if base.startswith("pytorch"):
                 releases.append(
@@ -113,7 +102,7 @@ def resolve_dlc(framework: FrameworkRelease, training_compiler: bool, instance_t
     with ``scope="inference"`` (tests hold it to the SDK's answer). Raises ``ValueError``
     naming what the SDK supports when no such image exists.
     """
-    config = sdk_config(_config_name(framework, training_compiler), scope)
+    config = image_config(_config_name(framework, training_compiler), scope)
     entry, py_version = _version_config(config, framework, training_compiler, scope)
     processor = _processor(framework, instance_type, config.get("processors")
                            or entry.get("processors"), scope)

@@ -22,7 +22,7 @@ from compiled_training.catalog.api_shapes import (
     shape_problems,
     shown,
 )
-from compiled_training.catalog.dlc import resolve_dlc
+from compiled_training.catalog.dlc import resolve_dlc, torch_distributed_versions
 from compiled_training.catalog.instances import (
     EFA_INSTANCE_TYPES,
     TRAINING_COMPILER_FAMILIES,
@@ -341,20 +341,12 @@ def _check_torch_distributed(job: TrainingJob, error: Any) -> None:
         error("TorchDistributed", f"distribution 'torch_distributed' needs a GPU instance, got "
                                   f"{job.instance_type!r}")
         return
-    supported = _torch_distributed_versions()
+    supported = torch_distributed_versions()
     if framework.pytorch_version not in supported:
         error("TorchDistributed", f"distribution 'torch_distributed' supports PyTorch "
                                   f"{', '.join(supported)}, got {framework.describe()}")
 
 
-@functools.lru_cache(maxsize=1)
-def _torch_distributed_versions() -> list[str]:
-    from compiled_training.catalog.dlc import sdk_image_uris
-
-    sdk_image_uris()  # quiet, offline import of the SDK first
-    from sagemaker import fw_utils
-
-    return list(fw_utils.TORCH_DISTRIBUTED_GPU_SUPPORTED_FRAMEWORK_VERSIONS)
 
 
 def _trainium(instance_type: str) -> bool:
