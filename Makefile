@@ -48,7 +48,7 @@ lint: setup-dev
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 
-# The DLC image matrix the library ships (catalog/images), from the SageMaker SDK v3's
+# The DLC image matrix the library ships (catalog/image-uri-config), from the SageMaker SDK v3's
 # image configuration, read in its own environment (scripts/image_matrix.py).
 image-matrix: setup-dev
 	$(PY) scripts/image_matrix.py

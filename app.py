@@ -15,7 +15,9 @@ HERE = Path(__file__).resolve().parent
 
 
 def build_app(app: cdk.App | None = None) -> cdk.App:
-    app = app or cdk.App()
+    # No stack traces in construct metadata: a Python app's reach only into the jsii kernel, whose
+    # frame the CDK CLI would print beside every warning as its location (program.js:1:...).
+    app = app or cdk.App(stack_traces=False)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), CompiledTrainingChecks(app))
     region = app.node.try_get_context("compiled-training:region")
     teams = app.node.try_get_context(CONTEXT_KEY) or {}

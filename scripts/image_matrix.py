@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.environments import ENVS, IMAGE_CONFIG, SAGEMAKER_CORE, build, site_packages  # noqa: E402
 
-TARGET = ROOT / "constructs" / "compiled_training" / "catalog" / "images"
+TARGET = ROOT / "constructs" / "compiled_training" / "catalog" / "image-uri-config"
 # The configurations the library resolves images from: training and inference.
 CONFIGS = ("pytorch", "pytorch-training-compiler", "huggingface", "huggingface-training-compiler",
            "xgboost")

@@ -49,13 +49,13 @@ class Environment:
         return self.folder / "bin" / "python"
 
     def interpreter(self) -> str | None:
-        """This Python version on the machine: on PATH, or among pyenv's versions."""
-        found = shutil.which(f"python{self.python}")
-        if found and _runs(found):
-            return found
-        pattern = str(Path.home() / ".pyenv" / "versions" / f"{self.python}.*" / "bin" /
-                      f"python{self.python}")
-        return next((p for p in sorted(glob.glob(pattern)) if _runs(p)), None)
+        return interpreter(self.python)
+
+    @property
+    def torch(self) -> tuple[int, ...]:
+        """Its torch version, from its pinned requirement."""
+        pin = next(p for p in (*self.packages, *self.no_deps) if p.startswith("torch=="))
+        return tuple(int(part) for part in pin.removeprefix("torch==").split("."))
 
     @property
     def ready(self) -> bool:
@@ -65,10 +65,11 @@ class Environment:
 
 
 XLA_WITH_GRAD_SCALER = "py311-torch-xla2.8"
+NEWEST_GPU_IMAGE = "py313-torch2.10.0"
 CHECKOV = "checkov"
 IMAGE_CONFIG = "sagemaker-core"
 # The maintained SageMaker SDK (v3)'s image configuration, which `make image-matrix` copies into
-# the library (compiled_training/catalog/images) and the tests hold the copy equal to.
+# the library (compiled_training/catalog/image-uri-config) and the tests hold the copy equal to.
 SAGEMAKER_CORE = "sagemaker-core==2.27.0"
 
 
@@ -91,6 +92,10 @@ ENVS = (
              "Transformers 4.21.1 (Python 3.8)", "3.8",
              ("torch==1.11.0", "numpy<1.25", *_TRANSFORMERS_4_21_NEEDS),
              ("transformers==4.21.1",)),
+    # The newest PyTorch GPU training DLC's Python and torch (pytorch-training:2.10.0-gpu-py313),
+    # the image torch_compile() resolves by default.
+    Environment(NEWEST_GPU_IMAGE, "pytorch-training:2.10.0 (Python 3.13)", "3.13",
+                ("torch==2.10.0", "numpy", "transformers>=4.46,<6")),
     # torch-xla 2.9 removed torch_xla.amp.GradScaler, which the Training Compiler images have;
     # with the toolkit and the PyTorch DLCs' launcher logic, as in those images.
     Environment(XLA_WITH_GRAD_SCALER, "torch-xla with torch_xla.amp.GradScaler (2.8)", "3.11",
@@ -104,6 +109,16 @@ ENVS = (
     Environment(IMAGE_CONFIG, "the SageMaker SDK v3's image configuration", "3.11", (),
                 (SAGEMAKER_CORE,), runtime=False),
 )
+
+
+def interpreter(version: str) -> str | None:
+    """This Python version (``3.13``) on the machine: on PATH, or among pyenv's versions."""
+    found = shutil.which(f"python{version}")
+    if found and _runs(found):
+        return found
+    pattern = str(Path.home() / ".pyenv" / "versions" / f"{version}.*" / "bin" /
+                  f"python{version}")
+    return next((p for p in sorted(glob.glob(pattern)) if _runs(p)), None)
 
 
 def _runs(python: str) -> bool:

@@ -20,7 +20,10 @@ from pathlib import Path
 import pytest
 import tomllib
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
 
+from tests.environments import interpreter
 from tests.helpers import (
     ROOT,
     cfn_lint,
@@ -45,9 +48,9 @@ def _site_packages(python: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh virtualenv's interpreter, with the two wheels and their dependencies only."""
-    work = tmp_path_factory.mktemp("installed")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Both wheels, built as the README builds them."""
+    work = tmp_path_factory.mktemp("wheels")
     # From a copy: setuptools builds in the tree's build/, where files left by an earlier
     # build would slip into the wheel.
     source = work / "source"
@@ -55,25 +58,39 @@ def python(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ".*", "node_modules", "cdk.out", "build", "*.egg-info", "__pycache__", "*-results"))
     for project in (source, source / "runtime"):
         built = _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                      "--wheel-dir", work / "wheels", project])
+                      "--wheel-dir", work / "dist", project])
         assert built.returncode == 0, built.stderr
-    created = _run([sys.executable, "-m", "venv", work / "venv"])
+    return sorted((work / "dist").glob("*.whl"))
+
+
+def _installed(work: Path, interpreter: str, wheels: list[Path], *also: str) -> Path:
+    """A fresh virtualenv of ``interpreter`` with the wheels, their dependencies and ``also``."""
+    created = _run([interpreter, "-m", "venv", work / "venv"])
     assert created.returncode == 0, created.stderr
     python = work / "venv" / "bin" / "python"
-    installed = _run([python, "-m", "pip", "install", "--quiet",
-                      *sorted((work / "wheels").glob("*.whl"))])
+    installed = _run([python, "-m", "pip", "install", "--quiet", *wheels, *also])
     assert installed.returncode == 0, installed.stderr
     return python
 
 
-@pytest.fixture(scope="module")
-def consumer(python: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _synthesized(python: Path, work: Path) -> Path:
     """The consumer app, copied out of the repository and synthesized; its cdk.out."""
-    app = tmp_path_factory.mktemp("consumer") / "app"
+    app = work / "app"
     shutil.copytree(ROOT / "tests" / "consumer", app)
     synth = _run([python, "app.py"], cwd=app, CDK_OUTDIR=str(app / "cdk.out"))
     assert synth.returncode == 0, synth.stderr[-3000:]
     return app / "cdk.out"
+
+
+@pytest.fixture(scope="module")
+def python(wheels: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtualenv's interpreter, with the two wheels and their dependencies only."""
+    return _installed(tmp_path_factory.mktemp("installed"), sys.executable, wheels)
+
+
+@pytest.fixture(scope="module")
+def consumer(python: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _synthesized(python, tmp_path_factory.mktemp("consumer"))
 
 
 def test_the_packages_import_from_the_virtualenv_without_torch_or_matplotlib(python, tmp_path):
@@ -85,6 +102,58 @@ def test_the_packages_import_from_the_virtualenv_without_torch_or_matplotlib(pyt
     site = _site_packages(python)
     assert Path(constructs).is_relative_to(site) and Path(runtime).is_relative_to(site)
     assert heavy == "[]"  # plotting and benchmarking are extras
+
+
+# What the SageMaker SDK v2 used to bring with the library (to read its image JSON files).
+SDK_BAGGAGE = {"sagemaker", "sagemaker-core", "pandas", "numpy", "fastapi", "uvicorn", "docker",
+               "graphene", "protobuf", "pathos", "omegaconf"}
+
+
+def _distributions(python: Path) -> set[str]:
+    listed = _run([python, "-m", "pip", "list", "--format=json", "--exclude", "pip"])
+    assert listed.returncode == 0, listed.stderr
+    return {canonicalize_name(d["name"]) for d in json.loads(listed.stdout)}
+
+
+def test_the_wheels_bring_what_the_readme_says_and_no_sagemaker_sdk(python):
+    installed = _distributions(python)
+    assert not installed & SDK_BAGGAGE
+    assert {"aws-cdk-lib", "constructs", "cdk-nag", "botocore"} <= installed
+    readme = (ROOT / "README.md").read_text()
+    promised = int(re.search(r"about (\d+) distributions", readme).group(1))
+    # "about": the CDK's own dependencies may gain or lose one between releases.
+    assert abs(len(installed) - promised) <= 3, sorted(installed)
+
+
+@pytest.mark.parametrize(("version", "sdk"), [
+    ("3.10", "sagemaker<3"),   # the lowest Python requires-python allows, SDK v2
+    ("3.12", None),            # alone
+    ("3.13", "sagemaker>=3"),  # the newest Python, the current SDK
+], ids=["py3.10-sdk-v2", "py3.12-alone", "py3.13-sdk-v3"])
+def test_installs_beside_either_sdk_on_every_supported_python(wheels, consumer, tmp_path,
+                                                             version, sdk):
+    """A team's app environment: its Python, and the SageMaker SDK it already uses (or none).
+    The templates are the same bytes as those synthesized on this Python, alone."""
+    found = interpreter(version)
+    if found is None:
+        pytest.skip(f"no Python {version} on this machine (pyenv install {version})")
+    python = _installed(tmp_path, found, wheels, *([sdk] if sdk else []))
+    checked = _run([python, "-m", "pip", "check"])
+    assert checked.returncode == 0, checked.stdout
+    if sdk:
+        shown = _run([python, "-c", "import importlib.metadata as m; print(m.version('sagemaker'))"])
+        assert SpecifierSet(sdk.removeprefix("sagemaker")).contains(shown.stdout.strip())
+    out = _synthesized(python, tmp_path)
+    (template,) = out.glob("*.template.json")
+    assert template.read_bytes() == (consumer / template.name).read_bytes()
+
+
+def test_the_pythons_tried_span_requires_python():
+    requires = SpecifierSet(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+                            ["requires-python"])
+    tried = ["3.10", "3.11", "3.12", "3.13"]
+    assert all(requires.contains(f"{v}.0") for v in tried)
+    assert not requires.contains("3.9.0")  # 3.10 is the lowest end
 
 
 def test_the_consumer_app_passes_the_validators(consumer):

@@ -93,6 +93,7 @@ _TRANSLATED: dict[str, JsonType] = {
     "parameters": dict,  # hyperparameters a schedule may override
     "max_runtime_hours": (int, float),
     "runtime_image": dict,  # the image: a RuntimeImage built for the team
+    "acknowledge_warnings": dict,  # warning id -> the team's reason
     "registration": dict,
     "schedule": dict,
     "benchmark": dict,
@@ -163,6 +164,12 @@ def pipeline_props(team: str, config: Mapping[str, Any], *, base_dir: Path) -> d
             raise fail("schedule.expression", "is required")
         _check_entry(fail, "schedule.", schedule, _SCHEDULE_KEYS)
     _check_entry(fail, "benchmark.", config.get("benchmark", {}), _BENCHMARK_KEYS)
+    for warning, reason in config.get("acknowledge_warnings", {}).items():
+        if not warning.startswith("compiled-training:") or not isinstance(reason, str) \
+                or not reason.strip():
+            raise fail(f"acknowledge_warnings.{warning}",
+                       "must map a compiled-training warning id (as the warning names it, "
+                       f"'compiled-training:...') to the reason, got {reason!r}")
     registration = config.get("registration")
     if registration is not None:
         if "model_package_group_name" not in registration:
@@ -331,6 +338,8 @@ class TeamStack(Stack):
                                 f"Team {construct_id} runs Training Compiler's last release on "
                                 "purpose; the move to torch.compile is decided by a "
                                 "CompilerBenchmark, not by this stack.", pack=PACK)
+            for warning, reason in team_config.get("acknowledge_warnings", {}).items():
+                Annotations.of(self).acknowledge_warning(warning, reason)
             self.schedule = None
             if "schedule" in team_config:
                 self.schedule = RetrainingSchedule(

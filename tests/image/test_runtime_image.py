@@ -143,12 +143,16 @@ def test_images_of_a_stack_share_one_build_project_and_one_handler():
     kinds = [r["Type"] for r in template["Resources"].values()]
     # The machinery, once per stack: no state machine, no per-image function, key or project.
     for kind in ("AWS::CodeBuild::Project", "AWS::Lambda::Function", "AWS::KMS::Key",
-                 "AWS::Events::Rule", "AWS::Logs::LogGroup"):
+                 "AWS::Events::Rule"):
         assert kinds.count(kind) == 1, kind
     assert "AWS::StepFunctions::StateMachine" not in kinds
+    # The builds' logs (90 days) and the handler's (a year: never left to Lambda, which would
+    # keep them forever, or to a feature flag).
+    logs = _resources(template, "AWS::Logs::LogGroup")
+    assert sorted(g["Properties"]["RetentionInDays"] for g in logs) == [90, 365]
     # Each image adds its repository and its build request, nothing else.
     assert kinds.count("AWS::ECR::Repository") == kinds.count("Custom::RuntimeImageBuild") == 3
-    assert len(kinds) == 16
+    assert len(kinds) == 17
     ((handler_id, _),) = [(k, r) for k, r in template["Resources"].items()
                           if r["Type"] == "AWS::Lambda::Function"]
     builds = _resources(template, "Custom::RuntimeImageBuild")

@@ -33,6 +33,18 @@ def test_the_default_is_the_dlc_for_the_compiler_and_only_its_repository_is_pull
     assert pipeline.summary()["image"] == "pytorch-trcomp-training:1.13.1-gpu-py39"
 
 
+@pytest.mark.parametrize("version,tag", [("2.9.0", "2.9.0-gpu-py312"),
+                                         ("2.10.0", "2.10.0-gpu-py313")])
+def test_the_newest_pytorch_runs_torch_compile_on_its_dlc(source_dir, version, tag):
+    """Images the SDK v2 never listed; the library ships the SDK v3's matrix."""
+    stack = new_stack()
+    _pipeline(stack, source_dir, framework=Framework.pytorch(version),
+              compiler=Compiler.torch_compile())
+    assert _arguments(stack)["AlgorithmSpecification"]["TrainingImage"] == (
+        f"763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:{tag}")
+    Annotations.from_stack(stack).has_no_error("*", Match.any_value())
+
+
 def test_an_ecr_repository_image_is_run_by_tag_and_pulled_from_that_repository_only(source_dir):
     # GIVEN an image extended from the Training Compiler DLC, in the team's repository
     stack = new_stack()

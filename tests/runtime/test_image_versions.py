@@ -1,8 +1,10 @@
-"""The runtime on the Training Compiler images' own versions, with each image's Python: torch
-1.13.1 on Python 3.9 (``pytorch-trcomp-training:1.13.1``) and torch 1.11 with Transformers
-4.21.1 on Python 3.8 (``huggingface-pytorch-trcomp-training``), installed with pip as the
-Dockerfile installs it (tests/environments.py). These images' torch_xla exists only inside them:
-here the runtime runs eager, which exercises every torch and Transformers API it calls.
+"""The runtime on the training images' own versions, with each image's Python: the Training
+Compiler images' torch 1.13.1 on Python 3.9 (``pytorch-trcomp-training:1.13.1``) and torch 1.11
+with Transformers 4.21.1 on Python 3.8 (``huggingface-pytorch-trcomp-training``), and the newest
+PyTorch DLC's torch 2.10 on Python 3.13 (``pytorch-training:2.10.0-gpu-py313``, the image
+``torch_compile()`` resolves), each installed with pip as the Dockerfile installs it
+(tests/environments.py). The Training Compiler images' torch_xla exists only inside them: there
+the runtime runs eager, which exercises every torch and Transformers API it calls.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.environments import ENVS, require
+from tests.environments import ENVS, NEWEST_GPU_IMAGE, Environment, require
 from tests.helpers import TINY_BERT
 from tests.runtime.harness import (
     metrics,
@@ -20,12 +22,17 @@ from tests.runtime.harness import (
     run_until_step_then_sigterm,
 )
 
-IMAGE_ENVS = [env.name for env in ENVS if env.runtime and not env.torch_xla]
+IMAGE_ENVS = [env for env in ENVS if env.runtime and not env.torch_xla]
 
 
-@pytest.fixture(params=IMAGE_ENVS)
-def python(request: pytest.FixtureRequest) -> str:
-    return str(require(request.param).executable)
+@pytest.fixture(params=IMAGE_ENVS, ids=lambda env: env.name)
+def image(request: pytest.FixtureRequest) -> Environment:
+    return require(request.param.name)
+
+
+@pytest.fixture
+def python(image: Environment) -> str:
+    return str(image.executable)
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
@@ -63,11 +70,27 @@ def test_torchrun_with_two_workers(tmp_path, python):
     assert summary["world_size"] == 2 and summary["steps"] == 4 and summary["samples"] == 32
 
 
-def test_fails_clearly_on_fp16_on_a_cpu_these_versions_cannot_autocast(tmp_path, python):
+def test_fp16_on_a_cpu_trains_with_a_loss_scale_where_torch_can_autocast_it(tmp_path, image):
+    """torch 2.x autocasts fp16 on the CPU (and scales the loss); torch 1.x cannot, and says so."""
     hps = {**TINY_BERT, "precision": "fp16"}
     base = opt_ml(tmp_path / "fp16", hps)
-    result = run_direct(base, hps, python=python)
+    result = run_direct(base, hps, python=str(image.executable))
+    if image.torch >= (2,):
+        assert result.returncode == 0, result.stderr[-4000:]
+        summary = metrics(base)
+        assert summary["precision"] == "fp16" and summary["loss_scale"] > 0
+        return
     assert result.returncode == 2, result.stderr[-3000:]
     failure = (base / "output" / "failure").read_text()
     assert failure.startswith("InputError: precision fp16 is not supported on cpu by torch 1.1")
     assert failure.endswith("use bf16 or fp32")
+
+
+def test_torch_compile_has_no_graph_breaks_and_no_recompiles_on_the_newest_image(tmp_path):
+    """The newest GPU DLC's torch and Python: dynamo on Python 3.13, inductor on the CPU."""
+    python = str(require(NEWEST_GPU_IMAGE).executable)
+    hps = {**TINY_BERT, "compiled_training_torch_compile": True, "max_steps": 4}
+    base = opt_ml(tmp_path / "compile", hps)
+    result = run_direct(base, hps, python=python)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert metrics(base)["counters"] == {"graph_breaks": 0, "graphs": 1, "recompiles": 0}

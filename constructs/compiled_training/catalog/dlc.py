@@ -2,8 +2,8 @@
 
 Never hand-copied: the SDK's JSON configuration is the support matrix (repositories, tags,
 per-region registry accounts). The library ships the maintained SDK's (v3's) files as package
-data (``catalog/images/``, written by ``make image-matrix``, whose ``SOURCE.json`` names the
-release) and imports no SageMaker SDK: a team's app may use either SDK, or none.
+data (``catalog/image-uri-config/``, written by ``make image-matrix``, whose ``SOURCE.json``
+names the release) and imports no SageMaker SDK: a team's app may use either SDK, or none.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class DlcImage:
         return f"{self.repository}:{self.tag}"
 
 
-IMAGES = resources.files(__package__) / "images"
+IMAGES = resources.files(__package__) / "image-uri-config"
 
 
 @functools.lru_cache(maxsize=64)

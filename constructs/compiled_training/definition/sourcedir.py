@@ -82,7 +82,14 @@ def _archive(entries: list[_Entry]) -> bytes:
             info.uid = info.gid = 0
             info.uname = info.gname = ""
             tar.addfile(info, io.BytesIO(entry.data))
-    return gzip.compress(raw.getvalue(), compresslevel=9, mtime=0)
+    compressed = bytearray(gzip.compress(raw.getvalue(), compresslevel=9, mtime=0))
+    # The header's OS byte: Python 3.13 writes 255 (unknown) where earlier ones write 3 (Unix);
+    # one value keeps the archive, its asset hash and the template the same on every Python.
+    compressed[_GZIP_OS] = _GZIP_OS_UNIX
+    return bytes(compressed)
+
+
+_GZIP_OS, _GZIP_OS_UNIX = 9, 3  # RFC 1952, section 2.3
 
 
 # Archives written by this process, by the digest of their entries: pipelines that share a

@@ -22,7 +22,6 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3_assets as s3_assets
 
-from compiled_training.handlers.image_build import BUILD_STATE_CHANGE
 from compiled_training.wiring.acknowledgements import (
     LOG_GROUP_WITHOUT_KMS,
     acknowledge,
@@ -33,6 +32,11 @@ from compiled_training.wiring.acknowledgements import (
 )
 from compiled_training.wiring.functions import handler_code
 from constructs import Construct
+
+# EventBridge's detail-type for a build's end, which the handler tells apart from a CloudFormation
+# request by (tests hold the rule's pattern to the handler's own constant). Not imported from the
+# handler: that module needs boto3, which is Lambda's, not the library's.
+BUILD_STATE_CHANGE = "CodeBuild Build State Change"
 
 # CloudFormation waits for a custom resource one hour at most (ServiceTimeout's ceiling): a
 # build must end, queue included, before then, so that its own failure is what is reported.
@@ -154,8 +158,14 @@ class ImageBuilder(Construct):
         return project
 
     def _handler(self) -> lambda_.Function:
+        # Its own log group, kept a year: else Lambda makes one that keeps logs forever, or CDK
+        # one of its own under @aws-cdk/aws-lambda:useCdkManagedLogGroup, differing by app.
+        log_group = logs.LogGroup(self, "HandlerLogs", retention=logs.RetentionDays.ONE_YEAR,
+                                  removal_policy=RemovalPolicy.RETAIN)
+        skip_checkov(log_group, LOG_GROUP_WITHOUT_KMS)
         function = lambda_.Function(
             self, "Handler",
+            log_group=log_group,
             runtime=lambda_.Runtime.PYTHON_3_14,
             code=handler_code("image_build"),
             handler="image_build.handler",

@@ -7,7 +7,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Unpack
+from typing import Any
 
 import jsii
 from aws_cdk import Annotations, Duration, Stack, Token
@@ -15,6 +15,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_ssm as ssm
+from typing_extensions import Unpack  # typing's from Python 3.11
 
 from compiled_training.catalog.api_shapes import shown
 from compiled_training.catalog.dlc import DlcImage, resolve_dlc

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Required, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Duration
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
+from typing_extensions import Required, TypedDict  # typing's from Python 3.11
 
 from compiled_training.pipelines.registration import ModelRegistration
 from compiled_training.pipelines.training_image import TrainingImage

@@ -60,7 +60,8 @@ class TrainingImage:
     @staticmethod
     def dlc() -> TrainingImage:
         """The framework's AWS Deep Learning Container for the job's compiler and instance
-        type, read from the SageMaker SDK v2's image configuration (the default)."""
+        type, from the image matrix the library ships (the SageMaker SDK v3's image
+        configuration; the default)."""
         return TrainingImage("dlc")
 
     @staticmethod

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import asdict, replace
-from typing import Any, Unpack
+from typing import Any
 
 import jsii
 from aws_cdk import Annotations
 from aws_cdk import aws_sagemaker as sagemaker
+from typing_extensions import Unpack  # typing's from Python 3.11
 
 from compiled_training.definition import validation
 from compiled_training.definition.registration import add_registration

@@ -20,7 +20,11 @@ import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from enum import Enum
-from typing import Any, Required, Union, Unpack, get_args, get_origin
+from typing import Any, Union, get_args, get_origin
+
+# From typing_extensions: typing has Required and Unpack from Python 3.11, and its
+# get_type_hints strips the backports' Required only from 3.11 (requires-python is 3.10).
+from typing_extensions import Required, Unpack, get_type_hints
 
 from compiled_training.catalog.api_shapes import api_shape, shape_problems, shown
 
@@ -143,7 +147,8 @@ def required_keys(props: type) -> frozenset[str]:
         if isinstance(annotation, typing.ForwardRef):
             annotation = annotation.__forward_arg__
         if isinstance(annotation, str):
-            return annotation.startswith(("Required[", "typing.Required["))
+            return annotation.startswith(("Required[", "typing.Required[",
+                                          "typing_extensions.Required["))
         return get_origin(annotation) is Required
 
     return frozenset(name for name, annotation in props.__annotations__.items()
@@ -160,13 +165,13 @@ def prop_type(props: type, name: str) -> Any:
     module = getattr(annotation, "__forward_module__", None) or props.__module__
     one_key = types.new_class(props.__name__, exec_body=lambda namespace: namespace.update(
         __annotations__={name: annotation}, __module__=module))
-    return typing.get_type_hints(one_key, localns=_DeferredNames(module))[name]
+    return get_type_hints(one_key, localns=_DeferredNames(module))[name]
 
 
 @functools.cache
 def _hints(function: Callable[..., Any]) -> dict[str, Any]:
     """A function's parameters with their types."""
-    hints = typing.get_type_hints(function, localns=_DeferredNames(function.__module__))
+    hints = get_type_hints(function, localns=_DeferredNames(function.__module__))
     hints.pop("return", None)
     return hints
 

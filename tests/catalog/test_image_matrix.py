@@ -1,0 +1,90 @@
+"""The image matrix the library ships (``compiled_training/catalog/image-uri-config``) is the
+maintained SageMaker SDK's (v3, ``sagemaker-core``) image configuration, byte for byte, and
+agrees with the SDK v2's wherever both list an image; the newest PyTorch DLCs resolve.
+
+The ``sagemaker-core`` files are read from their own environment (tests/environments.py): SDK v2,
+the oracle in this one, pins ``sagemaker-core<2``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import pytest
+
+from compiled_training import Framework
+from compiled_training.catalog.dlc import (
+    IMAGES,
+    image_config,
+    resolve_dlc,
+    torch_distributed_versions,
+)
+from scripts.image_matrix import CONFIGS, RULES
+from scripts.image_matrix import torch_distributed_versions as read_rules
+from tests.environments import IMAGE_CONFIG, SAGEMAKER_CORE, require, site_packages
+from tests.helpers import sdk_v2_config
+
+
+@pytest.fixture(scope="module")
+def sdk_v3_core():
+    return site_packages(require(IMAGE_CONFIG)) / "sagemaker" / "core"
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_shipped_file_is_the_sdk_v3_configuration_byte_for_byte(sdk_v3_core, name):
+    shipped = (IMAGES / f"{name}.json").read_bytes()
+    assert shipped == (sdk_v3_core / "image_uri_config" / f"{name}.json").read_bytes()
+    source = json.loads((IMAGES / "SOURCE.json").read_text())
+    assert source["requirement"] == SAGEMAKER_CORE
+    assert source["files"][f"{name}.json"]["sha256"] == hashlib.sha256(shipped).hexdigest()
+
+
+def test_torch_distributed_versions_are_the_sdk_v3s(sdk_v3_core):
+    assert list(torch_distributed_versions()) == read_rules(sdk_v3_core / "fw_utils.py")
+    assert json.loads((IMAGES / RULES).read_text())["torch_distributed_gpu_versions"]
+
+
+def test_nothing_unlisted_ships():
+    listed = set(json.loads((IMAGES / "SOURCE.json").read_text())["files"])
+    assert {p.name for p in IMAGES.iterdir()} == listed | {"SOURCE.json"}
+
+
+def _scopes(name: str) -> list[str]:
+    raw = json.loads((IMAGES / f"{name}.json").read_text())
+    return [scope for scope in ("training", "inference") if scope in raw] or ["training"]
+
+
+def _entries(config: dict[str, Any]) -> dict[tuple[str, ...], Any]:
+    """Every leaf of a configuration's ``versions``, keyed by its path (version, ..., region)."""
+    leaves: dict[tuple[str, ...], Any] = {}
+
+    def walk(node: Any, path: tuple[str, ...]) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, (*path, key))
+        else:
+            leaves[path] = node
+
+    walk(config["versions"], ())
+    return leaves
+
+
+@pytest.mark.parametrize("name,scope", [(n, s) for n in CONFIGS for s in _scopes(n)])
+def test_every_entry_both_sdks_list_agrees(name, scope):
+    """Same repository, tag parts, Pythons, processors and registry account for every (version,
+    region) that SDK v2 and v3 both have; v3 only adds (newer versions, new regions)."""
+    v2, v3 = _entries(sdk_v2_config(name, scope)), _entries(image_config(name, scope))
+    both = v2.keys() & v3.keys()
+    assert len(both) > 0.9 * len(v2), f"{name} {scope}: v3 dropped {sorted(v2.keys() - v3.keys())}"
+    assert {path: v2[path] for path in both} == {path: v3[path] for path in both}
+
+
+@pytest.mark.parametrize("version,py_version", [("2.9.0", "py312"), ("2.10.0", "py313")])
+def test_newest_pytorch_images_resolve(version, py_version):
+    """The DLCs SDK v2 never listed, tagged as ``image_uris.retrieve`` tags them (the DLC release
+    also carries the long form, e.g. ``2.10.0-gpu-py313-cu130-ubuntu22.04-sagemaker``)."""
+    for instance_type, processor in (("ml.g5.48xlarge", "gpu"), ("ml.m5.xlarge", "cpu")):
+        image = resolve_dlc(Framework.pytorch(version), False, instance_type)
+        assert image.path == f"pytorch-training:{version}-{processor}-{py_version}"
