@@ -345,7 +345,7 @@ def test_every_definition_variant_passes_the_validators(source_dir):
     ({"pipeline_name": "a" * 257}, r"pipeline_name must be at most 256 characters, got 'aaaa.*\.\.\. \(257 characters\)"),
     ({"channels": [InputChannel("train", "s3://a-bucket/x/"), InputChannel("train", "s3://a-bucket/y/")]},
      r"channel names must be unique, got 'train' twice"),
-    ({"channels": [InputChannel("train", "/data/train")]}, r"channel 'train' must be an s3:// URI"),
+    ({"channels": [InputChannel("train", "/data/train")]}, r"channel 'train' URI '/data/train' is not an S3 URI \(s3://bucket/key\): must begin with s3://"),
     ({"compiler": Compiler.none(), "distribution": Distribution.PYTORCHXLA},
      r"'pytorchxla' runs only with Training Compiler"),
     ({"framework": Framework.xgboost("1.7-1"), "instance_type": "ml.g5.xlarge"},

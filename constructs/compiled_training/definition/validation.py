@@ -22,6 +22,7 @@ from compiled_training.catalog.api_shapes import (
     shape_problems,
     shown,
 )
+from compiled_training.catalog.aws_names import s3_uri_problem
 from compiled_training.catalog.dlc import resolve_dlc, torch_distributed_versions
 from compiled_training.catalog.instances import (
     EFA_INSTANCE_TYPES,
@@ -190,8 +191,10 @@ def _check_channels(job: TrainingJob, error: Any) -> None:
             error("Channels", f"channel names must be unique, got {channel.name!r} twice")
         seen.add(channel.name)
         uri = channel.default_uri
-        if not is_token(uri) and not re.fullmatch(r"s3://[a-z0-9.\-]{3,63}(/.*)?", uri):
-            error("channels", f"channel {channel.name!r} must be an s3:// URI, got {shown(uri)}")
+        problem = None if is_token(uri) else s3_uri_problem(uri)
+        if problem:
+            error("channels", f"channel {channel.name!r} URI {shown(uri)} is not an S3 URI "
+                              f"(s3://bucket/key): {problem}")
 
 
 def _check_request(job: TrainingJob, error: Any, reported: set[str]) -> None:

@@ -19,6 +19,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
 
+from compiled_training.catalog.aws_names import SECURITY_GROUP_DESCRIPTION_MAX, held_to
 from compiled_training.definition import validation
 from compiled_training.definition.training import execution_scoped
 from compiled_training.pipelines.named_pipeline import ImportedPipeline, NamedPipeline
@@ -360,16 +361,31 @@ class PipelineBase(NamedPipeline):
         from aws_cdk import aws_ec2 as ec2
 
         selection = subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
-        selected = vpc.select_subnets(
-            subnet_type=selection.subnet_type,
-            subnet_group_name=selection.subnet_group_name,
-            subnets=selection.subnets,
-            availability_zones=selection.availability_zones,
-            one_per_az=selection.one_per_az,
-        )
+        try:
+            selected = vpc.select_subnets(
+                subnet_type=selection.subnet_type,
+                subnet_group_name=selection.subnet_group_name,
+                subnets=selection.subnets,
+                availability_zones=selection.availability_zones,
+                one_per_az=selection.one_per_az,
+            )
+        except RuntimeError as error:  # the CDK's own refusal, from across jsii
+            reason = str(error).splitlines()[0].removeprefix("Error: ")
+            raise ValueError(
+                f"{self._subject}: vpc_subnets selects no subnets in the vpc ({reason}); when "
+                "omitted, the vpc's PRIVATE_WITH_EGRESS subnets") from None
+        isolated = {subnet.subnet_id for subnet in vpc.isolated_subnets}
+        if isolated & set(selected.subnet_ids):
+            Annotations.of(self).add_warning_v2(
+                f"compiled-training:{type(self).__name__}:IsolatedSubnets",
+                "the jobs run in isolated subnets, which have no route out: they reach S3, ECR, "
+                "CloudWatch Logs, STS and the SageMaker API only through VPC endpoints "
+                "(gateway: s3; interface: ecr.api, ecr.dkr, logs, sts, sagemaker.api). "
+                "Acknowledge this once the vpc has them.")
         if not groups:
             group = ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc,
-                                      description=f"Training jobs of {self.pipeline_name}")
+                                      description=held_to(f"Training jobs of {self.pipeline_name}",
+                                                          SECURITY_GROUP_DESCRIPTION_MAX))
             # Nodes of a multi-instance job talk to each other.
             group.add_ingress_rule(group, ec2.Port.all_traffic(), "between training nodes")
             groups = [group]

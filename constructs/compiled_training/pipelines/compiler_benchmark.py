@@ -4,7 +4,6 @@ decided in one SageMaker pipeline."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -18,6 +17,7 @@ from aws_cdk import aws_ssm as ssm
 from typing_extensions import Unpack  # typing's from Python 3.11
 
 from compiled_training.catalog.api_shapes import shown
+from compiled_training.catalog.aws_names import ssm_parameter_name_problem
 from compiled_training.catalog.dlc import DlcImage, resolve_dlc
 from compiled_training.catalog.instances import gpus_per_instance
 from compiled_training.definition import validation
@@ -147,11 +147,12 @@ class CompilerBenchmark(PipelineBase):
                      for name, job in self.arms.items()}
 
         decision_parameter_name = props.get("decision_parameter_name")
-        self.decision_parameter_name = (decision_parameter_name
-                                        or f"/compiled-training/{self.pipeline_name}/decision")
-        if not re.fullmatch(r"[A-Za-z0-9_.\-/]{1,2048}", self.decision_parameter_name):
-            raise ValueError(f"{self._subject}: decision_parameter_name must be 1-2048 letters, "
-                             f"digits and . _ - / (SSM's rule), got "
+        self.decision_parameter_name = (f"/compiled-training/{self.pipeline_name}/decision"
+                                        if decision_parameter_name is None
+                                        else decision_parameter_name)
+        problem = ssm_parameter_name_problem(self.decision_parameter_name)
+        if problem:
+            raise ValueError(f"{self._subject}: decision_parameter_name {problem}, got "
                              f"{shown(self.decision_parameter_name)}")
         self.decision_parameter = ssm.StringParameter(
             self, "DecisionParameter",

@@ -137,6 +137,11 @@ class RetrainingSchedule(Construct):
         if flexible_window is not None and not 1 <= flexible_window.to_minutes() <= 1440:
             raise ValueError(f"{where}: flexible_window must be 1 to 1440 minutes, got "
                              f"{flexible_window.to_minutes()} minutes")
+        if max_event_age is not None and not Token.is_unresolved(max_event_age.to_string()) \
+                and not 60 <= max_event_age.to_seconds() <= 86400:
+            # EventBridge Scheduler's RetryPolicy.MaximumEventAgeInSeconds.
+            raise ValueError(f"{where}: max_event_age must be 60 seconds to 24 hours, got "
+                             f"{max_event_age.to_seconds():g} seconds")
         attempts = 3 if retry_attempts is None else retry_attempts
         if not 0 <= attempts <= 185:
             raise ValueError(f"{where}: retry_attempts must be 0-185, got {attempts}")

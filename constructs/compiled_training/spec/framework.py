@@ -9,6 +9,7 @@ from compiled_training.spec.typecheck import check_arguments
 
 _VERSION = re.compile(r"^\d+(\.\d+){0,2}(-\d+)?$")
 _PY_VERSION = re.compile(r"^py3\d{0,2}$")
+_NAMES = ("huggingface", "pytorch", "xgboost")  # the frameworks whose images the library knows
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,12 @@ class Framework:
     version: str
     pytorch_version: str | None = None
     py_version: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in _NAMES:
+            raise ValueError(
+                f"Framework.name: must be one of {', '.join(_NAMES)} (build one with "
+                f"{', '.join(f'Framework.{n}()' for n in _NAMES)}), got {self.name!r}")
 
     @staticmethod
     def pytorch(version: str, *, py_version: str | None = None) -> Framework:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from aws_cdk import Duration, RemovalPolicy
 
 from compiled_training import handlers
+from compiled_training.catalog.aws_names import LAMBDA_DESCRIPTION_MAX, held_to
 from compiled_training.wiring.acknowledgements import (
     LOG_GROUP_WITHOUT_KMS,
     allow_redundant_role_dependency,
@@ -60,7 +61,8 @@ def step_function(scope: Construct, name: str, *, module: str, policy: InlinePol
         log_group=log_group,
         timeout=timeout,
         environment=dict(environment) if environment is not None else None,
-        description=description,
+        # Descriptions name the pipeline, whose name may take 256 of Lambda's 256 characters.
+        description=held_to(description, LAMBDA_DESCRIPTION_MAX),
     )
     resource = function.node.default_child
     assert isinstance(resource, lambda_.CfnFunction)
