@@ -159,7 +159,7 @@ def test_a_prop_json_can_hold_is_a_team_key_without_an_edit_in_teams(tmp_path):
 
 
 @pytest.mark.parametrize(("key", "value", "message"), [
-    ("kms_key", "alias/team", r"Tabular.kms_key: is not a known key; allowed: benchmark, "),
+    ("kms_key", "alias/team", r"Tabular.kms_key: is not a known key; allowed: acknowledge_warnings, benchmark, "),
     ("image", "nlp/bert:1", r"Tabular.image: is not a known key"),
     ("network_isolation", "yes", r"Tabular.network_isolation: must be a bool, got 'yes'$"),
     ("volume_size_gib", 1.5, r"Tabular.volume_size_gib: must be a int, got 1.5$"),
