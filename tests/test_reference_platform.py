@@ -7,6 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import aws_cdk as cdk
 import pytest
 
 from tests.helpers import (
@@ -143,6 +144,20 @@ def test_the_warning_check_sees_a_warning(tmp_path):
     warnings = [entry.data for stack in assembly.stacks
                 for entry in stack.find_metadata_by_type("aws:cdk:warning")]
     assert len(warnings) == 1 and "ml.g5.12xlarge has no EFA" in warnings[0]
+
+
+def test_the_apps_warnings_carry_no_kernel_frame_for_the_cli_to_print_as_their_place(tmp_path):
+    """The stray ``.../program.js:1:5591`` line: the CLI prints a warning's first stack frame
+    outside the CDK, and a Python app's frames end in the jsii kernel. app.py's App records
+    none; ``cdk.App()``'s default, for comparison, does."""
+    from app import build_app
+
+    for app, traced in ((build_app(), False), (cdk.App(), True)):
+        stack = cdk.Stack(app, "Probe")
+        cdk.Annotations.of(stack).add_warning_v2("probe:Warning", "a warning")
+        (entry,) = app.synth().get_stack_by_name("Probe").find_metadata_by_type(
+            "aws:cdk:warning")
+        assert bool(entry.trace) is traced, entry.trace
 
 
 def test_the_cdk_cli_prints_no_stray_line_and_no_unconfigured_feature_flag(tmp_path):

@@ -70,11 +70,17 @@ def bucket_name_problem(bucket: str) -> str | None:
     return None
 
 
+def split_s3(uri: str) -> tuple[str, str]:
+    """An ``s3://bucket/key`` URI's bucket and key."""
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    return bucket, key
+
+
 def s3_uri_problem(uri: str) -> str | None:
     """What is wrong with an ``s3://bucket/key`` URI, naming the part, or None."""
     if not uri.startswith("s3://"):
         return "must begin with s3://"
-    bucket, _, key = uri[len("s3://"):].partition("/")
+    bucket, key = split_s3(uri)
     problem = bucket_name_problem(bucket)
     if problem:
         return f"its bucket name {bucket!r} {problem}"

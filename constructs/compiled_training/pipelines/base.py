@@ -19,7 +19,11 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
 
-from compiled_training.catalog.aws_names import SECURITY_GROUP_DESCRIPTION_MAX, held_to
+from compiled_training.catalog.aws_names import (
+    SECURITY_GROUP_DESCRIPTION_MAX,
+    held_to,
+    split_s3,
+)
 from compiled_training.definition import validation
 from compiled_training.definition.training import execution_scoped
 from compiled_training.pipelines.named_pipeline import ImportedPipeline, NamedPipeline
@@ -391,8 +395,3 @@ class PipelineBase(NamedPipeline):
             groups = [group]
         return list(selected.subnet_ids), [g.security_group_id for g in groups]
 
-
-def split_s3(uri: str) -> tuple[str, str]:
-    without_scheme = uri[len("s3://"):]
-    bucket, _, key = without_scheme.partition("/")
-    return bucket, key
