@@ -9,6 +9,9 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export SAGEMAKER_SUPPRESS_V2_WARNING := 1
 export AWS_EC2_METADATA_DISABLED := true
+# pip keeps no copy of what it downloads: CUDA builds of torch are GBs each, and CI's disk holds
+# the test environments (tests/environments.py) but not a cache of them beside.
+export PIP_NO_CACHE_DIR := 1
 
 .PHONY: setup setup-dev synth test lint bench clean test-envs image-matrix
 

@@ -8,11 +8,17 @@
 
 ``python tests/environments.py`` builds every environment whose interpreter exists on this
 machine (``make test`` runs it) and says which it skips.
+
+PyPI has only CUDA builds of torch for x86_64, and each brings about 4 GB of NVIDIA libraries that
+nothing here runs but that torch loads on import. The torch releases tested here pin nearly the
+same ones, so identical files across the environments (and the main ``.venv``) are kept once,
+as hard links: three such environments would not fit on CI's disk otherwise.
 """
 
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import shutil
 import subprocess
@@ -156,6 +162,43 @@ def build(env: Environment, wheel: Path) -> str:
     return f"ready {env.name} ({env.purpose})"
 
 
+def share_identical_files(folders: list[Path], smallest: int = 1 << 20) -> int:
+    """Hard-links files of the same content under ``folders`` to one copy and returns the bytes
+    freed. Only files of ``smallest`` bytes or more (the shared libraries) are considered, and
+    only sizes that two distinct files share are hashed, so a second run hashes next to nothing.
+    Safe for installed packages: pip replaces or unlinks files, it never writes into them."""
+    # Files on one device, of one size and one mode, are the candidates; each inode once.
+    by_size: dict[tuple[int, int, int], dict[int, Path]] = {}
+    for folder in folders:
+        for path in sorted(folder.rglob("*")):
+            if path.is_symlink() or not path.is_file():
+                continue
+            stat = path.stat()
+            if stat.st_size >= smallest:
+                key = (stat.st_dev, stat.st_size, stat.st_mode)
+                by_size.setdefault(key, {}).setdefault(stat.st_ino, path)
+    freed = 0
+    for (_, size, _), copies in by_size.items():
+        if len(copies) < 2:
+            continue
+        kept: dict[str, Path] = {}
+        for path in copies.values():
+            digest = _sha256(path)
+            if digest not in kept:
+                kept[digest] = path
+                continue
+            link = path.with_name(path.name + ".shared")
+            os.link(kept[digest], link)
+            os.replace(link, path)
+            freed += size
+    return freed
+
+
+def _sha256(path: Path) -> str:
+    with path.open("rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()
+
+
 def site_packages(env: Environment) -> Path:
     (folder,) = (env.folder / "lib").glob("python3.*/site-packages")
     return folder
@@ -164,8 +207,15 @@ def site_packages(env: Environment) -> Path:
 def main() -> int:
     wheel = runtime_wheel()
     os.environ.pop("PYTHONPATH", None)
+    installed = [ROOT / ".venv"]
     for env in ENVS:
         print(f"test environments: {build(env, wheel)}", flush=True)
+        # After each build, so that the next one has the room.
+        installed.append(env.folder)
+        freed = share_identical_files([folder for folder in installed if folder.exists()])
+        if freed:
+            print(f"test environments: {freed / 2**30:.1f} GiB of identical files shared",
+                  flush=True)
     return 0
 
 

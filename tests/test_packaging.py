@@ -2,7 +2,7 @@
 CDK app (tests/consumer/) synthesized with it, and its templates through the validators that
 check the reference platform.
 
-Slow-ish (building and installing the wheels, pip's cache helps): one xdist group, so that
+Slow-ish (building and installing the wheels): one xdist group, so that
 the virtualenv is built once.
 """
 
