@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -160,10 +161,18 @@ def test_the_apps_warnings_carry_no_kernel_frame_for_the_cli_to_print_as_their_p
         assert bool(entry.trace) is traced, entry.trace
 
 
+# A deprecated API fails the synth instead of warning: Python's DeprecationWarnings (ours and our
+# dependencies') become errors, and so do calls into deprecated aws-cdk-lib APIs (jsii's switch).
+DEPRECATIONS_FAIL = {"PYTHONWARNINGS": "error::DeprecationWarning,error::PendingDeprecationWarning",
+                     "JSII_DEPRECATED": "fail"}
+
+
 def test_the_cdk_cli_prints_no_stray_line_and_no_unconfigured_feature_flag(tmp_path):
     """`make synth`'s first half, through the pinned CLI: its own lines, and nothing from the
-    toolchain (the jsii kernel's frame as a warning's location, feature flags left unset)."""
-    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+    toolchain (the jsii kernel's frame as a warning's location, feature flags left unset, a
+    deprecated API)."""
+    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+           **DEPRECATIONS_FAIL}
     result = subprocess.run([ROOT / "node_modules" / ".bin" / "cdk", "synth", "--quiet",
                              "--output", tmp_path / "cdk.out"], cwd=ROOT, env=env,
                             capture_output=True, text=True, check=False)
@@ -171,6 +180,21 @@ def test_the_cdk_cli_prints_no_stray_line_and_no_unconfigured_feature_flag(tmp_p
     lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
     assert [line for line in lines if not line.startswith(
         ("Successfully synthesized to ", "Supply a stack id "))] == []
+
+
+@pytest.mark.parametrize("deprecated_call", [
+    "cdk.SecretValue.plain_text('not a secret')",
+    "warnings.warn('old', DeprecationWarning)",
+])
+def test_the_deprecation_switches_fail_on_a_deprecated_call(deprecated_call):
+    """The check above can fail: the same environment turns either kind into an error."""
+    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+           **DEPRECATIONS_FAIL}
+    code = f"import warnings\nimport aws_cdk as cdk\n{deprecated_call}\n"
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, check=False)
+    assert result.returncode != 0
+    assert "DeprecationError" in result.stderr or "DeprecationWarning" in result.stderr
 
 
 def test_two_synths_are_byte_identical(tmp_path):
