@@ -9,8 +9,12 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export SAGEMAKER_SUPPRESS_V2_WARNING := 1
 export AWS_EC2_METADATA_DISABLED := true
-# pip keeps no copy of what it downloads: CUDA builds of torch are GBs each, and CI's disk holds
-# the test environments (tests/environments.py) but not a cache of them beside.
+# The extras and the test environments come through uv, which keeps one unpacked copy of each
+# wheel in this cache and hard-links it into every environment: the CUDA builds of torch that
+# PyPI has bring GBs of NVIDIA libraries each, the same ones to the main venv and the images'
+# environments. The cache sits beside the environments, on their file system, for the links.
+# pip (the base install) keeps no copy of what it downloads.
+export UV_CACHE_DIR := $(CURDIR)/.venvs/uv-cache
 export PIP_NO_CACHE_DIR := 1
 
 .PHONY: setup setup-dev synth test lint bench clean test-envs image-matrix
@@ -27,7 +31,8 @@ $(VENV)/.installed: pyproject.toml runtime/pyproject.toml
 
 # The plotting and benchmark extras (torch, torch-xla) and the test tools.
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(PY) -m pip install --quiet -e ./runtime -e ".[dev]"
+	$(PY) -m pip install --quiet "uv>=0.9,<1"
+	$(PY) -m uv pip install --quiet --python $(PY) -e ./runtime -e ".[dev]"
 	touch $@
 
 node_modules/.installed: package.json package-lock.json

@@ -9,16 +9,17 @@
 ``python tests/environments.py`` builds every environment whose interpreter exists on this
 machine (``make test`` runs it) and says which it skips.
 
-PyPI has only CUDA builds of torch for x86_64, and each brings about 4 GB of NVIDIA libraries that
-nothing here runs but that torch loads on import. The torch releases tested here pin nearly the
-same ones, so identical files across the environments (and the main ``.venv``) are kept once,
-as hard links: three such environments would not fit on CI's disk otherwise.
+uv installs them, as it installs the main environment's extras (``make setup-dev``): PyPI has only
+CUDA builds of torch for x86_64, each bringing about 4 GB of NVIDIA libraries that nothing here
+runs but that torch loads on import, and the torch releases tested here pin nearly the same ones.
+uv unpacks each wheel once into its cache (``UV_CACHE_DIR``, which make keeps beside the
+environments, on their file system) and hard-links it into every environment that uses it; with
+pip, each environment held its own copy and CI's disk ran out.
 """
 
 from __future__ import annotations
 
 import glob
-import hashlib
 import os
 import shutil
 import subprocess
@@ -146,57 +147,21 @@ def build(env: Environment, wheel: Path) -> str:
     interpreter = env.interpreter()
     if interpreter is None:
         return f"skipped {env.name}: no Python {env.python} on this machine"
-    pip = [str(env.executable), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    install = [sys.executable, "-m", "uv", "pip", "install", "--quiet", "--python",
+               str(env.executable)]
     if not env.ready:
         if not env.executable.exists():
             subprocess.run([interpreter, "-m", "venv", str(env.folder)], check=True)
         if env.packages:
-            subprocess.run([*pip, *env.packages], check=True)
+            subprocess.run([*install, *env.packages], check=True)
         if env.no_deps:
-            subprocess.run([*pip, "--no-deps", *env.no_deps], check=True)
+            subprocess.run([*install, "--no-deps", *env.no_deps], check=True)
         (env.folder / ".installed").write_text(repr(env))
     if env.runtime:
         # Every time, since the runtime changes: the image's wheel, installed as the images'
-        # Dockerfiles install it, never touching the image's own torch.
-        subprocess.run([*pip, "--no-deps", "--force-reinstall", str(wheel)], check=True)
+        # Dockerfiles install it (pip install --no-deps), never touching the image's own torch.
+        subprocess.run([*install, "--no-deps", "--reinstall", str(wheel)], check=True)
     return f"ready {env.name} ({env.purpose})"
-
-
-def share_identical_files(folders: list[Path], smallest: int = 1 << 20) -> int:
-    """Hard-links files of the same content under ``folders`` to one copy and returns the bytes
-    freed. Only files of ``smallest`` bytes or more (the shared libraries) are considered, and
-    only sizes that two distinct files share are hashed, so a second run hashes next to nothing.
-    Safe for installed packages: pip replaces or unlinks files, it never writes into them."""
-    # Files on one device, of one size and one mode, are the candidates; each inode once.
-    by_size: dict[tuple[int, int, int], dict[int, Path]] = {}
-    for folder in folders:
-        for path in sorted(folder.rglob("*")):
-            if path.is_symlink() or not path.is_file():
-                continue
-            stat = path.stat()
-            if stat.st_size >= smallest:
-                key = (stat.st_dev, stat.st_size, stat.st_mode)
-                by_size.setdefault(key, {}).setdefault(stat.st_ino, path)
-    freed = 0
-    for (_, size, _), copies in by_size.items():
-        if len(copies) < 2:
-            continue
-        kept: dict[str, Path] = {}
-        for path in copies.values():
-            digest = _sha256(path)
-            if digest not in kept:
-                kept[digest] = path
-                continue
-            link = path.with_name(path.name + ".shared")
-            os.link(kept[digest], link)
-            os.replace(link, path)
-            freed += size
-    return freed
-
-
-def _sha256(path: Path) -> str:
-    with path.open("rb") as file:
-        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def site_packages(env: Environment) -> Path:
@@ -207,15 +172,8 @@ def site_packages(env: Environment) -> Path:
 def main() -> int:
     wheel = runtime_wheel()
     os.environ.pop("PYTHONPATH", None)
-    installed = [ROOT / ".venv"]
     for env in ENVS:
         print(f"test environments: {build(env, wheel)}", flush=True)
-        # After each build, so that the next one has the room.
-        installed.append(env.folder)
-        freed = share_identical_files([folder for folder in installed if folder.exists()])
-        if freed:
-            print(f"test environments: {freed / 2**30:.1f} GiB of identical files shared",
-                  flush=True)
     return 0
 
 
