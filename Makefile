@@ -13,7 +13,8 @@ export AWS_EC2_METADATA_DISABLED := true
 # wheel in this cache and hard-links it into every environment: the CUDA builds of torch that
 # PyPI has bring GBs of NVIDIA libraries each, the same ones to the main venv and the images'
 # environments. The cache sits beside the environments, on their file system, for the links.
-# pip (the base install) keeps no copy of what it downloads.
+# pip (the base install) keeps no copy of what it downloads. uv reads no pip configuration: a
+# mirror is UV_INDEX_URL to it.
 export UV_CACHE_DIR := $(CURDIR)/.venvs/uv-cache
 export PIP_NO_CACHE_DIR := 1
 
@@ -30,8 +31,8 @@ $(VENV)/.installed: pyproject.toml runtime/pyproject.toml
 	touch $@
 
 # The plotting and benchmark extras (torch, torch-xla) and the test tools.
-$(VENV)/.installed-dev: $(VENV)/.installed
-	$(PY) -m pip install --quiet "uv>=0.9,<1"
+$(VENV)/.installed-dev: $(VENV)/.installed Makefile
+	$(PY) -m pip install --quiet "uv==0.13.*"
 	$(PY) -m uv pip install --quiet --python $(PY) -e ./runtime -e ".[dev]"
 	touch $@
 

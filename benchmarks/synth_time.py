@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import shutil
@@ -212,7 +213,10 @@ def main() -> int:
     largest = SIZES[-1]
     ratios = sorted(ratio(largest)(r) for r in rounds)
     at_largest, ours_extra = median(ratio(largest)), median(extra("constructs"))
-    extra_ratio = median(lambda r: extra("constructs")(r) / extra("raw")(r))
+    # Of the medians: within one round, raw L1's extra cost (about a second over 31 pipelines) is
+    # small beside the noise, and a ratio over it would swing or change sign.
+    raw_extra = median(extra("raw"))
+    extra_ratio = ours_extra / raw_extra if raw_extra > 0 else math.inf
     ratio_holds, extra_holds = at_largest <= TARGET_RATIO, extra_ratio <= TARGET_EXTRA_RATIO
     lines = [
         "# Synth time: TrainingPipeline against raw L1",
@@ -247,7 +251,7 @@ def main() -> int:
         f"Targets (issue 23): at most {TARGET_RATIO}x at {largest} pipelines: "
         f"{at_largest:.3f}x (rounds from {ratios[0]:.2f}x to {ratios[-1]:.2f}x), "
         f"{'holds' if ratio_holds else 'MISSED'}; each extra pipeline at most "
-        f"{TARGET_EXTRA_RATIO}x raw L1's: {extra_ratio:.2f}x, "
+        f"{TARGET_EXTRA_RATIO}x raw L1's (of the medians above): {extra_ratio:.2f}x, "
         f"{'holds' if extra_holds else 'MISSED'}.",
         "",
         "What it means: both sides pay the same start (the jsii kernel, aws-cdk-lib, and the",

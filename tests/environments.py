@@ -3,10 +3,10 @@
 - The training images' own interpreters and framework versions: the runtime is installed into
   the Training Compiler DLCs and into current PyTorch DLCs, while the main environment has
   only torch 2.9. Each pairs an image's Python with its torch (and Transformers) and installs
-  the runtime with pip exactly as the image's Dockerfile does (``pip install --no-deps``).
+  the runtime wheel as the image's Dockerfile does, without its dependencies (``--no-deps``).
 - Tools whose pinned dependencies must not mix with the library's (checkov).
 
-``python tests/environments.py`` builds every environment whose interpreter exists on this
+``.venv/bin/python tests/environments.py`` builds every environment whose interpreter exists on this
 machine (``make test`` runs it) and says which it skips.
 
 uv installs them, as it installs the main environment's extras (``make setup-dev``): PyPI has only
@@ -88,7 +88,7 @@ def require(name: str) -> Environment:
     env = next(env for env in ENVS if env.name == name)
     if env.interpreter() is None:
         pytest.skip(f"no Python {env.python} on this machine for {env.purpose}")
-    assert env.ready, f"{env.name} is not built: run `python tests/environments.py` (make test does)"
+    assert env.ready, f"{env.name} is not built: run `.venv/bin/python tests/environments.py` (make test does)"
     return env
 
 
@@ -172,6 +172,8 @@ def site_packages(env: Environment) -> Path:
 def main() -> int:
     wheel = runtime_wheel()
     os.environ.pop("PYTHONPATH", None)
+    # As make sets it: on the environments' file system, so that uv can hard-link.
+    os.environ.setdefault("UV_CACHE_DIR", str(HOME / "uv-cache"))
     for env in ENVS:
         print(f"test environments: {build(env, wheel)}", flush=True)
     return 0

@@ -24,7 +24,8 @@ class _Context:
     """TorchServe's ``ts.context.Context``: the parts the toolkit reads and sets."""
 
     def __init__(self, model_dir, headers):
-        # The toolkit's error path logs the model's name (sagemaker-inference 1.10.1 as PyPI has it).
+        # TorchServe's context carries the model's name; a toolkit build seen here logs it on an
+        # error.
         self.model_name = "model"
         self.system_properties = {"model_dir": model_dir, "gpu_id": None}
         self.request_processor = [_Request(headers)]

@@ -2,7 +2,8 @@
 Compiler images' torch 1.13.1 on Python 3.9 (``pytorch-trcomp-training:1.13.1``) and torch 1.11
 with Transformers 4.21.1 on Python 3.8 (``huggingface-pytorch-trcomp-training``), and the newest
 PyTorch DLC's torch 2.10 on Python 3.13 (``pytorch-training:2.10.0-gpu-py313``, the image
-``torch_compile()`` resolves), each installed with pip as the Dockerfile installs it
+``torch_compile()`` resolves), each with the runtime wheel installed as the Dockerfile installs
+it (no dependencies)
 (tests/environments.py). The Training Compiler images' torch_xla exists only inside them: there
 the runtime runs eager, which exercises every torch and Transformers API it calls.
 """
