@@ -257,7 +257,7 @@ def main() -> int:
         "What it means: both sides pay the same start (the jsii kernel, aws-cdk-lib, and the",
         "CloudFormation validation CDK runs on every synthesized template, which grows with the",
         "template) and stage the same code archive; the constructs add the CDK modules they",
-        "import and botocore's SageMaker model (the validation source), once per process. Per",
+        "import and botocore's SageMaker model (read as JSON: the validation source), once per process. Per",
         "pipeline they add the L2 roles, the acknowledgements, the definition and its checks;",
         "every CDK call is a round trip to the Node process, so what cannot change is read once",
         "(`wiring/stack_reads.py`). What it does not mean: on 2 shared cores a loaded",

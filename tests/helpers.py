@@ -270,6 +270,16 @@ def _run_time_value(path: str) -> str:
     return RUN_TIME_VALUE
 
 
+@cache
+def botocore_sagemaker_model() -> Any:
+    """botocore's own SageMaker ``ServiceModel``, loaded as a client loads it: the oracle
+    beside the library's reading of the same files."""
+    from botocore.loaders import Loader
+    from botocore.model import ServiceModel
+
+    return ServiceModel(Loader().load_service_model("sagemaker", "service-2"), "sagemaker")
+
+
 def validate_job_arguments(definition: dict[str, Any]) -> None:
     """Each training, processing and model-registration step's request (those in a
     condition's branches too) against CreateTrainingJob, CreateProcessingJob and
@@ -278,8 +288,9 @@ def validate_job_arguments(definition: dict[str, Any]) -> None:
     full-match patterns)."""
     from botocore.validate import ParamValidator
 
+    model = botocore_sagemaker_model()
     for _, operation, request in api_shapes.job_requests(definition, _run_time_value):
-        report = ParamValidator().validate(request, api_shapes.operation_input(operation))
+        report = ParamValidator().validate(request, model.operation_model(operation).input_shape)
         assert not report.has_errors(), report.generate_report()
     problems = api_shapes.definition_problems(definition, _run_time_value)
     assert not problems, "\n".join(problems)

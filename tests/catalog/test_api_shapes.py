@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import aws_cdk as cdk
 import pytest
@@ -16,7 +18,7 @@ from compiled_training.catalog.api_shapes import (
     shape_problems,
     substitute_expressions,
 )
-from tests.helpers import validate_job_arguments
+from tests.helpers import botocore_sagemaker_model, validate_job_arguments
 
 
 def _problems(value, shape_name: str) -> list[str]:
@@ -166,3 +168,71 @@ def test_a_quantified_end_anchor_reads_as_java_reads_it():
 
     pattern = java_regex(api_shape("CustomerMetadataKey").metadata["pattern"])
     assert pattern.fullmatch("pipeline:execution") and not pattern.fullmatch("tab\there")
+
+
+# --- the model as read here, against botocore's own ServiceModel ---------------------------
+
+def _walk(shape, seen: dict[str, object]) -> None:
+    if shape.name in seen:
+        return
+    seen[shape.name] = shape
+    children = {"structure": lambda: list(shape.members.values()),
+                "list": lambda: [shape.member], "map": lambda: [shape.key, shape.value]}
+    for child in children.get(shape.type_name, list)():
+        _walk(child, seen)
+
+
+def _described(shape) -> dict:
+    """What this library reads of a shape, in botocore's terms."""
+    kids = {"structure": lambda: {n: m.name for n, m in shape.members.items()},
+            "list": lambda: shape.member.name,
+            "map": lambda: (shape.key.name, shape.value.name)}
+    return {"type": shape.type_name, "metadata": dict(shape.metadata),
+            # botocore has these on strings and structures only; the reader, on every shape
+            "enum": list(getattr(shape, "enum", [])),
+            "required": list(getattr(shape, "required_members", [])),
+            "children": kids.get(shape.type_name, lambda: None)()}
+
+
+def test_the_model_read_as_json_equals_botocores_service_model():
+    """The shapes are read from botocore's data files without botocore's loader (a quarter of
+    a second per synth); botocore's ServiceModel, loaded as a client loads it, is the oracle
+    for every shape the library checks requests against."""
+    oracle = botocore_sagemaker_model()
+    ours: dict[str, object] = {}
+    theirs: dict[str, object] = {}
+    for operation in ("CreateTrainingJob", "CreateProcessingJob", "CreateModelPackage",
+                      "CreatePipeline", "StartPipelineExecution"):
+        _walk(operation_input(operation), ours)
+        _walk(oracle.operation_model(operation).input_shape, theirs)
+    for name in ("TrainingInstanceType", "ProcessingInstanceType", "PipelineParameterName",
+                 "InferenceSpecification"):
+        _walk(api_shape(name), ours)
+        _walk(oracle.shape_for(name), theirs)
+    assert len(ours) > 300
+    assert ours.keys() == theirs.keys()
+    differing = [name for name in ours
+                 if _described(ours[name]) != _described(theirs[name])]
+    assert not differing, differing[:5]
+
+
+def test_the_newest_api_version_and_the_users_models_folder_win(tmp_path, monkeypatch):
+    """As botocore's Loader: ``~/.aws/models`` is searched before botocore's own data, and
+    the newest API version of any search path is the one read."""
+    from compiled_training.catalog import api_shapes
+
+    version = tmp_path / ".aws" / "models" / "sagemaker" / "2099-01-01"
+    version.mkdir(parents=True)
+    (version / "service-2.json").write_text(json.dumps({
+        "operations": {}, "shapes": {"TrainingInstanceType": {
+            "type": "string", "enum": ["ml.future.1xlarge"]}}}))
+    monkeypatch.setattr(Path, "home", lambda: tmp_path)
+    api_shapes._sagemaker_model.cache_clear()
+    api_shapes._shape.cache_clear()
+    try:
+        assert api_shape("TrainingInstanceType").enum == ["ml.future.1xlarge"]
+    finally:
+        monkeypatch.undo()
+        api_shapes._sagemaker_model.cache_clear()
+        api_shapes._shape.cache_clear()
+    assert "ml.g5.48xlarge" in api_shape("TrainingInstanceType").enum

@@ -9,6 +9,8 @@ regular expressions; `java_regex` reads them.
 from __future__ import annotations
 
 import functools
+import gzip
+import importlib.util
 import json
 import math
 import re
@@ -17,6 +19,7 @@ import sys
 import unicodedata
 from collections.abc import Iterator, Mapping
 from itertools import groupby
+from pathlib import Path
 from typing import Any, NamedTuple
 
 # Limits in the API's documentation that the model does not carry, by shape name.
@@ -60,25 +63,115 @@ class ShapeProblem(NamedTuple):
         return f"{self.path} {self.message}"
 
 
+class Shape:
+    """One shape of the service model, read from its JSON as botocore's ``Shape`` reads it
+    (the members this module uses: ``name``, ``type_name``, ``metadata``, ``members``,
+    ``required_members``, ``member``, ``key``, ``value``, ``enum``)."""
+
+    # botocore.model.Shape.METADATA_ATTRS: the keys of a shape that are its metadata.
+    _METADATA = ("required", "min", "max", "pattern", "sensitive", "enum", "idempotencyToken",
+                 "error", "exception", "endpointdiscoveryid", "retryable", "document", "union",
+                 "contextParam", "clientContextParams", "requiresLength")
+
+    def __init__(self, name: str, shapes: Mapping[str, Any],
+                 traits: Mapping[str, Any] | None = None) -> None:
+        self.name = name
+        # A member's reference may add traits (``idempotencyToken``) to the shape it names.
+        self._model = {**shapes[name], **(traits or {})}
+        self.type_name: str = self._model["type"]
+        self.metadata = {key: self._model[key] for key in self._METADATA if key in self._model}
+        self.enum: list[str] = self.metadata.get("enum", [])
+        self.required_members: list[str] = self.metadata.get("required", [])
+
+    @functools.cached_property
+    def members(self) -> dict[str, Shape]:
+        return {name: _referenced(ref) for name, ref in self._model.get("members", {}).items()}
+
+    @functools.cached_property
+    def member(self) -> Shape:
+        return _referenced(self._model["member"])
+
+    @functools.cached_property
+    def key(self) -> Shape:
+        return _referenced(self._model["key"])
+
+    @functools.cached_property
+    def value(self) -> Shape:
+        return _referenced(self._model["value"])
+
+    def __repr__(self) -> str:
+        return f"<Shape {self.name}>"
+
+
 @functools.cache
-def _sagemaker_model() -> Any:
-    """botocore's SageMaker service model, as a client would load it (its data path, newest
-    API version), without the session and client machinery: a tenth of a second less for
-    every synth."""
-    from botocore.loaders import Loader
-    from botocore.model import ServiceModel
+def _sagemaker_model() -> dict[str, Any]:
+    """botocore's SageMaker service model as a client would load it (``Loader()``: the
+    newest API version, ``~/.aws/models`` before botocore's own data, ``sdk`` extras
+    merged), read as JSON without importing botocore's loader, whose HTTP stack costs every
+    synth a quarter of a second; tests hold it equal to botocore's ``ServiceModel``."""
+    paths = [Path.home() / ".aws" / "models"]
+    spec = importlib.util.find_spec("botocore")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("botocore is required for the SageMaker service model")
+    paths.append(Path(next(iter(spec.submodule_search_locations))) / "data")
+    versions = sorted({version.name for root in paths
+                       for version in (root / "sagemaker").glob("*/")
+                       if _model_file(version, "service-2")})
+    if not versions:
+        raise ImportError(f"botocore has no SageMaker service model under {paths[-1]}")
 
-    return ServiceModel(Loader().load_service_model("sagemaker", "service-2"), "sagemaker")
+    def first(name: str) -> Path | None:  # botocore's load_data: the first search path wins
+        return next(filter(None, (_model_file(root / "sagemaker" / versions[-1], name)
+                                  for root in paths)), None)
+
+    found = first("service-2")
+    assert found is not None  # every listed version has one
+    model: dict[str, Any] = _read_json(found)
+    extras = first("service-2.sdk-extras")
+    if extras:
+        _merge(model, _read_json(extras).get("merge", {}))
+    return model
 
 
-def api_shape(name: str) -> Any:
+def _model_file(folder: Path, name: str) -> Path | None:
+    return next((folder / f"{name}{suffix}" for suffix in (".json", ".json.gz")
+                 if (folder / f"{name}{suffix}").is_file()), None)
+
+
+def _read_json(path: Path) -> Any:
+    data = path.read_bytes()
+    return json.loads(gzip.decompress(data) if path.suffix == ".gz" else data)
+
+
+def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
+    """botocore.utils.merge_dicts: nested objects merged, anything else replaced."""
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value
+
+
+@functools.cache
+def _shape(name: str) -> Shape:
+    return Shape(name, _sagemaker_model()["shapes"])
+
+
+def _referenced(ref: Mapping[str, Any]) -> Shape:
+    """The shape a member reference names, with the reference's own traits."""
+    traits = {key: value for key, value in ref.items() if key != "shape"}
+    return Shape(ref["shape"], _sagemaker_model()["shapes"], traits) if traits else _shape(
+        ref["shape"])
+
+
+def api_shape(name: str) -> Shape:
     """A shape of botocore's SageMaker service model, e.g. ``TrainingInstanceType``."""
-    return _sagemaker_model().shape_for(name)
+    return _shape(name)
 
 
-def operation_input(operation: str) -> Any:
+def operation_input(operation: str) -> Shape:
     """The input shape of an operation, e.g. ``CreateTrainingJob``."""
-    return _sagemaker_model().operation_model(operation).input_shape
+    return _shape(_sagemaker_model()["operations"][operation]["input"]["shape"])
 
 
 def shape_problems(value: Any, shape: Any, path: str) -> Iterator[ShapeProblem]:

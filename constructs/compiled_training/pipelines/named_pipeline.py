@@ -3,17 +3,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsii
 from aws_cdk import Duration, Resource
-from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.interfaces import aws_sagemaker as sagemaker_refs
 
 from compiled_training.wiring.stack_reads import format_arn, stack_of
 from constructs import Construct
+
+if TYPE_CHECKING:  # loaded by the first metric: a synth that asks for none skips its module
+    from aws_cdk import aws_cloudwatch as cloudwatch
 
 METRIC_NAMESPACE = "AWS/Sagemaker/ModelBuildingPipeline"
 
@@ -95,6 +97,8 @@ def pipeline_metric(pipeline: sagemaker.IPipeline, metric_name: str, *, statisti
                     period: Duration | None = None) -> cloudwatch.Metric:
     """A metric SageMaker Pipelines publishes for ``pipeline`` (any ``IPipeline``: they are
     dimensioned by name alone)."""
+    from aws_cdk import aws_cloudwatch as cloudwatch
+
     return cloudwatch.Metric(
         namespace=METRIC_NAMESPACE,
         metric_name=metric_name,
