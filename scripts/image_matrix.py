@@ -26,9 +26,11 @@ sys.path.insert(0, str(ROOT))
 from tests.environments import ENVS, IMAGE_CONFIG, SAGEMAKER_CORE, build, site_packages  # noqa: E402
 
 TARGET = ROOT / "constructs" / "compiled_training" / "catalog" / "image-uri-config"
-# The configurations the library resolves images from: training and inference.
+# The configurations the library resolves images from: training and inference; for Trainium,
+# the registries of the PyTorch NeuronX repository (the SDK's only file naming it) and the
+# Hugging Face NeuronX images.
 CONFIGS = ("pytorch", "pytorch-training-compiler", "huggingface", "huggingface-training-compiler",
-           "xgboost")
+           "xgboost", "hyperpod-recipes-neuron", "huggingface-neuronx")
 RULES = "sdk-rules.json"
 
 

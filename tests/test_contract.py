@@ -64,7 +64,7 @@ def test_the_runtime_names_the_compiler_the_api_switched_on_as_the_api_does(comp
 @pytest.mark.parametrize("name", ["xla", "eager", "torch.compile", "Training-Compiler"])
 def test_fails_on_a_compiler_name_outside_the_vocabulary_listing_the_allowed_ones(name):
     with pytest.raises(ValueError, match=rf"^--compiler must be one of training-compiler, "
-                                         rf"torch-compile, none, got '{re.escape(name)}'$"):
+                                         rf"torch-compile, neuron-xla, none, got '{re.escape(name)}'$"):
         contract.check_compiler(name, "--compiler")
 
 

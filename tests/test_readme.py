@@ -58,3 +58,14 @@ def test_readme_imported_pipeline_example_adds_to_the_import_example(tmp_path, m
     rules = [r["Properties"]["EventPattern"]["detail"]["pipelineArn"]
              for r in template["Resources"].values() if r["Type"] == "AWS::Events::Rule"]
     assert any("pipeline/churn-sdk" in str(arn) for arn in rules)
+
+
+def test_readme_trainium_example_adds_to_the_import_example_and_passes_cdk_nag(tmp_path,
+                                                                               monkeypatch):
+    from tests.helpers import definitions
+
+    _, template = _run_with_import_example(tmp_path, monkeypatch, "Compiler.neuron_xla(")
+    (trainium,) = [d for d in definitions(template)
+                   if d["Steps"][0]["Arguments"]["ResourceConfig"]["InstanceType"]
+                   == "ml.trn1.32xlarge"]
+    assert [step["Name"] for step in trainium["Steps"]] == ["Precompile", "Train"]

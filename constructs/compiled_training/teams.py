@@ -277,6 +277,8 @@ def _compiler(key: str, name: str, torch_compile_mode: str) -> Compiler:
         return Compiler.training_compiler()
     if name == contract.COMPILER_TORCH_COMPILE:
         return Compiler.torch_compile(mode=torch_compile_mode)
+    if name == contract.COMPILER_NEURON_XLA:
+        return Compiler.neuron_xla()
     return Compiler.none()
 
 

@@ -107,14 +107,16 @@ class Backend:
 class TorchCompileBackend(Backend):
     compiler = contract.COMPILER_TORCH_COMPILE
 
-    def __init__(self, mode: str = "default") -> None:
+    def __init__(self, mode: str = "default", backend: str = "inductor") -> None:
         super().__init__()
         self.mode = mode
+        self.backend = backend
 
     def prepare(self, model: torch.nn.Module) -> torch.nn.Module:
         model = super().prepare(model)
         # fullgraph: a graph break is an error here, not a silent slowdown.
-        model.forward = torch.compile(model.forward, mode=self.mode, fullgraph=True)  # type: ignore[method-assign]
+        model.forward = torch.compile(model.forward, backend=self.backend,  # type: ignore[method-assign]
+                                      mode=self.mode, fullgraph=True)
         return model
 
     def counters(self) -> dict[str, int]:
@@ -201,13 +203,28 @@ class XlaBackend(Backend):
         }
 
 
-def create(compiler: str, *, torch_compile_mode: str = "default") -> Backend:
+class NeuronXlaBackend(XlaBackend):
+    """The Neuron SDK's PyTorch/XLA path on Trainium: torchrun starts one process per
+    NeuronCore, each joins the ``xla`` process group, and XLA all-reduces the gradients
+    (``xm.optimizer_step``) inside the step's graph, which neuronx-cc compiles."""
+
+    compiler = contract.COMPILER_NEURON_XLA
+
+    def __init__(self) -> None:
+        xla.join_process_group()
+        super().__init__()
+
+
+def create(compiler: str, *, torch_compile_mode: str = "default",
+           torch_compile_backend: str = "inductor") -> Backend:
     """The backend that runs ``compiler``'s graph (one of `contract.COMPILERS`)."""
     contract.check_compiler(compiler, "compiler")
     if compiler == contract.COMPILER_TRAINING_COMPILER:
         return XlaBackend()
+    if compiler == contract.COMPILER_NEURON_XLA:
+        return NeuronXlaBackend()
     if compiler == contract.COMPILER_TORCH_COMPILE:
-        return TorchCompileBackend(torch_compile_mode)
+        return TorchCompileBackend(torch_compile_mode, torch_compile_backend)
     return Backend()
 
 

@@ -17,8 +17,11 @@ from collections.abc import Mapping
 # mechanism, not another name for it.
 COMPILER_TRAINING_COMPILER = "training-compiler"
 COMPILER_TORCH_COMPILE = "torch-compile"
+COMPILER_NEURON_XLA = "neuron-xla"
+"""The Neuron SDK's legacy PyTorch/XLA path on Trainium (torch-neuronx, neuronx-cc)."""
 COMPILER_NONE = "none"
-COMPILERS = (COMPILER_TRAINING_COMPILER, COMPILER_TORCH_COMPILE, COMPILER_NONE)
+COMPILERS = (COMPILER_TRAINING_COMPILER, COMPILER_TORCH_COMPILE, COMPILER_NEURON_XLA,
+             COMPILER_NONE)
 
 
 def check_compiler(value: str, field: str, allowed: tuple[str, ...] = COMPILERS) -> str:
@@ -39,6 +42,11 @@ HP_INSTANCE_TYPE = "sagemaker_instance_type"
 # Hyperparameters of this library.
 HP_TORCH_COMPILE = "compiled_training_torch_compile"
 HP_TORCH_COMPILE_MODE = "compiled_training_torch_compile_mode"
+HP_TORCH_COMPILE_BACKEND = "compiled_training_torch_compile_backend"
+"""``torch.compile``'s backend where it is not the default (``neuron`` on Trainium)."""
+HP_NEURON_XLA = "compiled_training_neuron_xla"
+HP_MAX_STEPS = "max_steps"
+"""Stops training after this many optimizer steps (the pre-compilation run's few)."""
 HP_BATCH_SIZE = "batch_size"
 """Examples per replica per micro-batch."""
 HP_BASE_BATCH_SIZE = "base_batch_size"
@@ -46,6 +54,17 @@ HP_BASE_BATCH_SIZE = "base_batch_size"
 HP_LR_SCALING = "lr_scaling"
 
 TORCH_COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+TORCH_COMPILE_NEURON_BACKEND = "neuron"
+"""The native TorchNeuron backend: ``torch.compile(backend="neuron")`` on device ``neuron``."""
+
+# The environment the Neuron SDK and SageMaker's training toolkit read on Trainium.
+ENV_NEURON_CC_FLAGS = "NEURON_CC_FLAGS"
+ENV_NEURON_COMPILE_CACHE_URL = "NEURON_COMPILE_CACHE_URL"
+ENV_RUN_NEURON_PARALLEL_COMPILE = "RUN_NEURON_PARALLEL_COMPILE"
+"""``1``: the toolkit's TorchDistributedRunner runs ``neuron_parallel_compile torchrun ...``."""
+NEURON_MODEL_TYPES = ("transformer", "generic")
+"""neuronx-cc's ``--model-type`` values for training (transformer: the one Neuron recommends
+for transformer models, and torch-neuronx's default since Neuron 2.14)."""
 
 # How a learning rate follows a batch change (`HP_LR_SCALING`): in proportion, by the square
 # root of the ratio, or not at all.

@@ -25,7 +25,8 @@ def main(environ: dict[str, str] | None = None) -> int:
         config = parse_hyperparameters({**env.framework_params, **env.hyperparameters})
         from . import backends, loop  # torch loads only once the input is known to be good
 
-        backend = backends.create(config.compiler, torch_compile_mode=config.torch_compile_mode)
+        backend = backends.create(config.compiler, torch_compile_mode=config.torch_compile_mode,
+                                  torch_compile_backend=config.torch_compile_backend)
         summary = loop.run(env, config, backend)
     except InputError as error:
         env.write_failure(f"InputError: {error}")

@@ -51,6 +51,9 @@ class TrainingConfig:
     static_shapes: bool = True
     torch_compile: bool = False
     torch_compile_mode: str = "default"
+    torch_compile_backend: str = "inductor"
+    """Written into the job by the constructs (``neuron`` on Trainium), never guessed."""
+    neuron_xla: bool = False
     training_compiler: bool = False
     xla_multi_worker: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
@@ -60,6 +63,8 @@ class TrainingConfig:
         """The compiler the hyperparameters switch on, one of `contract.COMPILERS`."""
         if self.training_compiler:
             return contract.COMPILER_TRAINING_COMPILER
+        if self.neuron_xla:
+            return contract.COMPILER_NEURON_XLA
         return contract.COMPILER_TORCH_COMPILE if self.torch_compile else contract.COMPILER_NONE
 
     @property
@@ -85,6 +90,7 @@ _FLAGS = {
     contract.HP_TRAINING_COMPILER_ENABLED: "training_compiler",
     contract.HP_PYTORCH_XLA_MULTI_WORKER: "xla_multi_worker",
     contract.HP_TORCH_COMPILE: "torch_compile",
+    contract.HP_NEURON_XLA: "neuron_xla",
 }
 
 
@@ -97,6 +103,8 @@ def parse_hyperparameters(hps: dict[str, Any]) -> TrainingConfig:
             values[_FLAGS[name]] = _as(name, raw, bool)
         elif name == contract.HP_TORCH_COMPILE_MODE:
             values["torch_compile_mode"] = str(raw)
+        elif name == contract.HP_TORCH_COMPILE_BACKEND:
+            values["torch_compile_backend"] = str(raw)
         elif name in _FIELDS:
             values[name] = _as(name, raw, _FIELDS[name])
         elif not name.startswith("sagemaker_"):

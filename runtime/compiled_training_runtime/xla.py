@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
@@ -25,6 +26,18 @@ def modules() -> tuple[ModuleType, ModuleType]:
     import torch_xla.debug.metrics as met
 
     return xm, met
+
+
+def join_process_group() -> None:
+    """Under torchrun (WORLD_SIZE > 1), joins the ``xla`` process group as the Neuron SDK's
+    PyTorch/XLA training scripts do (``init_method="xla://"``: the ranks come from the XLA
+    runtime); a lone process joins none."""
+    import torch.distributed as dist
+
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
+        import torch_xla.distributed.xla_backend  # noqa: F401  (registers the backend)
+
+        dist.init_process_group("xla", init_method="xla://")
 
 
 def metric_count(met: ModuleType, name: str) -> int:

@@ -3,6 +3,8 @@ as SDK v2 resolves them wherever it knows the image, and the newer ones SDK v3 l
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from compiled_training import Compiler, Framework
@@ -172,8 +174,50 @@ def test_fails_on_hugging_face_versions_mixing_short_and_full():
         Framework.huggingface("4.11.0", pytorch_version="1.9")
 
 
-@pytest.mark.parametrize("instance_type", ["ml.trn1.32xlarge", "ml.inf2.xlarge"])
-def test_fails_rather_than_giving_a_cpu_image_to_an_accelerator(instance_type):
-    with pytest.raises(ValueError, match=r"PyTorch 1.11.0 has no (TRN|INF) training image for "
-                                         rf"instance type '{instance_type}'; it has CPU, GPU"):
-        resolve_dlc(Framework.pytorch("1.11.0"), False, instance_type)
+def test_fails_rather_than_giving_a_cpu_image_to_an_accelerator():
+    with pytest.raises(ValueError, match=r"PyTorch 1.11.0 has no INF training image for "
+                                         r"instance type 'ml.inf2.xlarge'; it has CPU, GPU"):
+        resolve_dlc(Framework.pytorch("1.11.0"), False, "ml.inf2.xlarge")
+
+
+def test_trainium_resolves_the_pytorch_neuronx_images_and_lists_what_exists():
+    image = resolve_dlc(Framework.pytorch("2.9.0"), False, "ml.trn2.48xlarge")
+    assert image.path == "pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04"
+    assert image.account("us-east-1") == "763104351884"
+    assert image.account("af-south-1") == "626614931356"
+    assert resolve_dlc(Framework.pytorch("2.1.2"), False, "ml.trn1n.32xlarge").tag == \
+        "2.1.2-neuronx-py310-sdk2.20.2-ubuntu20.04"
+    with pytest.raises(ValueError, match=r"PyTorch 1.11.0 has no Neuron training image "
+                                         r"\(pytorch-training-neuronx\); for ml.trn1.32xlarge: "
+                                         r"PyTorch 2.1.2, 2.6.0, 2.7.0, 2.8.0, 2.9.0"):
+        resolve_dlc(Framework.pytorch("1.11.0"), False, "ml.trn1.32xlarge")
+    with pytest.raises(ValueError, match=r"image 2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04 has "
+                                         r"py312, not py311"):
+        resolve_dlc(Framework.pytorch("2.9.0", py_version="py311"), False, "ml.trn1.32xlarge")
+
+
+def test_the_neuron_row_the_sdk_knows_is_the_uri_it_builds_in_every_region():
+    """The SDK builds one PyTorch NeuronX training URI (for its HyperPod recipes): ours for the
+    same release equals it in every region it lists."""
+    from tests.helpers import sdk_image_uris
+
+    sdk = sdk_image_uris()
+    image = resolve_dlc(Framework.pytorch("2.1.2"), False, "ml.trn1.32xlarge")
+    assert len(image.regions) > 20
+    for region in image.regions:
+        expected = sdk.retrieve("hyperpod-recipes-neuron", region=region, version="2.1.2",
+                                image_scope="training")
+        assert expected.startswith(f"{image.account(region)}.dkr.ecr.{region}.")
+        assert expected.endswith(f"/{image.path}")
+
+
+def test_every_neuron_row_cites_its_source_and_is_tagged_as_aws_tags_them():
+    from compiled_training.catalog import neuron
+
+    images = neuron.neuron_images()
+    assert len(images) == 10 and len({image.tag for image in images}) == 10
+    for image in images:
+        assert image.source
+        assert re.fullmatch(r"\d+\.\d+\.\d+-neuronx-py3\d+-sdk2\.\d+\.\d+-ubuntu\d\d\.04",
+                            image.tag)
+        assert set(image.families) <= {"trn1", "trn1n", "trn2"}

@@ -84,8 +84,13 @@ def _distribution(distribution: Distribution | None) -> dict[str, Any] | None:
 
 
 def sdk_training_arguments(case: SdkCase, source_s3_uri: str,
-                           image_uri: str | None = None) -> dict[str, Any] | None:
-    """The SDK's training-step arguments for a case, or None when the SDK rejects it."""
+                           image_uri: str | None = None,
+                           environment: dict[str, str] | None = None,
+                           hyperparameters: dict[str, Any] | None = None
+                           ) -> dict[str, Any] | None:
+    """The SDK's training-step arguments for a case, or None when the SDK rejects it;
+    ``environment`` and ``hyperparameters`` (beside the case's own) as an estimator takes
+    them."""
     from sagemaker.huggingface import HuggingFace
     from sagemaker.huggingface import TrainingCompilerConfig as HuggingFaceCompilerConfig
     from sagemaker.pytorch import PyTorch
@@ -105,7 +110,8 @@ def sdk_training_arguments(case: SdkCase, source_s3_uri: str,
         "py_version": case.py_version,
         "output_path": SDK_OUTPUT,
         "sagemaker_session": _session(),
-        "hyperparameters": {"epochs": epochs, "learning_rate": 5e-5, "model_family": "bert"},
+        "hyperparameters": {"epochs": epochs, "learning_rate": 5e-5, "model_family": "bert",
+                            **(hyperparameters or {})},
         "metric_definitions": contract.metric_definitions(),
         "disable_profiler": not case.profiler,
     }
@@ -113,6 +119,8 @@ def sdk_training_arguments(case: SdkCase, source_s3_uri: str,
         kwargs["debugger_hook_config"] = False
     if image_uri:
         kwargs["image_uri"] = image_uri
+    if environment:
+        kwargs["environment"] = environment
     distribution = _distribution(case.distribution)
     if distribution:
         kwargs["distribution"] = distribution

@@ -186,10 +186,11 @@ DIFFERENCES = [
     Difference(
         "Trainium",
         "The SDK resolves a Neuron image for any PyTorch version on Trainium (its "
-        "pytorch-training-neuron 1.11.0 even for PyTorch 2.1); neither compiler path of this "
-        "library runs there yet.",
+        "pytorch-training-neuron 1.11.0 even for PyTorch 2.1) and runs it eager; on Trainium "
+        "this library runs one of the Neuron paths on the PyTorch NeuronX images "
+        "(test_a_neuron_xla_job_on_trainium_sends_what_the_sdk_sends_given_the_image).",
         lambda case: accelerator(case.instance_type) == "trainium",
-        refused_with=r"is AWS Trainium, which compiled-training does not support yet"),
+        refused_with=r"runs compiled graphs only: use Compiler.neuron_xla\(\)"),
     Difference(
         "not a training instance type",
         "The SDK does not check instance types; CreateTrainingJob accepts only botocore's "
@@ -294,3 +295,29 @@ def test_image_override_with_training_compiler_is_the_deliberate_difference():
     args = build_definition(job)["Steps"][0]["Arguments"]
     assert args["AlgorithmSpecification"]["TrainingImage"] == custom
     assert args["HyperParameters"]["sagemaker_training_compiler_enabled"] == "true"
+
+
+def test_a_neuron_xla_job_on_trainium_sends_what_the_sdk_sends_given_the_image():
+    """Neither SDK resolves a PyTorch NeuronX image (v2 refuses torch_distributed on 2.x
+    Trainium without one), so users give it as image_uri: with it, the SDK's request carries
+    the same launcher, instance type, program, submit directory and environment as ours."""
+    case = SdkCase("pytorch", "2.9.0", None, "py312", "ml.trn1.32xlarge", 2,
+                   Distribution.TORCH_DISTRIBUTED, False)
+    job = replace(_our_job(case), compiler=Compiler.neuron_xla(),
+                  compile_cache_s3_uri="s3://output-bucket/parity/neuron-compile-cache/")
+    assert check(job).errors == []
+    ours = build_definition(job)["Steps"][0]["Arguments"]
+    image = ours["AlgorithmSpecification"]["TrainingImage"]
+    assert "/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04" in image
+    assert sdk_training_arguments(case, SOURCE) is None  # no image of its own
+    sdk = sdk_training_arguments(case, SOURCE, image_uri=image,
+                                 environment=ours["Environment"],
+                                 hyperparameters=Compiler.neuron_xla().hyperparameters())
+    assert sdk is not None
+    assert ours["HyperParameters"] == sdk["HyperParameters"]
+    assert {k for k in sdk["HyperParameters"] if k.startswith("sagemaker_")} >= {
+        "sagemaker_torch_distributed_enabled", "sagemaker_instance_type", "sagemaker_program",
+        "sagemaker_submit_directory"}
+    assert ours["Environment"] == sdk["Environment"]
+    assert ours["AlgorithmSpecification"] == sdk["AlgorithmSpecification"]
+    assert ours["ResourceConfig"]["InstanceType"] == sdk["ResourceConfig"]["InstanceType"]

@@ -328,12 +328,11 @@ def test_every_definition_variant_passes_the_validators(source_dir):
      r"support\)"),
     ({"instance_type": "ml.trn1.32xlarge", "compiler": Compiler.none(),
       "framework": Framework.pytorch("1.11.0")},
-     r"instance_type 'ml.trn1.32xlarge' is AWS Trainium, which compiled-training does not "
-     r"support yet .*; use an NVIDIA GPU instance such as 'ml.g5.48xlarge'$"),
+     r"ml.trn1.32xlarge runs compiled graphs only: use Compiler.neuron_xla\(\) \(trn1, trn1n, "
+     r"trn2\) or Compiler.torch_compile\(\) \(native TorchNeuron, trn2\)"),
     ({"instance_type": "ml.trn2.48xlarge", "compiler": Compiler.torch_compile(),
       "framework": Framework.pytorch("2.3.0")},
-     r"instance_type 'ml.trn2.48xlarge' is AWS Trainium, which compiled-training does not "
-     r"support yet"),
+     r"the native TorchNeuron backend has no public Deep Learning Container"),
     ({"distribution": Distribution.SMDISTRIBUTED_DATA_PARALLEL},
      r"'smdistributed' .* is not compatible with Training Compiler"),
     ({"framework": Framework.pytorch("2.1.0")},

@@ -21,6 +21,10 @@ from tests.runtime.harness import (
 )
 
 XLA = {"sagemaker_training_compiler_enabled": True}
+# The Neuron SDK's PyTorch/XLA path, as the constructs switch it on. XLA:CPU (PJRT_DEVICE=CPU)
+# stands in for the NeuronCores and neuronx-cc, which cannot exist here; one process, so no
+# process group is joined (the two-rank run through the toolkit is issue 24's runtime step).
+NEURON_XLA = {contract.HP_NEURON_XLA: True}
 
 
 def _train(tmp_path, name, hyperparameters, **data):
@@ -43,10 +47,13 @@ def test_eager_run_writes_model_metrics_and_checkpoint_where_sagemaker_expects(t
     assert found == set(contract.METRIC_NAMES)
 
 
-def test_xla_compiles_a_fixed_number_of_graphs_and_runs_one_per_step(tmp_path):
+@pytest.mark.parametrize(("switch", "compiler"), [(XLA, contract.COMPILER_TRAINING_COMPILER),
+                                                  (NEURON_XLA, contract.COMPILER_NEURON_XLA)])
+def test_xla_compiles_a_fixed_number_of_graphs_and_runs_one_per_step(tmp_path, switch, compiler):
     runs = {}
     for steps in (4, 8):
-        base, _ = _train(tmp_path, f"xla{steps}", {**TINY_BERT, **XLA, "max_steps": steps})
+        base, _ = _train(tmp_path, f"xla{steps}", {**TINY_BERT, **switch, "max_steps": steps})
+        assert metrics(base)["compiler"] == compiler
         runs[steps] = metrics(base)["counters"]
     # Two graphs: the training step, and the first step's optimizer-state creation (AdamW's
     # moments do not exist before it). The count must not grow with the number of steps.
@@ -144,5 +151,5 @@ def test_fails_on_a_compiler_the_runtime_does_not_know_listing_those_it_does():
     from compiled_training_runtime import backends
 
     with pytest.raises(ValueError, match=r"^compiler must be one of training-compiler, "
-                                         r"torch-compile, none, got 'xla'$"):
+                                         r"torch-compile, neuron-xla, none, got 'xla'$"):
         backends.create("xla")

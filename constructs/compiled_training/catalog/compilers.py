@@ -13,10 +13,12 @@ class CompilerKind(str, Enum):
 
     TRAINING_COMPILER = contract.COMPILER_TRAINING_COMPILER
     TORCH_COMPILE = contract.COMPILER_TORCH_COMPILE
+    NEURON_XLA = contract.COMPILER_NEURON_XLA
     NONE = contract.COMPILER_NONE
 
 
 def compiler_name(kind: CompilerKind) -> str:
     return {CompilerKind.TRAINING_COMPILER: "Training Compiler",
             CompilerKind.TORCH_COMPILE: "torch.compile",
+            CompilerKind.NEURON_XLA: "Neuron PyTorch/XLA",
             CompilerKind.NONE: "no compiler"}[kind]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Protocol
 
+from compiled_training.catalog import neuron
 from compiled_training.catalog.instances import accelerator, instance_family
 
 # The SDK's processor for each accelerator (it reads g4ad as a GPU too).
@@ -100,8 +101,11 @@ def resolve_dlc(framework: FrameworkRelease, training_compiler: bool, instance_t
 
     Follows ``sagemaker.image_uris.retrieve`` for training images, and for inference images
     with ``scope="inference"`` (tests hold it to the SDK's answer). Raises ``ValueError``
-    naming what the SDK supports when no such image exists.
+    naming what the SDK supports when no such image exists. On Trainium, the PyTorch NeuronX
+    training images (`neuron`), which neither SDK resolves.
     """
+    if scope == "training" and neuron.is_trainium(instance_type):
+        return _neuron_dlc(framework, training_compiler, instance_type)
     config = image_config(_config_name(framework, training_compiler), scope)
     entry, py_version = _version_config(config, framework, training_compiler, scope)
     processor = _processor(framework, instance_type, config.get("processors")
@@ -116,6 +120,19 @@ def resolve_dlc(framework: FrameworkRelease, training_compiler: bool, instance_t
     tag = "-".join(x for x in (tag_prefix, processor, py_version, container) if x)
     return DlcImage(repository=entry["repository"], tag=tag,
                     registries=tuple(sorted(entry["registries"].items())))
+
+
+def _neuron_dlc(framework: FrameworkRelease, training_compiler: bool,
+                instance_type: str) -> DlcImage:
+    if training_compiler or framework.name != "pytorch":
+        what = "Training Compiler" if training_compiler else framework.describe()
+        raise ValueError(f"{what} has no Trainium training image; Trainium trains "
+                         f"Framework.pytorch(...) on the Neuron SDK's PyTorch images")
+    image = neuron.neuron_image(framework.version, instance_type)
+    if framework.py_version and framework.py_version != image.python:
+        raise ValueError(f"{framework.describe()}'s Neuron training image {image.tag} has "
+                         f"{image.python}, not {framework.py_version}")
+    return DlcImage(repository=neuron.repository(), tag=image.tag, registries=neuron.registries())
 
 
 def _processor(framework: FrameworkRelease, instance_type: str, available: list[str] | None,

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
+from compiled_training.catalog.compilers import CompilerKind
+from compiled_training.catalog.neuron import EFA_ENVIRONMENT, is_trainium
 from compiled_training.spec.job import (
     Distribution,
     HyperparameterValue,
@@ -33,14 +36,52 @@ JOB_RETRY_EXCEPTIONS = (
 CONTAINER_LOG_LEVEL = 20  # logging.INFO, as the SDK sets it
 
 
+PRECOMPILE_STEP = "Precompile"
+
+
 def build_definition(job: TrainingJob) -> dict[str, Any]:
-    """The pipeline definition (as a dict, ready for JSON) with one training step."""
+    """The pipeline definition (as a dict, ready for JSON) with one training step (after the
+    Neuron pre-compilation step, where the compiler asks for one)."""
     return {
         "Version": DEFINITION_VERSION,
         "Metadata": {},
         "Parameters": parameter_declarations(job.parameters),
-        "Steps": [training_step(job)],
+        "Steps": training_steps(job),
     }
+
+
+def training_steps(job: TrainingJob) -> list[dict[str, Any]]:
+    """The training step, preceded by `precompile_job`'s step when the compiler has one."""
+    if not job.compiler.precompile_steps:
+        return [training_step(job)]
+    return [training_step(precompile_job(job)),
+            {**training_step(job), "DependsOn": [PRECOMPILE_STEP]}]
+
+
+def precompile_job(job: TrainingJob) -> TrainingJob:
+    """The same job for a few steps under ``neuron_parallel_compile`` (the toolkit's
+    TorchDistributedRunner prefixes it when ``RUN_NEURON_PARALLEL_COMPILE=1``): it extracts
+    the graphs and compiles them in parallel into the shared compile cache. Its outputs are
+    its own, and it keeps no checkpoints: a trial run's weights must never be resumed."""
+    return replace(
+        job, step_name=PRECOMPILE_STEP, checkpoint_s3_uri=None,
+        output_s3_uri=f"{job.output_s3_uri}/precompile",
+        hyperparameters={**job.hyperparameters,
+                         contract.HP_MAX_STEPS: job.compiler.precompile_steps or 1},
+        environment={**job.environment, contract.ENV_RUN_NEURON_PARALLEL_COMPILE: "1"})
+
+
+def job_environment(job: TrainingJob) -> dict[str, str]:
+    """The container's environment: the compiler's (Neuron's flags and its compile cache in
+    S3), EFA for a multi-node Trainium job (the toolkit sets it on trn1.32xlarge only), and
+    the job's own."""
+    environment = job.compiler.environment()
+    if job.compiler.kind is CompilerKind.NEURON_XLA and job.compile_cache_s3_uri:
+        environment[contract.ENV_NEURON_COMPILE_CACHE_URL] = job.compile_cache_s3_uri
+    if job.instance_count > 1 and is_trainium(job.instance_type):
+        environment.update(EFA_ENVIRONMENT)
+    environment.update(job.environment)
+    return dict(sorted(environment.items()))
 
 
 def parameter_declarations(parameters: Iterable[Parameter]) -> list[dict[str, Any]]:
@@ -99,6 +140,9 @@ def training_job_arguments(job: TrainingJob) -> dict[str, Any]:
     if job.channels:
         args["InputDataConfig"] = [_channel(c) for c in job.channels]
     args["HyperParameters"] = hyperparameters(job)
+    environment = job_environment(job)
+    if environment:
+        args["Environment"] = environment
     args.update(debugger_and_profiler(job))
     if job.spot:
         args["EnableManagedSpotTraining"] = True
@@ -137,6 +181,8 @@ def hyperparameters(job: TrainingJob) -> dict[str, Any]:
     values["sagemaker_region"] = job.region
     values.update(_distribution_hyperparameters(job))
     values.update(job.compiler.hyperparameters())
+    if job.compiler.kind is CompilerKind.TORCH_COMPILE and is_trainium(job.instance_type):
+        values[contract.HP_TORCH_COMPILE_BACKEND] = contract.TORCH_COMPILE_NEURON_BACKEND
     return {k: _encode(v, json_encoded=True) for k, v in values.items()}
 
 

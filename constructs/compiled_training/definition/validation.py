@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from compiled_training.catalog import neuron
 from compiled_training.catalog.api_shapes import (
     api_shape,
     definition_problems,
@@ -83,8 +84,11 @@ def training_instance_types() -> list[str]:
 def default_distribution(
     job_compiler: CompilerKind, framework: Framework, instance_type: str, count: int
 ) -> Distribution:
-    """``pytorchxla`` when a Training Compiler job spans more than one GPU on a version that
-    has it, else none (what the SDK runs when no distribution is given)."""
+    """On Trainium, torchrun (one process per NeuronCore); ``pytorchxla`` when a Training
+    Compiler job spans more than one GPU on a version that has it; else none (what the SDK
+    runs when no distribution is given)."""
+    if _trainium(instance_type):
+        return Distribution.TORCH_DISTRIBUTED
     if job_compiler is CompilerKind.TRAINING_COMPILER and pytorchxla_supported(framework) and (
         count > 1 or gpus_per_instance(instance_type) > 1
     ):
@@ -124,13 +128,27 @@ def check(job: TrainingJob) -> Findings:
     _check_request(job, error, {e.rule for e in errors})
     _check_framework(job, error)
     needs_dlc = not job.image_uri and not job.compiler.is_training_compiler
-    if needs_dlc and known_instance_type(job.instance_type) and not _trainium(job.instance_type):
+    native = job.compiler.kind is CompilerKind.TORCH_COMPILE and _trainium(job.instance_type)
+    if needs_dlc and native:
+        error("Image", f"the native TorchNeuron backend has no public Deep Learning Container "
+                       f"({neuron.native_image_status()}): pass your TorchNeuron image as "
+                       f"image=TrainingImage.from_ecr_repository(...), or use "
+                       f"Compiler.neuron_xla() on the PyTorch NeuronX images")
+    elif needs_dlc and known_instance_type(job.instance_type):
         try:
             resolve_dlc(job.framework, job.compiler.is_training_compiler, job.instance_type)
         except ValueError as no_image:
             error("Image", str(no_image))
+    if _trainium(job.instance_type):
+        _check_trainium(job, error)
+    elif job.compiler.kind is CompilerKind.NEURON_XLA and not is_token(job.instance_type):
+        error("NeuronXlaInstance", f"Compiler.neuron_xla() runs on AWS Trainium "
+                                   f"({', '.join(neuron.NEURON_CORES)}), got "
+                                   f"{job.instance_type!r}; on GPUs use Compiler.torch_compile()")
     if job.compiler.kind is CompilerKind.TRAINING_COMPILER:
         _check_training_compiler(job, error, warnings)
+    elif job.distribution is Distribution.PYTORCHXLA and _trainium(job.instance_type):
+        pass  # _check_trainium names the Trainium launcher
     elif job.distribution is Distribution.PYTORCHXLA:
         error("XlaWithoutCompiler",
               "distribution 'pytorchxla' runs only with Training Compiler "
@@ -151,11 +169,6 @@ def _check_resources(job: TrainingJob, error: Any) -> None:
         hint = " (local mode does not exist in a pipeline)" if "local" in instance_type else ""
         error("instance_type", f"instance_type must be a SageMaker training instance type such as "
                               f"'ml.g5.48xlarge', got {instance_type!r}{hint}")
-    if _trainium(instance_type):
-        error("Trainium", f"instance_type {instance_type!r} is AWS Trainium, which "
-                          "compiled-training does not support yet (Trainium trains with the "
-                          "Neuron SDK's own images and compiler); use an NVIDIA GPU instance "
-                          "such as 'ml.g5.48xlarge'")
     for field, value, minimum in (
         ("instance_count", job.instance_count, 1),
         ("volume_size_gib", job.volume_size_gib, 1),
@@ -296,7 +309,8 @@ def _check_training_compiler(job: TrainingJob, error: Any, warnings: list[Findin
             why = {
                 "nvidia": f"{family} is a GPU family Training Compiler never supported",
                 "amd": f"{family} is an AMD GPU family, which Training Compiler does not support",
-                "trainium": "AWS Trainium",
+                "trainium": "AWS Trainium, which compiles with the Neuron SDK: use "
+                            "Compiler.neuron_xla(), or Compiler.torch_compile() on ml.trn2",
                 "inferentia": "AWS Inferentia",
                 "cpu": "a CPU instance",
             }[accelerator(instance_type)]
@@ -336,10 +350,44 @@ def _check_training_compiler(job: TrainingJob, error: Any, warnings: list[Findin
                                 f"{', '.join(EFA_INSTANCE_TYPES)}"))
 
 
+def _check_trainium(job: TrainingJob, error: Any) -> None:
+    """Trainium's two paths: the Neuron SDK's PyTorch/XLA (trn1, trn1n, trn2) and native
+    TorchNeuron (trn2), each launched by torchrun with one process per NeuronCore."""
+    instance_type, kind = job.instance_type, job.compiler.kind
+    family = instance_family(instance_type)
+    if kind is CompilerKind.NONE:
+        error("TrainiumCompiler", f"{instance_type} runs compiled graphs only: use "
+                                  f"Compiler.neuron_xla() (trn1, trn1n, trn2) or "
+                                  f"Compiler.torch_compile() (native TorchNeuron, trn2)")
+    if kind is CompilerKind.TORCH_COMPILE and family not in neuron.native_families():
+        error("TrainiumCompiler", f"Compiler.torch_compile() on Trainium is the native "
+                                  f"TorchNeuron backend, which runs on "
+                                  f"{', '.join(neuron.native_families())} only, got "
+                                  f"{instance_type!r}; on {family} use Compiler.neuron_xla()")
+    elif kind is CompilerKind.TORCH_COMPILE and job.compiler.mode != "default":
+        error("TrainiumCompiler", f"torch.compile mode {job.compiler.mode!r} tunes CUDA "
+                                  f"(CUDA graphs, Triton autotuning) and means nothing to the "
+                                  f"neuron backend; use mode 'default' on {instance_type}")
+    if job.distribution is not Distribution.TORCH_DISTRIBUTED:
+        hint = (" ('pytorchxla' is Training Compiler's GPU launcher; Compiler.neuron_xla() "
+                "runs PyTorch/XLA under torchrun)"
+                if job.distribution is Distribution.PYTORCHXLA else "")
+        error("TrainiumDistribution", f"Trainium jobs launch through torchrun, one process per "
+                                      f"NeuronCore: use Distribution.TORCH_DISTRIBUTED (the "
+                                      f"default there), got {job.distribution.value!r}{hint}")
+    if job.instance_count > 1 and instance_type in neuron.SINGLE_NODE_ONLY:
+        multi_node = [t for t in neuron.NEURON_CORES if t not in neuron.SINGLE_NODE_ONLY]
+        error("TrainiumInstanceCount", f"instance_count must be 1 on {instance_type}, which "
+                                       f"has no EFA for multi-node training, got "
+                                       f"{job.instance_count}; for more nodes use "
+                                       f"{', '.join(multi_node)}")
+
+
 def _check_torch_distributed(job: TrainingJob, error: Any) -> None:
     framework = job.framework
-    if framework.pytorch_version is None or is_token(job.instance_type):
-        return
+    if framework.pytorch_version is None or is_token(job.instance_type) or _trainium(
+            job.instance_type):
+        return  # on Trainium the image is always given, which the SDK checks no version of
     if not is_gpu(job.instance_type):
         error("TorchDistributed", f"distribution 'torch_distributed' needs a GPU instance, got "
                                   f"{job.instance_type!r}")

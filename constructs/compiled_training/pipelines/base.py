@@ -24,6 +24,7 @@ from compiled_training.catalog.aws_names import (
     held_to,
     split_s3,
 )
+from compiled_training.catalog.compilers import CompilerKind
 from compiled_training.definition import validation
 from compiled_training.definition.training import execution_scoped
 from compiled_training.pipelines.named_pipeline import ImportedPipeline, NamedPipeline
@@ -58,6 +59,8 @@ if TYPE_CHECKING:
     from aws_cdk import aws_ec2 as ec2  # loaded by the maker of a VPC given
 
 PIPELINE_TAG = "compiled-training:pipeline"
+NEURON_COMPILE_CACHE = "neuron-compile-cache"
+"""The folder of the pipeline's prefix where Neuron jobs keep compiled graphs across runs."""
 ONE_DAY_SECONDS = 24 * 3600
 
 
@@ -187,6 +190,7 @@ class PipelineBase(NamedPipeline):
                 self.instance_count > 1 if encryption is None else encryption),
             max_attempts=3 if max_attempts is None else max_attempts,
             tags={PIPELINE_TAG: self.pipeline_name},
+            compile_cache_s3_uri=f"{self.prefix}/{NEURON_COMPILE_CACHE}/",
         )
 
     @property
@@ -260,6 +264,12 @@ class PipelineBase(NamedPipeline):
                             why="The job writes model, output and checkpoints (and reads "
                                 "checkpoints back to resume) under this pipeline's own prefix "
                                 "only.")
+        if any(job.compiler.kind is CompilerKind.NEURON_XLA for job in jobs):
+            policy.allow(["s3:DeleteObject"], [
+                f"arn:{aws_partition()}:s3:::{bucket_name(self.bucket)}/{self.pipeline_name}/"
+                f"{NEURON_COMPILE_CACHE}/*"],
+                why="The Neuron compile cache takes and releases a lock object beside each "
+                    "graph it compiles, under this pipeline's cache prefix only.")
         self._allow_logs_and_metrics(policy, "TrainingJobs")
         if any(job.subnet_ids for job in jobs):
             policy.allow([

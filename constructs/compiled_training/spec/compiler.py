@@ -1,4 +1,6 @@
-"""What compiles the training graph: SageMaker Training Compiler, torch.compile, or nothing."""
+"""What compiles the training graph: SageMaker Training Compiler, torch.compile (on GPUs, and on
+Trainium through the native TorchNeuron backend), the Neuron SDK's PyTorch/XLA path, or
+nothing."""
 
 from __future__ import annotations
 
@@ -24,6 +26,11 @@ class Compiler:
     """The workload this choice was made for (`Compiler.auto`); the rule pack reads it."""
     advice: str | None = None
     """Why the advisor chose this; a pipeline shows it as an acknowledgeable warning."""
+    model_type: str | None = None
+    """neuronx-cc's ``--model-type`` (`neuron_xla`)."""
+    precompile_steps: int | None = None
+    """`neuron_xla`: the steps of the pre-compilation step that runs before training; None:
+    no such step."""
 
     @staticmethod
     def training_compiler(*, debug: bool = False) -> Compiler:
@@ -45,6 +52,30 @@ class Compiler:
                 f"{', '.join(contract.TORCH_COMPILE_MODES)}, got {mode!r}"
             )
         return Compiler(CompilerKind.TORCH_COMPILE, mode=mode)
+
+    @staticmethod
+    def neuron_xla(*, model_type: str = "transformer", precompile: bool = False,
+                   precompile_steps: int = 10) -> Compiler:
+        """The Neuron SDK's PyTorch/XLA path on Trainium (``ml.trn1``, ``ml.trn1n``,
+        ``ml.trn2``): torchrun with one process per NeuronCore, the ``xla`` process group, and
+        neuronx-cc compiling each graph (``NEURON_CC_FLAGS="--model-type=<model_type>"``).
+
+        Compiled graphs persist in S3 under the pipeline's own prefix
+        (``NEURON_COMPILE_CACHE_URL``), so a run compiles only what the last one did not.
+        ``precompile``: a step before training runs the same job for ``precompile_steps``
+        steps under ``neuron_parallel_compile`` (``RUN_NEURON_PARALLEL_COMPILE=1``), filling
+        the cache so the training step's instances train instead of compiling. AWS keeps this
+        path for workloads already on it: its images end with Neuron SDK 2.30 (PyTorch 2.9).
+        """
+        check_arguments(Compiler.neuron_xla, locals())
+        if model_type not in contract.NEURON_MODEL_TYPES:
+            raise ValueError(f"Compiler.neuron_xla model_type must be one of "
+                             f"{', '.join(contract.NEURON_MODEL_TYPES)}, got {model_type!r}")
+        if precompile_steps < 1:
+            raise ValueError(f"Compiler.neuron_xla precompile_steps must be at least 1, got "
+                             f"{precompile_steps}")
+        return Compiler(CompilerKind.NEURON_XLA, model_type=model_type,
+                        precompile_steps=precompile_steps if precompile else None)
 
     @staticmethod
     def none() -> Compiler:
@@ -96,6 +127,14 @@ class Compiler:
             }
         if self.kind is CompilerKind.TORCH_COMPILE:
             return {contract.HP_TORCH_COMPILE: True, contract.HP_TORCH_COMPILE_MODE: str(self.mode)}
+        if self.kind is CompilerKind.NEURON_XLA:
+            return {contract.HP_NEURON_XLA: True}
+        return {}
+
+    def environment(self) -> dict[str, str]:
+        """The environment the compiler reads in the training container."""
+        if self.kind is CompilerKind.NEURON_XLA:
+            return {contract.ENV_NEURON_CC_FLAGS: f"--model-type={self.model_type}"}
         return {}
 
     def describe(self) -> str:
@@ -103,4 +142,8 @@ class Compiler:
             return "Training Compiler" + (" (debug)" if self.debug else "")
         if self.kind is CompilerKind.TORCH_COMPILE:
             return f"torch.compile (mode={self.mode})"
+        if self.kind is CompilerKind.NEURON_XLA:
+            precompile = (f", pre-compiled in {self.precompile_steps} steps"
+                          if self.precompile_steps else "")
+            return f"Neuron PyTorch/XLA (model type {self.model_type}{precompile})"
         return "none"

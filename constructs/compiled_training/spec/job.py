@@ -136,6 +136,10 @@ class TrainingJob:
     max_attempts: int = 3
     step_name: str = "Train"
     tags: Mapping[str, str] = field(default_factory=dict)
+    environment: Mapping[str, str] = field(default_factory=dict)
+    """Set in the container beside what the compiler and the instances call for."""
+    compile_cache_s3_uri: str | None = None
+    """Where a Neuron job keeps its compiled graphs from run to run (the pipeline's prefix)."""
 
     @property
     def parameters(self) -> list[Parameter]:

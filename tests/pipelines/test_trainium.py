@@ -1,0 +1,182 @@
+"""TrainingPipeline on Trainium: both Neuron paths synthesize with the image, launcher, compile
+cache and environment AWS documents, and every combination that cannot run is refused
+naming the path to use instead.
+
+AWS itself cannot exist here: the images are AWS's published tags (the table the library
+ships, each row cited), the requests are checked against botocore's SageMaker model and the
+published pipeline schema, and the SDK v2 oracle builds the same job's request offline.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_ecr as ecr
+from aws_cdk.assertions import Template
+
+from compiled_training import (
+    Compiler,
+    Distribution,
+    Framework,
+    InputChannel,
+    TrainingImage,
+    TrainingPipeline,
+)
+from compiled_training.catalog import neuron
+from compiled_training_runtime import contract
+from tests.helpers import definitions, new_stack, validate_envelope, validate_job_arguments
+
+NEURONX = ("763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx:"
+           "2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04")
+
+
+def _pipeline(stack: cdk.Stack, source_dir: Path, **overrides) -> TrainingPipeline:
+    props = {
+        "pipeline_name": "bert-trn",
+        "framework": Framework.pytorch("2.9.0"),
+        "compiler": Compiler.neuron_xla(),
+        "instance_type": "ml.trn1.32xlarge",
+        "source_dir": source_dir,
+        "entry_point": "train.py",
+        "channels": [InputChannel("train", "s3://team-data/bert/train/")],
+    }
+    props.update(overrides)
+    return TrainingPipeline(stack, "Bert", **props)
+
+
+def _definition(stack: cdk.Stack) -> dict:
+    (definition,) = definitions(Template.from_stack(stack).to_json())
+    validate_envelope(definition)
+    validate_job_arguments(definition)
+    return definition
+
+
+def _execution_statements(stack: cdk.Stack) -> list[dict]:
+    roles = Template.from_stack(stack).find_resources("AWS::IAM::Role")
+    (role,) = [r for logical_id, r in roles.items() if logical_id.startswith("BertExecutionRole")]
+    return role["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+
+
+def test_neuron_xla_on_two_trn1_nodes_precompiles_then_trains_with_a_shared_cache(source_dir):
+    stack = new_stack()
+    _pipeline(stack, source_dir, instance_count=2, compiler=Compiler.neuron_xla(precompile=True))
+    precompile, train = _definition(stack)["Steps"]
+    assert [precompile["Name"], train["Name"], train["DependsOn"]] == [
+        "Precompile", "Train", ["Precompile"]]
+    for step in (precompile, train):
+        args = step["Arguments"]
+        assert args["AlgorithmSpecification"]["TrainingImage"] == NEURONX
+        assert args["ResourceConfig"] == {"VolumeSizeInGB": 30, "InstanceCount": 2,
+                                          "InstanceType": "ml.trn1.32xlarge"}
+        hyperparameters = args["HyperParameters"]
+        # torchrun through the toolkit's TorchDistributedRunner, and the path named in the job.
+        assert hyperparameters["sagemaker_torch_distributed_enabled"] == "true"
+        assert hyperparameters["sagemaker_instance_type"] == '"ml.trn1.32xlarge"'
+        assert hyperparameters[contract.HP_NEURON_XLA] == "true"
+        environment = args["Environment"]
+        assert environment["NEURON_CC_FLAGS"] == "--model-type=transformer"
+        # One cache for the pipeline, not per execution: the next run finds the graphs.
+        assert re.fullmatch(r"s3://[^/]+/bert-trn/neuron-compile-cache/",
+                            environment["NEURON_COMPILE_CACHE_URL"])
+        # Neuron's multi-node guide; the toolkit sets these on trn1.32xlarge only.
+        assert environment["FI_PROVIDER"] == "efa"
+        assert environment["FI_EFA_USE_DEVICE_RDMA"] == "1"
+    assert precompile["Arguments"]["Environment"]["RUN_NEURON_PARALLEL_COMPILE"] == "1"
+    assert "RUN_NEURON_PARALLEL_COMPILE" not in train["Arguments"]["Environment"]
+    assert precompile["Arguments"]["HyperParameters"]["max_steps"] == "10"
+    assert "max_steps" not in train["Arguments"]["HyperParameters"]
+    # A trial run's weights are never resumed by the real one.
+    assert "CheckpointConfig" not in precompile["Arguments"]
+    assert "CheckpointConfig" in train["Arguments"]
+
+
+def test_the_execution_role_reads_and_writes_the_cache_and_deletes_only_there(source_dir):
+    stack = new_stack()
+    _pipeline(stack, source_dir)
+    statements = _execution_statements(stack)
+    rendered = [json.dumps(s["Resource"]) for s in statements]
+    writes = [r for r, s in zip(rendered, statements, strict=True)
+              if "s3:PutObject" in s["Action"]]
+    deletes = [r for r, s in zip(rendered, statements, strict=True)
+               if "s3:DeleteObject" in s["Action"]]
+    assert len(writes) == 1 and "/bert-trn/*" in writes[0]  # the cache is under this prefix
+    assert len(deletes) == 1 and "/bert-trn/neuron-compile-cache/*" in deletes[0]
+
+
+def test_a_gpu_pipeline_gets_no_neuron_environment_and_no_delete(source_dir):
+    stack = new_stack()
+    _pipeline(stack, source_dir, framework=Framework.pytorch("2.9.0"),
+              compiler=Compiler.torch_compile(), instance_type="ml.g5.48xlarge")
+    (step,) = _definition(stack)["Steps"]
+    assert "Environment" not in step["Arguments"]
+    assert contract.HP_TORCH_COMPILE_BACKEND not in step["Arguments"]["HyperParameters"]
+    assert not [s for s in _execution_statements(stack) if "s3:DeleteObject" in s["Action"]]
+
+
+def test_torch_compile_on_trn2_is_the_native_neuron_backend_on_the_teams_image(source_dir):
+    stack = new_stack()
+    repository = ecr.Repository.from_repository_name(stack, "TorchNeuron", "team/torchneuron")
+    _pipeline(stack, source_dir, compiler=Compiler.torch_compile(),
+              instance_type="ml.trn2.48xlarge",
+              image=TrainingImage.from_ecr_repository(repository, "2.33"))
+    (step,) = _definition(stack)["Steps"]
+    args = step["Arguments"]
+    assert args["AlgorithmSpecification"]["TrainingImage"].endswith("/team/torchneuron:2.33")
+    hyperparameters = args["HyperParameters"]
+    assert hyperparameters[contract.HP_TORCH_COMPILE_BACKEND] == '"neuron"'
+    assert hyperparameters["sagemaker_torch_distributed_enabled"] == "true"
+    assert "Environment" not in args  # one node, and no Neuron XLA flags on the native path
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"compiler": Compiler.training_compiler(), "framework": Framework.pytorch("1.13.1")},
+     r"AWS Trainium, which compiles with the Neuron SDK: use Compiler.neuron_xla\(\)"),
+    ({"distribution": Distribution.PYTORCHXLA},
+     r"Trainium jobs launch through torchrun.*'pytorchxla' is Training Compiler's GPU "
+     r"launcher; Compiler.neuron_xla\(\) runs PyTorch/XLA under torchrun"),
+    ({"distribution": Distribution.NONE}, r"use Distribution.TORCH_DISTRIBUTED"),
+    ({"instance_type": "ml.g5.48xlarge"},
+     r"Compiler.neuron_xla\(\) runs on AWS Trainium \(ml.trn1.2xlarge.*got 'ml.g5.48xlarge'; "
+     r"on GPUs use Compiler.torch_compile\(\)"),
+    ({"compiler": Compiler.torch_compile()},
+     r"native TorchNeuron backend, which runs on trn2 only, got 'ml.trn1.32xlarge'; on trn1 "
+     r"use Compiler.neuron_xla\(\)"),
+    ({"compiler": Compiler.torch_compile(mode="reduce-overhead"),
+      "instance_type": "ml.trn2.48xlarge"}, r"mode 'reduce-overhead' tunes CUDA"),
+    ({"compiler": Compiler.torch_compile(), "instance_type": "ml.trn2.48xlarge"},
+     r"no public Deep Learning Container \(closed beta.*TrainingImage.from_ecr_repository"),
+    ({"compiler": Compiler.none()}, r"runs compiled graphs only: use Compiler.neuron_xla\(\)"),
+    ({"instance_type": "ml.trn1.2xlarge", "instance_count": 2},
+     r"instance_count must be 1 on ml.trn1.2xlarge, which has no EFA.*ml.trn1.32xlarge"),
+    ({"framework": Framework.pytorch("2.10.0")},
+     r"PyTorch 2.10.0 has no Neuron training image \(pytorch-training-neuronx\); for "
+     r"ml.trn1.32xlarge: PyTorch 2.1.2, 2.6.0, 2.7.0, 2.8.0, 2.9.0"),
+    ({"framework": Framework.pytorch("2.1.2"), "instance_type": "ml.trn2.48xlarge"},
+     r"PyTorch 2.1.2's Neuron training images serve trn1, trn1n, not 'ml.trn2.48xlarge'"),
+    ({"framework": Framework.huggingface("4.28.1", pytorch_version="1.13.1")},
+     r"has no Trainium training image"),
+])
+def test_what_cannot_run_on_trainium_is_refused_naming_the_way(source_dir, overrides, message):
+    with pytest.raises(ValueError, match=message):
+        _pipeline(new_stack(), source_dir, **overrides)
+
+
+def test_neuron_xla_options_are_checked():
+    with pytest.raises(ValueError, match=r"model_type must be one of transformer, generic, "
+                                         r"got 'cnn'"):
+        Compiler.neuron_xla(model_type="cnn")
+    with pytest.raises(ValueError, match=r"precompile_steps must be at least 1, got 0"):
+        Compiler.neuron_xla(precompile=True, precompile_steps=0)
+    assert Compiler.neuron_xla(model_type="generic").environment() == {
+        "NEURON_CC_FLAGS": "--model-type=generic"}
+
+
+def test_every_trainium_training_type_the_api_knows_has_its_neuron_cores():
+    from compiled_training.definition.validation import training_instance_types
+
+    trainium = {t for t in training_instance_types() if neuron.is_trainium(t)}
+    assert trainium == set(neuron.NEURON_CORES)
