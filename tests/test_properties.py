@@ -53,12 +53,14 @@ FRAMEWORKS: dict[str, Callable[[], Framework]] = {
     "pytorch-1.13": lambda: Framework.pytorch("1.13.1"),
     "pytorch-2.1": lambda: Framework.pytorch("2.1.0"),
     "pytorch-2.3": lambda: Framework.pytorch("2.3.0"),
+    "pytorch-2.9": lambda: Framework.pytorch("2.9.0"),
     "huggingface": lambda: Framework.huggingface("4.21.1", pytorch_version="1.11.0"),
     "xgboost": lambda: Framework.xgboost("1.7-1"),
 }
 COMPILERS: dict[str, Callable[[], Any]] = {
     "none": Compiler.none, "training-compiler": Compiler.training_compiler,
     "debug": lambda: Compiler.training_compiler(debug=True), "torch-compile": Compiler.torch_compile,
+    "neuron-xla": lambda: Compiler.neuron_xla(precompile=True),
     "wrong-type": lambda: "training-compiler",
 }
 # Combinations that can be valid, drawn most of the time; any combination otherwise.
@@ -67,9 +69,11 @@ COHERENT = [("pytorch-1.13", "training-compiler", "ml.g5.48xlarge"),
             ("huggingface", "training-compiler", "ml.g4dn.12xlarge"),
             ("pytorch-2.3", "torch-compile", "ml.g5.xlarge"),
             ("pytorch-2.1", "none", "ml.p4d.24xlarge"),
-            ("xgboost", "none", "ml.m5.xlarge")]
+            ("xgboost", "none", "ml.m5.xlarge"),
+            ("pytorch-2.9", "neuron-xla", "ml.trn1.32xlarge")]
 INSTANCE_TYPES = ["ml.g5.48xlarge", "ml.g5.xlarge", "ml.p3.2xlarge", "ml.p4de.24xlarge",
-                  "ml.m6i.12xlarge", "ml.trn1.32xlarge", "ml.g5.mega", "local", "", 5, None]
+                  "ml.m6i.12xlarge", "ml.trn1.32xlarge", "ml.trn1.2xlarge",
+                  "ml.trn2.48xlarge", "ml.g5.mega", "local", "", 5, None]
 
 
 def valid_or(valid: st.SearchStrategy[Any], *invalid: Any) -> st.SearchStrategy[Any]:

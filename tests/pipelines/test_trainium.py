@@ -180,3 +180,15 @@ def test_every_trainium_training_type_the_api_knows_has_its_neuron_cores():
 
     trainium = {t for t in training_instance_types() if neuron.is_trainium(t)}
     assert trainium == set(neuron.NEURON_CORES)
+
+
+def test_a_benchmark_on_trainium_is_refused_until_arms_take_their_own_instances(source_dir):
+    from compiled_training import CompilerBenchmark
+
+    with pytest.raises(ValueError, match=r"'ml.trn1.32xlarge' is AWS Trainium, where the "
+                                         r"baseline arm cannot run eager"):
+        CompilerBenchmark(new_stack(), "Trial", framework=Framework.pytorch("2.9.0"),
+                          compiler=Compiler.neuron_xla(), instance_type="ml.trn1.32xlarge",
+                          source_dir=source_dir, entry_point="train.py",
+                          channels=[InputChannel("train", "s3://team-data/bert/train/"),
+                                    InputChannel("validation", "s3://team-data/bert/val/")])

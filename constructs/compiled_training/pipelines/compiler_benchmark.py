@@ -20,6 +20,7 @@ from compiled_training.catalog.api_shapes import shown
 from compiled_training.catalog.aws_names import ssm_parameter_name_problem
 from compiled_training.catalog.dlc import DlcImage, resolve_dlc
 from compiled_training.catalog.instances import gpus_per_instance
+from compiled_training.catalog.neuron import is_trainium
 from compiled_training.definition import validation
 from compiled_training.definition.benchmark import (
     ComparisonJob,
@@ -272,6 +273,11 @@ class CompilerBenchmark(PipelineBase):
             problems.append("compiler must be Compiler.training_compiler() or "
                             "Compiler.torch_compile(): the benchmark compares it with no "
                             "compiler, got Compiler.none()")
+        if is_trainium(self.instance_type):
+            problems.append(f"instance_type {self.instance_type!r} is AWS Trainium, where the "
+                            f"baseline arm cannot run eager on the same instance; until arms "
+                            f"take their own instance types, compare a TrainingPipeline on "
+                            f"Trainium with your GPU pipeline")
         if not self.framework.runs_script:
             problems.append(f"framework must be a deep-learning framework that runs the "
                             f"compiled-training runtime, got {self.framework.describe()}")
