@@ -34,18 +34,15 @@ NEURONX = ("763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuron
            "2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04")
 
 
-def _pipeline(stack: cdk.Stack, source_dir: Path, **overrides) -> TrainingPipeline:
-    props = {
-        "pipeline_name": "bert-trn",
-        "framework": Framework.pytorch("2.9.0"),
-        "compiler": Compiler.neuron_xla(),
-        "instance_type": "ml.trn1.32xlarge",
-        "source_dir": source_dir,
+# The legacy path on one trn1.32xlarge; each test overrides what it is about.
+TRN1 = {"pipeline_name": "bert-trn", "framework": Framework.pytorch("2.9.0"),
+        "compiler": Compiler.neuron_xla(), "instance_type": "ml.trn1.32xlarge",
         "entry_point": "train.py",
-        "channels": [InputChannel("train", "s3://team-data/bert/train/")],
-    }
-    props.update(overrides)
-    return TrainingPipeline(stack, "Bert", **props)
+        "channels": [InputChannel("train", "s3://team-data/bert/train/")]}
+
+
+def _pipeline(stack: cdk.Stack, source_dir: Path, **overrides) -> TrainingPipeline:
+    return TrainingPipeline(stack, "Bert", **{**TRN1, "source_dir": source_dir, **overrides})
 
 
 def _definition(stack: cdk.Stack) -> dict:
