@@ -189,3 +189,18 @@ def test_a_benchmark_on_trainium_is_refused_until_arms_take_their_own_instances(
                           source_dir=source_dir, entry_point="train.py",
                           channels=[InputChannel("train", "s3://team-data/bert/train/"),
                                     InputChannel("validation", "s3://team-data/bert/val/")])
+
+
+def test_a_team_in_cdk_json_names_the_neuron_path_by_its_compiler_name(source_dir):
+    from compiled_training.teams import pipeline_props
+
+    props = pipeline_props("Nlp", {
+        "framework": "pytorch", "framework_version": "2.9.0", "compiler": "neuron-xla",
+        "instance_type": "ml.trn1.32xlarge", "source_dir": str(source_dir),
+        "entry_point": "train.py", "channels": {"train": "s3://team-data/bert/train/"}},
+        base_dir=source_dir)
+    assert props["compiler"] == Compiler.neuron_xla()
+    stack = new_stack()
+    TrainingPipeline(stack, "Bert", **props)
+    (step,) = _definition(stack)["Steps"]
+    assert step["Arguments"]["HyperParameters"][contract.HP_NEURON_XLA] == "true"
