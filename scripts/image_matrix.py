@@ -27,10 +27,9 @@ from tests.environments import ENVS, IMAGE_CONFIG, SAGEMAKER_CORE, build, site_p
 
 TARGET = ROOT / "constructs" / "compiled_training" / "catalog" / "image-uri-config"
 # The configurations the library resolves images from: training and inference; for Trainium,
-# the registries of the PyTorch NeuronX repository (the SDK's only file naming it) and the
-# Hugging Face NeuronX images.
+# the registries of the PyTorch NeuronX repository (the SDK's only file naming it).
 CONFIGS = ("pytorch", "pytorch-training-compiler", "huggingface", "huggingface-training-compiler",
-           "xgboost", "hyperpod-recipes-neuron", "huggingface-neuronx")
+           "xgboost", "hyperpod-recipes-neuron")
 RULES = "sdk-rules.json"
 
 

@@ -37,15 +37,20 @@ class Backend:
     compiler = contract.COMPILER_NONE
 
     def __init__(self) -> None:
-        self.device = torch.device("cpu")
-        if torch.cuda.is_available():
-            local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-            self.device = torch.device("cuda", local_rank)
+        self.device = self._device()
         self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
         if self.world_size > 1 and not torch.distributed.is_initialized():
-            backend = "nccl" if self.device.type == "cuda" else "gloo"
-            torch.distributed.init_process_group(backend)
+            backend = {"cuda": "nccl", "cpu": "gloo"}.get(self.device.type)
+            if backend is None:  # what the accelerator's PyTorch backend registers (TorchNeuron)
+                torch.distributed.init_process_group()
+            else:
+                torch.distributed.init_process_group(backend)
+
+    def _device(self) -> torch.device:
+        if torch.cuda.is_available():
+            return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        return torch.device("cpu")
 
     def prepare(self, model: torch.nn.Module) -> torch.nn.Module:
         model = model.to(self.device)
@@ -108,9 +113,23 @@ class TorchCompileBackend(Backend):
     compiler = contract.COMPILER_TORCH_COMPILE
 
     def __init__(self, mode: str = "default", backend: str = "inductor") -> None:
-        super().__init__()
         self.mode = mode
         self.backend = backend
+        super().__init__()
+
+    def _device(self) -> torch.device:
+        if self.backend != contract.TORCH_COMPILE_NEURON_BACKEND:
+            return super()._device()
+        # Native TorchNeuron: Trainium is an ordinary device, the one torch.accelerator reports.
+        accelerator = getattr(torch, "accelerator", None)
+        current = (accelerator.current_accelerator()
+                   if accelerator is not None and accelerator.is_available() else None)
+        if current is None or current.type != "neuron":
+            raise InputError(
+                f"{contract.HP_TORCH_COMPILE_BACKEND} 'neuron' needs TorchNeuron's 'neuron' "
+                f"device, and torch.accelerator reports {current or 'none'}: run it on a "
+                f"TorchNeuron image on ml.trn2")
+        return torch.device("neuron", int(os.environ.get("LOCAL_RANK", "0")))
 
     def prepare(self, model: torch.nn.Module) -> torch.nn.Module:
         model = super().prepare(model)

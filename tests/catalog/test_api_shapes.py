@@ -216,23 +216,46 @@ def test_the_model_read_as_json_equals_botocores_service_model():
     assert not differing, differing[:5]
 
 
-def test_the_newest_api_version_and_the_users_models_folder_win(tmp_path, monkeypatch):
-    """As botocore's Loader: ``~/.aws/models`` is searched before botocore's own data, and
-    the newest API version of any search path is the one read."""
+def test_the_users_models_folder_wins_and_the_newest_version_is_read(tmp_path, monkeypatch):
+    """As botocore's Loader: ``~/.aws/models`` is searched before botocore's own data (the
+    same API version in both: the user's file is read), and the newest API version of any
+    search path is the one read (gzipped or not)."""
+    import gzip
+
     from compiled_training.catalog import api_shapes
 
-    version = tmp_path / ".aws" / "models" / "sagemaker" / "2099-01-01"
-    version.mkdir(parents=True)
-    (version / "service-2.json").write_text(json.dumps({
-        "operations": {}, "shapes": {"TrainingInstanceType": {
-            "type": "string", "enum": ["ml.future.1xlarge"]}}}))
-    monkeypatch.setattr(Path, "home", lambda: tmp_path)
-    api_shapes._sagemaker_model.cache_clear()
-    api_shapes._shape.cache_clear()
-    try:
-        assert api_shape("TrainingInstanceType").enum == ["ml.future.1xlarge"]
-    finally:
-        monkeypatch.undo()
+    newest = sorted(p.name for p in (Path(botocore_data()) / "sagemaker").iterdir())[-1]
+
+    def model(instance_type: str) -> bytes:
+        return json.dumps({"operations": {}, "shapes": {"TrainingInstanceType": {
+            "type": "string", "enum": [instance_type]}}}).encode()
+
+    def read_with_home(files: dict[str, bytes]) -> list[str]:
+        home = tmp_path / str(len(list(tmp_path.iterdir())))
+        for name, data in files.items():
+            (home / ".aws" / "models" / "sagemaker" / name).parent.mkdir(parents=True,
+                                                                        exist_ok=True)
+            (home / ".aws" / "models" / "sagemaker" / name).write_bytes(data)
+        monkeypatch.setattr(Path, "home", lambda: home)
         api_shapes._sagemaker_model.cache_clear()
         api_shapes._shape.cache_clear()
+        try:
+            return api_shape("TrainingInstanceType").enum
+        finally:
+            monkeypatch.undo()
+            api_shapes._sagemaker_model.cache_clear()
+            api_shapes._shape.cache_clear()
+
+    assert read_with_home({f"{newest}/service-2.json": model("ml.users.1xlarge")}) == [
+        "ml.users.1xlarge"]
+    assert read_with_home({"2099-01-01/service-2.json.gz": gzip.compress(
+        model("ml.future.1xlarge"))}) == ["ml.future.1xlarge"]
+    assert read_with_home({"2001-01-01/service-2.json": model("ml.old.1xlarge")}) != [
+        "ml.old.1xlarge"]
     assert "ml.g5.48xlarge" in api_shape("TrainingInstanceType").enum
+
+
+def botocore_data() -> str:
+    import botocore
+
+    return str(Path(botocore.__file__).parent / "data")

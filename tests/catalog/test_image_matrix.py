@@ -51,15 +51,9 @@ def test_nothing_unlisted_ships():
     assert {p.name for p in IMAGES.iterdir()} == listed | {"SOURCE.json"}
 
 
-# The library resolves only training images from these; SDK v3 rewrote the Hugging Face
-# NeuronX inference entries (v2's are not its oracle there).
-TRAINING_ONLY = {"huggingface-neuronx"}
-
-
 def _scopes(name: str) -> list[str]:
     raw = json.loads((IMAGES / f"{name}.json").read_text())
-    scopes = [scope for scope in ("training", "inference") if scope in raw] or ["training"]
-    return ["training"] if name in TRAINING_ONLY else scopes
+    return [scope for scope in ("training", "inference") if scope in raw] or ["training"]
 
 
 def _entries(config: dict[str, Any]) -> dict[tuple[str, ...], Any]:

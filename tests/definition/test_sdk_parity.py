@@ -319,5 +319,11 @@ def test_a_neuron_xla_job_on_trainium_sends_what_the_sdk_sends_given_the_image()
         "sagemaker_torch_distributed_enabled", "sagemaker_instance_type", "sagemaker_program",
         "sagemaker_submit_directory"}
     assert ours["Environment"] == sdk["Environment"]
+    # What Neuron's documents prescribe, written out here (the SDK only carries it): the
+    # compiler flag for transformers, the S3 cache, and EFA for the two nodes.
+    assert ours["Environment"] == {
+        "FI_EFA_USE_DEVICE_RDMA": "1", "FI_PROVIDER": "efa",
+        "NEURON_CC_FLAGS": "--model-type=transformer",
+        "NEURON_COMPILE_CACHE_URL": "s3://output-bucket/parity/neuron-compile-cache/"}
     assert ours["AlgorithmSpecification"] == sdk["AlgorithmSpecification"]
     assert ours["ResourceConfig"]["InstanceType"] == sdk["ResourceConfig"]["InstanceType"]

@@ -153,3 +153,17 @@ def test_fails_on_a_compiler_the_runtime_does_not_know_listing_those_it_does():
     with pytest.raises(ValueError, match=r"^compiler must be one of training-compiler, "
                                          r"torch-compile, neuron-xla, none, got 'xla'$"):
         backends.create("xla")
+
+
+def test_the_neuron_backend_refuses_to_run_without_torchneurons_device(tmp_path):
+    """The constructs name the native backend in the job on Trainium; without TorchNeuron's
+    device (none here: its packages on the index are placeholders) the run fails clearly
+    rather than training on the host."""
+    hps = {**TINY_BERT, contract.HP_TORCH_COMPILE: True,
+           contract.HP_TORCH_COMPILE_BACKEND: contract.TORCH_COMPILE_NEURON_BACKEND}
+    base = opt_ml(tmp_path / "native", hps)
+    result = run_direct(base, hps)
+    assert result.returncode == 2
+    failure = (base / "output" / "failure").read_text()
+    assert "compiled_training_torch_compile_backend 'neuron' needs TorchNeuron's 'neuron' " \
+           "device, and torch.accelerator reports" in failure

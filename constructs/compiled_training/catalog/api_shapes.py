@@ -105,10 +105,11 @@ class Shape:
 
 @functools.cache
 def _sagemaker_model() -> dict[str, Any]:
-    """botocore's SageMaker service model as a client would load it (``Loader()``: the
+    """botocore's SageMaker service model as ``botocore.loaders.Loader()`` loads it (the
     newest API version, ``~/.aws/models`` before botocore's own data, ``sdk`` extras
-    merged), read as JSON without importing botocore's loader, whose HTTP stack costs every
-    synth a quarter of a second; tests hold it equal to botocore's ``ServiceModel``."""
+    merged; a session's ``AWS_DATA_PATH`` is not read), read as JSON without importing
+    botocore's loader, whose HTTP stack costs every synth a quarter of a second; tests hold
+    it equal to botocore's ``ServiceModel``."""
     paths = [Path.home() / ".aws" / "models"]
     spec = importlib.util.find_spec("botocore")
     if spec is None or not spec.submodule_search_locations:

@@ -1,9 +1,10 @@
 """AWS's PyTorch NeuronX training images for SageMaker (Trainium), and the instances they run on.
 
-The SageMaker SDKs resolve none of them (v2 and v3 know only ``pytorch-training-neuron:1.11.0``
-for Trainium), so the library keeps its own table, each row citing AWS's Deep Learning
-Container tables (``neuron-training-images.json``); the registries per region are the SDK v3's
-own for this repository.
+The SageMaker SDKs resolve none of them for a Trainium estimator (for ``ml.trn*`` both give
+``pytorch-training-neuron:1.11.0``; their only PyTorch NeuronX URI is 2.1.2's, for HyperPod
+recipes), so the library keeps its own table, each row citing AWS's Deep Learning Container
+tables (``neuron-training-images.json``); the registries per region are the SDK v3's own for
+this repository.
 """
 
 from __future__ import annotations
@@ -53,10 +54,13 @@ def _table() -> dict[str, Any]:
 
 @functools.cache
 def neuron_images() -> tuple[NeuronImage, ...]:
-    """Every release in the table, newest Neuron SDK first."""
-    return tuple(NeuronImage(row["pytorch"], row["neuron_sdk"], row["python"], row["os"],
-                             tuple(row["families"]), row["source"])
-                 for row in _table()["images"])
+    """Every release in the table, newest PyTorch and Neuron SDK first."""
+    images = (NeuronImage(row["pytorch"], row["neuron_sdk"], row["python"], row["os"],
+                          tuple(row["families"]), row["source"])
+              for row in _table()["images"])
+    return tuple(sorted(images, key=lambda image: (_version_key(image.pytorch),
+                                                   _version_key(image.neuron_sdk)),
+                        reverse=True))
 
 
 def repository() -> str:
@@ -88,10 +92,10 @@ def neuron_image(pytorch_version: str, instance_type: str) -> NeuronImage:
     offered = sorted({image.pytorch for image in neuron_images() if family in image.families},
                      key=_version_key)
     if versions:
+        served = sorted({served for image in versions for served in image.families})
         raise ValueError(
-            f"PyTorch {pytorch_version}'s Neuron training images serve "
-            f"{', '.join(versions[0].families)}, not {instance_type!r}; for {family}: PyTorch "
-            f"{', '.join(offered)}")
+            f"PyTorch {pytorch_version}'s Neuron training images serve {', '.join(served)}, "
+            f"not {instance_type!r}; for {family}: PyTorch {', '.join(offered)}")
     raise ValueError(
         f"PyTorch {pytorch_version} has no Neuron training image ({repository()}); for "
         f"{instance_type}: PyTorch {', '.join(offered)} (AWS publishes none after Neuron SDK "

@@ -87,7 +87,7 @@ def default_distribution(
     """On Trainium, torchrun (one process per NeuronCore); ``pytorchxla`` when a Training
     Compiler job spans more than one GPU on a version that has it; else none (what the SDK
     runs when no distribution is given)."""
-    if _trainium(instance_type):
+    if _trainium(instance_type) or job_compiler is CompilerKind.NEURON_XLA:
         return Distribution.TORCH_DISTRIBUTED
     if job_compiler is CompilerKind.TRAINING_COMPILER and pytorchxla_supported(framework) and (
         count > 1 or gpus_per_instance(instance_type) > 1
@@ -141,7 +141,12 @@ def check(job: TrainingJob) -> Findings:
             error("Image", str(no_image))
     if _trainium(job.instance_type):
         _check_trainium(job, error)
-    elif job.compiler.kind is CompilerKind.NEURON_XLA and not is_token(job.instance_type):
+    elif job.compiler.kind is CompilerKind.NEURON_XLA and is_token(job.instance_type):
+        warnings.append(Finding("NeuronXlaInstanceToken", "instance_type is a token, so "
+                                "Compiler.neuron_xla() cannot check that it is Trainium nor set "
+                                "EFA for a multi-node job (FI_PROVIDER=efa, "
+                                "FI_EFA_USE_DEVICE_RDMA=1); give a literal ml.trn* type"))
+    elif job.compiler.kind is CompilerKind.NEURON_XLA:
         error("NeuronXlaInstance", f"Compiler.neuron_xla() runs on AWS Trainium "
                                    f"({', '.join(neuron.NEURON_CORES)}), got "
                                    f"{job.instance_type!r}; on GPUs use Compiler.torch_compile()")
@@ -375,6 +380,12 @@ def _check_trainium(job: TrainingJob, error: Any) -> None:
         error("TrainiumDistribution", f"Trainium jobs launch through torchrun, one process per "
                                       f"NeuronCore: use Distribution.TORCH_DISTRIBUTED (the "
                                       f"default there), got {job.distribution.value!r}{hint}")
+    if kind is CompilerKind.NEURON_XLA and job.network_isolation:
+        error("TrainiumNetwork", "network_isolation cuts the job off from S3, where "
+                                 "Compiler.neuron_xla() keeps its compile cache "
+                                 "(NEURON_COMPILE_CACHE_URL): every run would compile "
+                                 "everything again; turn network_isolation off (a VPC with an "
+                                 "S3 gateway endpoint keeps the traffic private)")
     if job.instance_count > 1 and instance_type in neuron.SINGLE_NODE_ONLY:
         multi_node = [t for t in neuron.NEURON_CORES if t not in neuron.SINGLE_NODE_ONLY]
         error("TrainiumInstanceCount", f"instance_count must be 1 on {instance_type}, which "

@@ -24,7 +24,6 @@ from compiled_training.catalog.aws_names import (
     held_to,
     split_s3,
 )
-from compiled_training.catalog.compilers import CompilerKind
 from compiled_training.definition import validation
 from compiled_training.definition.training import execution_scoped
 from compiled_training.pipelines.named_pipeline import ImportedPipeline, NamedPipeline
@@ -259,17 +258,13 @@ class PipelineBase(NamedPipeline):
             policy.allow_prefix(bucket, key_prefix, ["s3:GetObject"],
                                 why=f"Training reads every object under channel "
                                     f"{channel.name!r}'s prefix, and only there.")
+        # Neuron's compile cache (NEURON_COMPILE_CACHE) is under this prefix too: it needs
+        # the bucket "readable and writeable" (Neuron's caching guide), nothing more.
         policy.allow_prefix(bucket_name(self.bucket), f"{self.pipeline_name}/",
                             ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
                             why="The job writes model, output and checkpoints (and reads "
                                 "checkpoints back to resume) under this pipeline's own prefix "
                                 "only.")
-        if any(job.compiler.kind is CompilerKind.NEURON_XLA for job in jobs):
-            policy.allow(["s3:DeleteObject"], [
-                f"arn:{aws_partition()}:s3:::{bucket_name(self.bucket)}/{self.pipeline_name}/"
-                f"{NEURON_COMPILE_CACHE}/*"],
-                why="The Neuron compile cache takes and releases a lock object beside each "
-                    "graph it compiles, under this pipeline's cache prefix only.")
         self._allow_logs_and_metrics(policy, "TrainingJobs")
         if any(job.subnet_ids for job in jobs):
             policy.allow([

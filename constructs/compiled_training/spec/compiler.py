@@ -64,7 +64,9 @@ class Compiler:
         (``NEURON_COMPILE_CACHE_URL``), so a run compiles only what the last one did not.
         ``precompile``: a step before training runs the same job for ``precompile_steps``
         steps under ``neuron_parallel_compile`` (``RUN_NEURON_PARALLEL_COMPILE=1``), filling
-        the cache so the training step's instances train instead of compiling. AWS keeps this
+        the cache so the training step's instances train instead of compiling (the step
+        passes ``--max_steps``: the runtime reads it, an entry point of your own must). The
+        cache lives in S3, so ``network_isolation`` is refused with it. AWS keeps this
         path for workloads already on it: its images end with Neuron SDK 2.30 (PyTorch 2.9).
         """
         check_arguments(Compiler.neuron_xla, locals())
