@@ -40,7 +40,7 @@ def test_a_metric_absent_from_a_line_is_not_matched():
 
 def test_construct_declares_the_contract_regexes(reference_assembly):
     template = reference_assembly.get_stack_by_name("DocumentClassification").template
-    (definition,) = definitions(template)
+    definition, _ = definitions(template)  # the pipeline, then its benchmark
     declared = definition["Steps"][0]["Arguments"]["AlgorithmSpecification"]["MetricDefinitions"]
     assert declared == contract.metric_definitions()
 

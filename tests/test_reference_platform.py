@@ -28,7 +28,7 @@ def test_three_team_stacks_and_the_creative_team_benchmarks_before_it_ships(refe
     found = templates(reference_assembly)
     assert sorted(found) == ["Creative", "DocumentClassification", "Tabular"]
     counts = {name: len(pipeline_resources(template)) for name, template in found.items()}
-    assert counts == {"Creative": 2, "DocumentClassification": 1, "Tabular": 1}
+    assert counts == {"Creative": 2, "DocumentClassification": 2, "Tabular": 1}
     production, benchmark = definitions(found["Creative"])
     # Production runs without the compiler, on every GPU; the benchmark puts it on trial.
     (train,) = production["Steps"]
@@ -39,8 +39,32 @@ def test_three_team_stacks_and_the_creative_team_benchmarks_before_it_ships(refe
         "RecordDecision", "ShipDecision"]
 
 
+def test_document_classification_puts_a_trainium_arm_on_trial_beside_its_gpu_job(
+        reference_assembly):
+    _, benchmark = definitions(templates(reference_assembly)["DocumentClassification"])
+    steps = {step["Name"]: step for step in benchmark["Steps"]}
+    assert list(steps) == ["TrainBaseline", "TrainCompiler", "PrecompileTrainium",
+                           "TrainTrainium", "Compare", "RecordDecision", "ShipDecision"]
+    gpu = steps["TrainCompiler"]["Arguments"]
+    trainium = steps["TrainTrainium"]["Arguments"]
+    assert (gpu["ResourceConfig"]["InstanceType"], gpu["ResourceConfig"]["InstanceCount"]) == (
+        "ml.g5.48xlarge", 8)
+    assert (trainium["ResourceConfig"]["InstanceType"],
+            trainium["ResourceConfig"]["InstanceCount"]) == ("ml.trn1.32xlarge", 2)
+    assert trainium["AlgorithmSpecification"]["TrainingImage"].endswith(
+        "/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04")
+    assert steps["PrecompileTrainium"]["Arguments"]["Environment"][
+        "RUN_NEURON_PARALLEL_COMPILE"] == "1"
+    # The comparison prices both fleets: the Trainium arm is judged by cost per epoch.
+    arguments = steps["Compare"]["Arguments"]["AppSpecification"]["ContainerArguments"]
+    assert "trainium=ml.trn1.32xlarge:2:24.725" in arguments
+    assert "baseline=ml.g5.48xlarge:8:20.36" in arguments
+    validate_envelope(benchmark)
+    validate_job_arguments(benchmark)
+
+
 def test_document_classification_uses_training_compiler_with_pytorchxla(reference_assembly):
-    (definition,) = definitions(templates(reference_assembly)["DocumentClassification"])
+    definition, _ = definitions(templates(reference_assembly)["DocumentClassification"])
     args = definition["Steps"][0]["Arguments"]
     # The team's runtime image, built in the cloud on the Training Compiler DLC.
     assert args["AlgorithmSpecification"]["TrainingImage"].endswith(":0123456789abcdef0123")
@@ -220,7 +244,15 @@ def test_two_synths_are_byte_identical(tmp_path):
         ("Creative", "benchmark", {"speedup_threshold": "20%"},
          r"Creative.benchmark.speedup_threshold: must be a number, got '20%'"),
         ("Creative", "benchmark", {"threshold": 0.2},
-         r"Creative.benchmark.threshold: is not a known key; allowed: compiler, large_batch_size, quality_metric, speedup_threshold, quality_tolerance, baseline_distribution, comparison_instance_type, decision_parameter_name, spot$"),
+         r"Creative.benchmark.threshold: is not a known key; allowed: compiler, large_batch_size, prices, quality_metric, speedup_threshold, quality_tolerance, baseline_distribution, comparison_instance_type, decision_parameter_name, spot, arms$"),
+        ("DocumentClassification", "benchmark", {"arms": [{"name": "trainium",
+                                                           "compiler": "neuron-xla"}]},
+         r"DocumentClassification.benchmark.arms\[0\].instance_type: is required$"),
+        ("DocumentClassification", "benchmark", {"arms": [
+            {"name": "trainium", "compiler": "torch-compile", "instance_type": "ml.trn1.32xlarge",
+             "precompile": True}]},
+         r"DocumentClassification: benchmark.arms\[0\].precompile is for compiler 'neuron-xla', "
+         r"got 'torch-compile'$"),
         ("DocumentClassification", "framework_version", "2.1.0",
          r"DocumentClassification: .*Training Compiler does not support PyTorch 2.1.0.*PyTorch 1.13.1.*Compiler.torch_compile"),
         ("Tabular", "instance_count", "two", r"Tabular.instance_count: must be a int, got 'two'"),

@@ -13,6 +13,7 @@ _EXPORTS = {
     "Compiler": "spec.compiler",
     "CompilerKind": "catalog.compilers",
     "Framework": "spec.framework",
+    "BenchmarkArm": "spec.job",
     "Distribution": "spec.job",
     "InputChannel": "spec.job",
     "Parameter": "spec.job",
@@ -34,6 +35,7 @@ _EXPORTS = {
     "CompiledTrainingChecks": "nag.rule_pack",
 }
 __all__ = [
+    "BenchmarkArm",
     "BuildMode",
     "CompiledTrainingChecks",
     "Compiler",
@@ -77,7 +79,13 @@ if TYPE_CHECKING:
     from compiled_training.schedules.retraining_schedule import RetrainingSchedule
     from compiled_training.spec.compiler import Compiler
     from compiled_training.spec.framework import Framework
-    from compiled_training.spec.job import Distribution, InputChannel, Parameter, ParameterType
+    from compiled_training.spec.job import (
+        BenchmarkArm,
+        Distribution,
+        InputChannel,
+        Parameter,
+        ParameterType,
+    )
 
 
 def __getattr__(name: str) -> Any:

@@ -31,9 +31,9 @@ from compiled_training.pipelines.registration import ModelRegistration
 from compiled_training.pipelines.training_image import TrainingImage
 from compiled_training.pipelines.training_pipeline import TrainingPipeline
 from compiled_training.schedules.retraining_schedule import RetrainingSchedule
-from compiled_training.spec.compiler import Compiler
+from compiled_training.spec.compiler import Compiler, CompilerKind
 from compiled_training.spec.framework import Framework
-from compiled_training.spec.job import InputChannel, Parameter
+from compiled_training.spec.job import BenchmarkArm, InputChannel, Parameter
 from compiled_training.spec.typecheck import prop_names, required_keys
 from compiled_training.wiring.acknowledgements import acknowledge
 from compiled_training_runtime import contract
@@ -108,7 +108,19 @@ _BENCHMARK_KEYS: dict[str, JsonType] = {
     "compiler": str,
     **_keys(CompilerBenchmarkProps, set(prop_names(TrainingJobOptions))),
     "spot": bool,
+    "arms": list,  # BenchmarkArm entries, below
 }
+# A ``benchmark.arms`` entry: a `BenchmarkArm`, its compiler by name, its framework the team's
+# on another PyTorch version (a Neuron image's), ``precompile`` for ``neuron-xla``.
+_ARM_KEYS: dict[str, JsonType] = {
+    "name": str,
+    "compiler": str,
+    "instance_type": str,
+    "instance_count": int,
+    "framework_version": str,
+    "precompile": bool,
+}
+_ARM_REQUIRED = ("name", "compiler", "instance_type")
 _BENCHMARK_ENUMS = {k: e for k, e in _enums(CompilerBenchmarkProps).items()
                     if k in _BENCHMARK_KEYS}
 # The pipeline's props a benchmark does not take from it: it names, describes and distributes
@@ -164,6 +176,14 @@ def pipeline_props(team: str, config: Mapping[str, Any], *, base_dir: Path) -> d
             raise fail("schedule.expression", "is required")
         _check_entry(fail, "schedule.", schedule, _SCHEDULE_KEYS)
     _check_entry(fail, "benchmark.", config.get("benchmark", {}), _BENCHMARK_KEYS)
+    for index, arm in enumerate(config.get("benchmark", {}).get("arms", [])):
+        where = f"benchmark.arms[{index}]"
+        if not isinstance(arm, Mapping):
+            raise fail(where, f"must be an object, got {arm!r}")
+        _check_entry(fail, f"{where}.", arm, _ARM_KEYS)
+        for key in _ARM_REQUIRED:
+            if key not in arm:
+                raise fail(f"{where}.{key}", "is required")
     for warning, reason in config.get("acknowledge_warnings", {}).items():
         if not warning.startswith("compiled-training:") or not isinstance(reason, str) \
                 or not reason.strip():
@@ -252,9 +272,28 @@ def benchmark_props(benchmark: Mapping[str, Any], pipeline: Mapping[str, Any],
     props["compiler"] = _compiler("benchmark.compiler",
                                   benchmark.get("compiler", "training-compiler"),
                                   torch_compile_mode)
-    props.update({key: value for key, value in benchmark.items() if key != "compiler"})
+    props.update({key: value for key, value in benchmark.items()
+                  if key not in ("compiler", "arms")})
     props.update(_enum_values(benchmark, _BENCHMARK_ENUMS, "benchmark."))
+    if "arms" in benchmark:
+        props["arms"] = [_arm(f"benchmark.arms[{index}]", arm, pipeline["framework"],
+                              torch_compile_mode)
+                         for index, arm in enumerate(benchmark["arms"])]
     return props
+
+
+def _arm(where: str, arm: Mapping[str, Any], framework: Framework,
+         torch_compile_mode: str) -> BenchmarkArm:
+    compiler = _compiler(f"{where}.compiler", arm["compiler"], torch_compile_mode)
+    if arm.get("precompile"):
+        if compiler.kind is not CompilerKind.NEURON_XLA:
+            raise ValueError(f"{where}.precompile is for compiler "
+                             f"{contract.COMPILER_NEURON_XLA!r}, got {arm['compiler']!r}")
+        compiler = Compiler.neuron_xla(precompile=True)
+    version = arm.get("framework_version")
+    return BenchmarkArm(arm["name"], compiler, arm["instance_type"],
+                        arm.get("instance_count", 1),
+                        Framework.pytorch(version) if version else framework)
 
 
 def _enum_values(config: Mapping[str, Any], enums: Mapping[str, type[Enum]],

@@ -10,10 +10,15 @@ measured (training and billable seconds) arrive as arguments, read from the trai
 steps' properties. It writes ``comparison.json`` (the pipeline's condition reads it) and
 ``comparison.md`` (for people).
 
-The decision: an arm ships when it is at least ``speedup_threshold`` faster in wall-clock
-training time than the baseline and loses at most ``quality_tolerance`` of the quality
-metric. Of the arms that ship, the fastest is chosen; when none does, the reason names the
-closest one and what it missed.
+Each arm's fleet (instance type, count, USD per instance-hour) arrives as ``--fleet``, so
+time and cost are reported per epoch. The gain an arm is judged by: on the baseline's fleet,
+its wall-clock speedup (epochs per hour); on another fleet (a Trainium arm beside a GPU job),
+its cost gain (epochs per dollar, from SageMaker's billable seconds), since time on different
+hardware at different prices says nothing about the bill.
+
+The decision: an arm ships when its gain is at least ``speedup_threshold`` and it loses at
+most ``quality_tolerance`` of the quality metric. Of the arms that ship, the one with the
+largest gain is chosen; when none does, the reason names the closest one and what it missed.
 """
 
 from __future__ import annotations
@@ -30,7 +35,11 @@ from typing import Any
 
 from . import contract
 
-_ARM_ARGUMENT = re.compile(r"^(?P<name>[a-z][a-z-]*)=(?P<training>[0-9.]+):(?P<billable>[0-9.]+)$")
+_ARM_ARGUMENT = re.compile(r"^(?P<name>[a-z][a-z0-9-]*)=(?P<training>[0-9.]+):(?P<billable>[0-9.]+)$")
+_FLEET_ARGUMENT = re.compile(r"^(?P<name>[a-z][a-z0-9-]*)=(?P<instance_type>ml\.[a-z0-9.-]+)"
+                             r":(?P<count>[1-9][0-9]*):(?P<price>[0-9.]+|unknown)$")
+BASIS_WALL_CLOCK = "wall-clock"
+BASIS_COST = "cost"
 
 
 class ComparisonError(Exception):
@@ -55,6 +64,15 @@ class Thresholds:
 
 
 @dataclass(frozen=True)
+class Fleet:
+    """The instances an arm trains on, and their price (None: not known)."""
+
+    instance_type: str
+    instance_count: int
+    usd_per_instance_hour: float | None = None
+
+
+@dataclass(frozen=True)
 class ArmRun:
     """One arm: what its run reported and what SageMaker measured."""
 
@@ -67,6 +85,23 @@ class ArmRun:
     quality: float
     training_seconds: float
     billable_seconds: float
+    epochs: float = 1.0
+    """Epochs trained (fractional under ``max_steps``)."""
+    fleet: Fleet | None = None
+    """What the arm ran on; None where the comparison was not told (then it shares the
+    baseline's)."""
+
+    @property
+    def seconds_per_epoch(self) -> float:
+        return self.training_seconds / self.epochs
+
+    @property
+    def cost_per_epoch(self) -> float | None:
+        """USD: SageMaker bills each instance for the billable seconds."""
+        if self.fleet is None or self.fleet.usd_per_instance_hour is None:
+            return None
+        return (self.billable_seconds * self.fleet.instance_count
+                * self.fleet.usd_per_instance_hour / 3600 / self.epochs)
 
 
 def read_summary(folder: Path) -> dict[str, Any]:
@@ -92,7 +127,7 @@ def read_summary(folder: Path) -> dict[str, Any]:
 
 
 def arm_run(name: str, summary: dict[str, Any], *, training_seconds: float,
-            billable_seconds: float, quality_metric: str) -> ArmRun:
+            billable_seconds: float, quality_metric: str, fleet: Fleet | None = None) -> ArmRun:
     missing = [key for key in (contract.SUMMARY_COMPILER, contract.SUMMARY_GLOBAL_BATCH_SIZE,
                                contract.SUMMARY_LEARNING_RATE, "samples_per_second",
                                quality_metric) if key not in summary]
@@ -102,13 +137,17 @@ def arm_run(name: str, summary: dict[str, Any], *, training_seconds: float,
     if training_seconds <= 0:
         raise ComparisonError(f"arm {name!r}: training time must be positive, got "
                               f"{training_seconds}")
+    epochs = float(summary.get(contract.SUMMARY_EPOCHS, 1.0))
+    if epochs <= 0:
+        raise ComparisonError(f"arm {name!r}: the run summary's {contract.SUMMARY_EPOCHS} must "
+                              f"be positive, got {epochs}")
     return ArmRun(name=name, compiler=str(summary[contract.SUMMARY_COMPILER]),
                   global_batch_size=int(summary[contract.SUMMARY_GLOBAL_BATCH_SIZE]),
                   learning_rate=float(summary[contract.SUMMARY_LEARNING_RATE]),
                   samples_per_second=float(summary["samples_per_second"]),
                   quality=float(summary[quality_metric]),
                   training_seconds=float(training_seconds),
-                  billable_seconds=float(billable_seconds))
+                  billable_seconds=float(billable_seconds), epochs=epochs, fleet=fleet)
 
 
 def compare(runs: Sequence[ArmRun], thresholds: Thresholds) -> dict[str, Any]:
@@ -122,9 +161,25 @@ def compare(runs: Sequence[ArmRun], thresholds: Thresholds) -> dict[str, Any]:
     arms = []
     for run in runs:
         change = (run.quality - baseline.quality) * scale
+        speedup = baseline.seconds_per_epoch / run.seconds_per_epoch - 1.0
+        cost, baseline_cost = run.cost_per_epoch, baseline.cost_per_epoch
+        cost_gain = baseline_cost / cost - 1.0 if cost and baseline_cost else None
+        basis = BASIS_WALL_CLOCK if _same_fleet(run, baseline) else BASIS_COST
+        if basis == BASIS_COST and cost_gain is None:
+            raise ComparisonError(
+                f"arm {run.name!r} runs on {_fleet_text(run)} and the baseline on "
+                f"{_fleet_text(baseline)}: comparing them needs both prices (--fleet "
+                f"NAME=INSTANCE_TYPE:COUNT:USD_PER_INSTANCE_HOUR)")
         arms.append({
-            **asdict(run),
-            "speedup": baseline.training_seconds / run.training_seconds - 1.0,
+            **{key: value for key, value in asdict(run).items() if key != "fleet"},
+            "instance_type": run.fleet.instance_type if run.fleet else "",
+            "instance_count": run.fleet.instance_count if run.fleet else 0,
+            "seconds_per_epoch": run.seconds_per_epoch,
+            "cost_per_epoch": cost,
+            "speedup": speedup,
+            "cost_gain": cost_gain,
+            "gain": speedup if basis == BASIS_WALL_CLOCK else cost_gain,
+            "basis": basis,
             "throughput_gain": run.samples_per_second / baseline.samples_per_second - 1.0,
             "billable_change": run.billable_seconds / baseline.billable_seconds - 1.0
             if baseline.billable_seconds else 0.0,
@@ -141,23 +196,41 @@ def compare(runs: Sequence[ArmRun], thresholds: Thresholds) -> dict[str, Any]:
     }
 
 
+def _same_fleet(run: ArmRun, baseline: ArmRun) -> bool:
+    """Whether time alone compares them: unknown fleets are the baseline's."""
+    if run.fleet is None or baseline.fleet is None:
+        return True
+    return ((run.fleet.instance_type, run.fleet.instance_count)
+            == (baseline.fleet.instance_type, baseline.fleet.instance_count))
+
+
+def _fleet_text(run: ArmRun) -> str:
+    return (f"{run.fleet.instance_count} x {run.fleet.instance_type}" if run.fleet
+            else "an unnamed fleet")
+
+
 def _decide(candidates: list[dict[str, Any]], thresholds: Thresholds,
             unit: str) -> dict[str, Any]:
     def fast(arm: dict[str, Any]) -> bool:
-        return bool(arm["speedup"] >= thresholds.speedup)
+        return bool(arm["gain"] >= thresholds.speedup)
 
     def keeps_quality(arm: dict[str, Any]) -> bool:
         return bool(arm["quality_drop"] <= thresholds.quality_tolerance)
 
     shipping = [arm for arm in candidates if fast(arm) and keeps_quality(arm)]
     pool = shipping or [arm for arm in candidates if keeps_quality(arm)] or candidates
-    chosen = max(pool, key=lambda arm: arm["speedup"])
+    chosen = max(pool, key=lambda arm: arm["gain"])
     ship = bool(shipping)
     units = f" {unit}" if unit else ""
-    speedup, drop = chosen["speedup"], chosen["quality_drop"]
-    pace = f"{speedup:.1%} faster" if speedup >= 0 else f"{-speedup:.1%} slower"
+    gain, drop = chosen["gain"], chosen["quality_drop"]
+    if chosen["basis"] == BASIS_WALL_CLOCK:
+        pace = f"is {gain:.1%} faster" if gain >= 0 else f"is {-gain:.1%} slower"
+    else:
+        more = f"{gain:.1%} more" if gain >= 0 else f"{-gain:.1%} fewer"
+        pace = (f"on {chosen['instance_count']} x {chosen['instance_type']} trains {more} "
+                f"epochs per dollar (${chosen['cost_per_epoch']:,.2f} an epoch)")
     quality = f"loses {drop:.3g}" if drop > 0 else f"gains {-drop:.3g}" if drop < 0 else "loses 0"
-    facts = (f"{chosen['name']} is {pace} than the baseline (threshold "
+    facts = (f"{chosen['name']} {pace} than the baseline (threshold "
              f"{thresholds.speedup:.0%}) and {quality}{units} of {thresholds.quality_metric} "
              f"(tolerance {thresholds.quality_tolerance:g}{units})")
     if ship:
@@ -173,6 +246,10 @@ def _decide(candidates: list[dict[str, Any]], thresholds: Thresholds,
         "verdict": contract.VERDICT_SHIP if ship else contract.VERDICT_HOLD,
         "arm": chosen["name"],
         "speedup": chosen["speedup"],
+        "gain": gain,
+        "basis": chosen["basis"],
+        "instance_type": chosen["instance_type"],
+        "instance_count": chosen["instance_count"],
         "quality_drop": chosen["quality_drop"],
         "global_batch_size": chosen["global_batch_size"],
         "learning_rate": chosen["learning_rate"],
@@ -187,20 +264,27 @@ def to_markdown(comparison: dict[str, Any]) -> str:
         "",
         f"**{comparison['decision']['reason']}**",
         "",
-        f"| arm | compiler | global batch | learning rate | samples/s | training s | "
-        f"billable s | {metric} | speedup | quality lost ({unit or 'units'}) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| arm | instances | compiler | global batch | learning rate | samples/s | "
+        f"training s | billable s | s/epoch | USD/epoch | {metric} | speedup | cost gain | "
+        f"quality lost ({unit or 'units'}) |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for arm in comparison["arms"]:
+        fleet = (f"{arm['instance_count']} x {arm['instance_type']}" if arm["instance_type"]
+                 else "-")
+        cost = "-" if arm["cost_per_epoch"] is None else f"{arm['cost_per_epoch']:,.2f}"
+        cost_gain = "-" if arm["cost_gain"] is None else _signed(arm["cost_gain"], ".1%")
         lines.append(
-            f"| {arm['name']} | {arm['compiler']} | {arm['global_batch_size']} | "
+            f"| {arm['name']} | {fleet} | {arm['compiler']} | {arm['global_batch_size']} | "
             f"{arm['learning_rate']:.3g} | {arm['samples_per_second']:.1f} | "
             f"{arm['training_seconds']:.1f} | {arm['billable_seconds']:.1f} | "
-            f"{arm['quality']:.4f} | {_signed(arm['speedup'], '.1%')} | "
+            f"{arm['seconds_per_epoch']:.1f} | {cost} | "
+            f"{arm['quality']:.4f} | {_signed(arm['speedup'], '.1%')} | {cost_gain} | "
             f"{_signed(arm['quality_drop'], '.3f')} |")
     thresholds = comparison["thresholds"]
-    lines += ["", f"Ships at a wall-clock speedup of at least {thresholds['speedup']:.0%} with "
-                  f"at most {thresholds['quality_tolerance']:g} {unit} of {metric} lost.", ""]
+    lines += ["", f"Ships at a gain of at least {thresholds['speedup']:.0%} (wall-clock on the "
+                  f"baseline's instances, epochs per dollar on others) with at most "
+                  f"{thresholds['quality_tolerance']:g} {unit} of {metric} lost.", ""]
     return "\n".join(lines)
 
 
@@ -212,6 +296,15 @@ def _signed(value: float, spec: str) -> str:
     return ("+" if value > 0 else "-") + shown
 
 
+def _fleet(value: str) -> tuple[str, Fleet]:
+    match = _FLEET_ARGUMENT.match(value)
+    if not match:
+        raise ComparisonError(f"--fleet must be NAME=INSTANCE_TYPE:COUNT:USD_PER_INSTANCE_HOUR "
+                              f"(USD may be 'unknown'), got {value!r}")
+    price = None if match["price"] == "unknown" else float(match["price"])
+    return match["name"], Fleet(match["instance_type"], int(match["count"]), price)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="compare", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--input-dir", type=Path, required=True,
@@ -219,6 +312,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output-dir", type=Path, required=True)
     parser.add_argument("--arm", action="append", required=True,
                         help="NAME=TRAINING_SECONDS:BILLABLE_SECONDS, once per arm")
+    parser.add_argument("--fleet", action="append", default=[],
+                        help="NAME=INSTANCE_TYPE:COUNT:USD_PER_INSTANCE_HOUR (or unknown), "
+                             "once per arm")
     parser.add_argument("--quality-metric", default=contract.DEFAULT_QUALITY_METRIC)
     parser.add_argument("--speedup-threshold", type=float,
                         default=contract.DEFAULT_SPEEDUP_THRESHOLD)
@@ -228,6 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         thresholds = Thresholds(args.speedup_threshold, args.quality_tolerance,
                                 args.quality_metric)
+        fleets = dict(_fleet(value) for value in args.fleet)
         runs = []
         for value in args.arm:
             match = _ARM_ARGUMENT.match(value)
@@ -238,7 +335,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs.append(arm_run(name, read_summary(args.input_dir / name),
                                 training_seconds=float(match["training"]),
                                 billable_seconds=float(match["billable"]),
-                                quality_metric=thresholds.quality_metric))
+                                quality_metric=thresholds.quality_metric,
+                                fleet=fleets.get(name)))
         comparison = compare(runs, thresholds)
     except (ComparisonError, ValueError) as error:
         print(f"compare: {error}", file=sys.stderr)

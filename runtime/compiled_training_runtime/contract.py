@@ -137,12 +137,16 @@ SUMMARY_COMPILER = "compiler"
 SUMMARY_GLOBAL_BATCH_SIZE = "global_batch_size"
 SUMMARY_LEARNING_RATE = "learning_rate"
 """The learning rate trained with, scaled to the batch."""
+SUMMARY_EPOCHS = "epochs"
+"""Epochs trained: steps over steps per epoch (fractional under max_steps)."""
 COMPARISON_JSON = "comparison.json"
 COMPARISON_MARKDOWN = "comparison.md"
 # The comparison's decision (``comparison.json``, key ``decision``): the pipeline's condition
-# reads speedup and quality_drop, its Lambda step records every field.
-DECISION_FIELDS = ("verdict", "arm", "speedup", "quality_drop", "global_batch_size",
-                   "learning_rate", "reason")
+# reads gain and quality_drop, its Lambda step records every field. ``gain`` is the wall-clock
+# speedup on the baseline's instances, the gain in epochs per dollar on others (``basis``).
+DECISION_FIELDS = ("verdict", "arm", "speedup", "gain", "basis", "instance_type",
+                   "instance_count", "quality_drop", "global_batch_size", "learning_rate",
+                   "reason")
 VERDICT_SHIP = "ship"
 VERDICT_HOLD = "hold"
 

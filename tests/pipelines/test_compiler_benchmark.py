@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -11,6 +12,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
 
 from compiled_training import (
+    BenchmarkArm,
     CompiledTrainingChecks,
     Compiler,
     CompilerBenchmark,
@@ -175,7 +177,7 @@ def test_verdict_is_recorded_then_a_hold_fails_the_execution_with_the_reason(sou
     assert decision["DependsOn"] == ["RecordDecision"]
     conditions = decision["Arguments"]["Conditions"]
     assert [(c["Type"], c["LeftValue"]["Std:JsonGet"]["Path"], c["RightValue"]) for c in conditions
-            ] == [("GreaterThanOrEqualTo", "decision.speedup", {"Get": "Parameters.SpeedupThreshold"}),
+            ] == [("GreaterThanOrEqualTo", "decision.gain", {"Get": "Parameters.SpeedupThreshold"}),
                   ("LessThanOrEqualTo", "decision.quality_drop",
                    {"Get": "Parameters.QualityTolerance"})]
     assert decision["Arguments"]["IfSteps"] == []
@@ -340,7 +342,8 @@ def test_decision_function_writes_only_its_parameter(monkeypatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setenv("DECISION_PARAMETER", "/compiled-training/p/decision")
     monkeypatch.setenv("THRESHOLD_RANGES", DEPLOYED_RANGES)
-    event = {"verdict": "ship", "arm": "compiler-large-batch", "speedup": 0.54,
+    event = {"verdict": "ship", "arm": "compiler-large-batch", "speedup": 0.54, "gain": 0.54,
+             "basis": "wall-clock", "instance_type": "ml.g5.12xlarge", "instance_count": 2,
              "quality_drop": 0.05, "global_batch_size": 48, "learning_rate": 7.5e-05,
              "reason": "ship: ...", "speedup_threshold": 0.2, "quality_tolerance": 0.1,
              "comparison": "s3://b/p/comparison/x",
@@ -362,7 +365,9 @@ def test_decision_function_writes_only_its_parameter(monkeypatch):
 
 
 DEPLOYED_RANGES = '{"quality_tolerance": [0.0, 0.1], "speedup_threshold": [0.2, 10.0]}'
-RECORDED = {"verdict": "ship", "arm": "compiler", "speedup": 0.05, "quality_drop": 0.0,
+RECORDED = {"verdict": "ship", "arm": "compiler", "speedup": 0.05, "gain": 0.05,
+            "basis": "wall-clock", "instance_type": "ml.g5.12xlarge", "instance_count": 2,
+            "quality_drop": 0.0,
             "global_batch_size": 32, "learning_rate": 5e-05, "reason": "ship: ...",
             "speedup_threshold": 0.2, "quality_tolerance": 0.1,
             "comparison": "s3://b/p/comparison/x",
@@ -493,3 +498,84 @@ def test_advice_shared_by_arms_is_one_warning_naming_them(source_dir):
     assert len(found) == 1
     assert found[0].entry.data.startswith(
         "compiler, compiler-large-batch arms: ml.g5.12xlarge has no EFA")
+
+
+# --- arms on instances of their own (a Trainium arm beside the GPU job) ----------------------
+
+TRAINIUM_ARM = BenchmarkArm("trainium", Compiler.neuron_xla(precompile=True),
+                            "ml.trn1.32xlarge", 2, Framework.pytorch("2.9.0"))
+
+
+def test_a_trainium_arm_trains_beside_the_gpu_arms_and_is_priced_for_the_comparison(source_dir):
+    source_dir.mkdir(parents=True, exist_ok=True)
+    (source_dir / "train.py").write_text(SAMPLE_ENTRY_POINT)
+    stack = new_stack()
+    benchmark = _benchmark(stack, source_dir, arms=[TRAINIUM_ARM])
+    (definition,) = definitions(Template.from_stack(stack).to_json())
+    validate_envelope(definition)
+    validate_job_arguments(definition)
+    steps = _steps(definition)
+    assert list(steps) == ["TrainBaseline", "TrainCompiler", "PrecompileTrainium",
+                           "TrainTrainium", "Compare", "RecordDecision", "ShipDecision"]
+    # Its own instances, its own framework's Neuron image, torchrun, the compile cache; the
+    # GPU arms keep theirs. It waits for its own pre-compilation only.
+    arm = steps["TrainTrainium"]["Arguments"]
+    assert arm["ResourceConfig"]["InstanceType"] == "ml.trn1.32xlarge"
+    assert arm["ResourceConfig"]["InstanceCount"] == 2
+    assert "/pytorch-training-neuronx:2.9.0-neuronx-" in arm["AlgorithmSpecification"][
+        "TrainingImage"]
+    assert arm["HyperParameters"]["sagemaker_torch_distributed_enabled"] == "true"
+    assert arm["Environment"]["NEURON_COMPILE_CACHE_URL"].endswith("/neuron-compile-cache/")
+    assert steps["TrainTrainium"]["DependsOn"] == ["PrecompileTrainium"]
+    assert steps["TrainBaseline"]["Arguments"]["ResourceConfig"]["InstanceType"] == (
+        "ml.g5.12xlarge")
+    assert "DependsOn" not in steps["TrainBaseline"]
+    # The comparison gets each arm's fleet and price, from the recorded on-demand list.
+    arguments = steps["Compare"]["Arguments"]["AppSpecification"]["ContainerArguments"]
+    fleets = [arguments[i + 1] for i, a in enumerate(arguments) if a == "--fleet"]
+    assert fleets == ["baseline=ml.g5.12xlarge:2:7.09", "compiler=ml.g5.12xlarge:2:7.09",
+                      "trainium=ml.trn1.32xlarge:2:24.725"]
+    assert benchmark.summary()["instances"] == (
+        "2 x ml.g5.12xlarge per arm; trainium: 2 x ml.trn1.32xlarge")
+    assert benchmark.summary()["benchmark"]["fleets"]["trainium"] == {
+        "instanceType": "ml.trn1.32xlarge", "instanceCount": 2, "compiler": "neuron-xla",
+        "usdPerInstanceHour": 24.725}
+
+
+def test_an_arm_on_an_unpriced_instance_needs_a_price(source_dir):
+    h200 = BenchmarkArm("h200", Compiler.torch_compile(), "ml.p5e.48xlarge", 1,
+                        Framework.pytorch("2.9.0"))
+    with pytest.raises(ValueError, match=re.escape(
+            "arms on other instances than the baseline's are compared by cost per epoch, and "
+            "ml.p5e.48xlarge has no recorded price (Amazon SageMaker AI pricing page, "
+            "on-demand training, us-east-1, 2026-11); give prices={'ml.p5e.48xlarge': USD per "
+            "instance-hour}")):
+        benchmark_definition(source_dir, arms=[h200])
+    definition = benchmark_definition(source_dir, arms=[h200],
+                                      prices={"ml.p5e.48xlarge": 40.0, "ml.g5.12xlarge": 6.5})
+    arguments = _steps(definition)["Compare"]["Arguments"]["AppSpecification"][
+        "ContainerArguments"]
+    assert "h200=ml.p5e.48xlarge:1:40.0" in arguments
+    assert "baseline=ml.g5.12xlarge:2:6.5" in arguments  # a given price comes first
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("Trainium", "arms: name must be 1 to 41 lower-case letters, digits and hyphens, starting "
+                 "with a letter, got 'Trainium'"),
+    ("compiler", "arms: name 'compiler' is taken (the benchmark's own arms and each other's: "
+                 "baseline, compiler, compiler-large-batch)"),
+])
+def test_fails_on_an_arm_name_that_the_comparison_cannot_tell_apart(source_dir, name, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        benchmark_definition(source_dir, arms=[
+            BenchmarkArm(name, Compiler.torch_compile(), "ml.g5.48xlarge", 1,
+                         Framework.pytorch("2.9.0"))])
+
+
+def test_an_arm_breaking_a_trainium_rule_is_refused_naming_the_arm(source_dir):
+    # Training Compiler on Trainium: the validation of every job, with the arm named.
+    with pytest.raises(ValueError, match=r"(?s)\(trainium arm\) has 2 problems.*AWS Trainium, "
+                                         r"which compiles with the Neuron SDK: use "
+                                         r"Compiler\.neuron_xla\(\)"):
+        benchmark_definition(source_dir, arms=[BenchmarkArm(
+            "trainium", Compiler.training_compiler(), "ml.trn1.32xlarge", 1)])

@@ -21,7 +21,15 @@ from pathlib import Path
 import pytest
 
 from compiled_training_runtime import contract
-from compiled_training_runtime.compare import ArmRun, Thresholds, compare, main, to_markdown
+from compiled_training_runtime.compare import (
+    ArmRun,
+    ComparisonError,
+    Fleet,
+    Thresholds,
+    compare,
+    main,
+    to_markdown,
+)
 from compiled_training_runtime.local import pack_output
 from tests.helpers import TINY_BERT, condition_outcome
 from tests.pipelines.test_compiler_benchmark import benchmark_definition
@@ -178,6 +186,13 @@ def test_fails_on_a_malformed_arm_argument(capsys, tmp_path):
         capsys.readouterr().err)
 
 
+def test_fails_on_a_malformed_fleet_argument(capsys, tmp_path):
+    assert main(["--input-dir", str(tmp_path), "--output-dir", str(tmp_path / "out"),
+                 "--arm", "baseline=10:10", "--fleet", "baseline=ml.g5.12xlarge:0:7.09"]) == 2
+    assert ("--fleet must be NAME=INSTANCE_TYPE:COUNT:USD_PER_INSTANCE_HOUR (USD may be "
+            "'unknown'), got 'baseline=ml.g5.12xlarge:0:7.09'") in capsys.readouterr().err
+
+
 def test_fails_when_the_runs_had_no_validation_channel(tmp_path, capsys):
     for name in ("baseline", "compiler"):
         (tmp_path / name).mkdir()
@@ -192,11 +207,70 @@ def test_fails_when_the_runs_had_no_validation_channel(tmp_path, capsys):
 
 # --- the decision alone, on both sides of each threshold ----------------------------------
 
-def _run(name: str, seconds: float, accuracy: float, batch: int = 32) -> ArmRun:
+def _run(name: str, seconds: float, accuracy: float, batch: int = 32, *, epochs: float = 1.0,
+         fleet: Fleet | None = None) -> ArmRun:
     return ArmRun(name=name, compiler="none" if name == "baseline" else "training-compiler",
                   global_batch_size=batch, learning_rate=5e-5 * batch / 32,
                   samples_per_second=1000.0 / seconds, quality=accuracy,
-                  training_seconds=seconds, billable_seconds=seconds)
+                  training_seconds=seconds, billable_seconds=seconds, epochs=epochs,
+                  fleet=fleet)
+
+
+# --- arms on other instances: judged by cost per epoch --------------------------------------
+
+# Prices as a CompilerBenchmark passes them (USD per instance-hour); round numbers so that
+# the arithmetic below is exact: the baseline's epoch costs 2 x 3600 s x $9 / 3600 = $18.
+GPU = Fleet("ml.g5.12xlarge", 2, 9.0)
+
+
+def test_a_slower_arm_on_cheaper_instances_ships_on_cost_per_epoch():
+    trainium = _run("trainium", 4800, 0.9, fleet=Fleet("ml.trn1.32xlarge", 1, 10.0))
+    comparison = compare([_run("baseline", 3600, 0.9, fleet=GPU), trainium], Thresholds())
+    arm = comparison["arms"][1]
+    # 4800 s x 1 x $10 / 3600 = $13.33 an epoch against $18: 35 % more epochs per dollar,
+    # although it is 25 % slower in wall-clock time.
+    assert arm["cost_per_epoch"] == pytest.approx(13.3333, rel=1e-4)
+    assert arm["speedup"] == pytest.approx(-0.25)
+    assert arm["gain"] == arm["cost_gain"] == pytest.approx(0.35)
+    decision = comparison["decision"]
+    assert (decision["verdict"], decision["arm"], decision["basis"]) == ("ship", "trainium",
+                                                                         "cost")
+    assert (decision["instance_type"], decision["instance_count"]) == ("ml.trn1.32xlarge", 1)
+    assert decision["reason"] == (
+        "ship: trainium on 1 x ml.trn1.32xlarge trains 35.0% more epochs per dollar ($13.33 an "
+        "epoch) than the baseline (threshold 20%) and loses 0 points of validation_accuracy "
+        "(tolerance 0.1 points)")
+    table = to_markdown(comparison)
+    assert "| trainium | 1 x ml.trn1.32xlarge | training-compiler |" in table
+    assert "| 4800.0 | 13.33 | 0.9000 | -25.0% | +35.0% |" in table
+
+
+def test_a_faster_arm_on_dearer_instances_holds_on_cost_per_epoch():
+    dear = _run("trainium", 1800, 0.9, fleet=Fleet("ml.trn1.32xlarge", 4, 10.0))
+    decision = compare([_run("baseline", 3600, 0.9, fleet=GPU), dear], Thresholds())["decision"]
+    # Twice as fast, but 1800 s x 4 x $10 / 3600 = $20 an epoch against $18.
+    assert decision["speedup"] == pytest.approx(1.0)
+    assert decision["gain"] == pytest.approx(-0.1)
+    assert decision["verdict"] == "hold"
+    assert decision["reason"].startswith(
+        "hold (too slow): trainium on 4 x ml.trn1.32xlarge trains 10.0% fewer epochs per dollar "
+        "($20.00 an epoch)")
+
+
+def test_an_arm_on_the_baselines_instances_is_judged_by_time_per_epoch():
+    # Two epochs in 1.5 times the baseline's one: 0.75 of its time an epoch, 33 % faster.
+    arm = _run("compiler", 5400, 0.9, epochs=2.0, fleet=GPU)
+    decision = compare([_run("baseline", 3600, 0.9, fleet=GPU), arm], Thresholds())["decision"]
+    assert (decision["basis"], decision["verdict"]) == ("wall-clock", "ship")
+    assert decision["gain"] == decision["speedup"] == pytest.approx(1 / 3)
+
+
+def test_an_arm_on_other_instances_without_a_price_is_refused():
+    unpriced = _run("trainium", 1800, 0.9, fleet=Fleet("ml.trn2.48xlarge", 1, None))
+    with pytest.raises(ComparisonError, match=re.escape(
+            "arm 'trainium' runs on 1 x ml.trn2.48xlarge and the baseline on 2 x "
+            "ml.g5.12xlarge: comparing them needs both prices")):
+        compare([_run("baseline", 3600, 0.9, fleet=GPU), unpriced], Thresholds())
 
 
 # Accuracies a power of two apart, so that the point arithmetic is exact.
@@ -240,7 +314,7 @@ def test_hold_names_the_closest_arm_and_every_threshold_it_missed():
     assert comparison["decision"]["reason"] == (
         "hold (too slow, quality lost): compiler is 0.0% faster than the baseline (threshold "
         "20%) and loses 10 points of validation_accuracy (tolerance 0.1 points)")
-    assert "| compiler | training-compiler | 32 |" in to_markdown(comparison)
+    assert "| compiler | - | training-compiler | 32 |" in to_markdown(comparison)
 
 
 def test_fails_without_a_baseline_arm():

@@ -1,6 +1,7 @@
 """The pipeline definition of a compiler A/B benchmark: a pure function of its jobs.
 
-Training arms with no dependency on each other (so Pipelines runs them in parallel), then
+Training arms with no dependency on each other (so Pipelines runs them in parallel; a Neuron
+arm with ``precompile`` after its own pre-compilation step), then
 ``Compare`` (a Processing job running ``compiled_training_runtime.compare`` on every arm's
 output and timings), ``RecordDecision`` (a Lambda step writing the verdict, ship or hold, to
 an SSM parameter the production side reads), and ``ShipDecision``, whose else branch is a
@@ -20,7 +21,7 @@ from compiled_training.definition.training import (
     DEFINITION_VERSION,
     parameter_declarations,
     retry_policies,
-    training_step,
+    training_steps,
 )
 from compiled_training.spec.job import Parameter, TrainingJob, unique_parameters
 from compiled_training_runtime import contract
@@ -67,6 +68,9 @@ class ComparisonJob:
     speedup_threshold: Parameter
     quality_tolerance: Parameter
     decision_function_arn: str
+    prices: Mapping[str, float | None] = field(default_factory=dict)
+    """USD per instance-hour of each arm's instance type, by arm; None or missing: unknown
+    (arms on the baseline's instances compare by time alone)."""
     max_runtime_seconds: int = 1800
     volume_size_gib: int = 30
     kms_key_id: str | None = None
@@ -85,7 +89,8 @@ def build_benchmark_definition(arms: Mapping[str, TrainingJob],
         "Metadata": {},
         "Parameters": parameter_declarations(benchmark_parameters(arms, comparison)),
         "Steps": [
-            *(training_step(job) for job in arms.values()),
+            # An arm on Neuron may be pre-compiled first (its own step, before its training).
+            *(step for job in arms.values() for step in training_steps(job)),
             _compare_step(arms, comparison),
             _record_step(comparison),
             _decision_step(comparison),
@@ -113,9 +118,12 @@ def _compare_step(arms: Mapping[str, TrainingJob], job: ComparisonJob) -> dict[s
     ]
     for name, arm in arms.items():
         step = f"Steps.{arm.step_name}"
+        price = job.prices.get(name)
         arguments += ["--arm", {"Std:Join": {"On": "", "Values": [
             f"{name}=", {"Get": f"{step}.TrainingTimeInSeconds"},
-            ":", {"Get": f"{step}.BillableTimeInSeconds"}]}}]
+            ":", {"Get": f"{step}.BillableTimeInSeconds"}]}},
+            "--fleet", f"{name}={arm.instance_type}:{arm.instance_count}:"
+                       f"{'unknown' if price is None else repr(float(price))}"]
     cluster: dict[str, Any] = {"InstanceType": job.instance_type, "InstanceCount": 1,
                                "VolumeSizeInGB": job.volume_size_gib}
     output_config: dict[str, Any] = {"Outputs": [{
@@ -174,7 +182,7 @@ def _decision_step(job: ComparisonJob) -> dict[str, Any]:
         "Type": "Condition",
         "Arguments": {
             "Conditions": [
-                {"Type": "GreaterThanOrEqualTo", "LeftValue": decision_value("speedup"),
+                {"Type": "GreaterThanOrEqualTo", "LeftValue": decision_value("gain"),
                  "RightValue": job.speedup_threshold.ref()},
                 {"Type": "LessThanOrEqualTo", "LeftValue": decision_value("quality_drop"),
                  "RightValue": job.quality_tolerance.ref()},

@@ -54,8 +54,9 @@ def training_steps(job: TrainingJob) -> list[dict[str, Any]]:
     """The training step, preceded by `precompile_job`'s step when the compiler has one."""
     if not job.compiler.precompile_steps:
         return [training_step(job)]
-    return [training_step(precompile_job(job)),
-            {**training_step(job), "DependsOn": [PRECOMPILE_STEP]}]
+    precompile = precompile_job(job)
+    return [training_step(precompile),
+            {**training_step(job), "DependsOn": [precompile.step_name]}]
 
 
 def precompile_job(job: TrainingJob) -> TrainingJob:
@@ -63,8 +64,10 @@ def precompile_job(job: TrainingJob) -> TrainingJob:
     TorchDistributedRunner prefixes it when ``RUN_NEURON_PARALLEL_COMPILE=1``): it extracts
     the graphs and compiles them in parallel into the shared compile cache. Its outputs are
     its own, and it keeps no checkpoints: a trial run's weights must never be resumed."""
+    # "Train" -> "Precompile"; a benchmark's "TrainTrainium" -> "PrecompileTrainium".
+    step_name = PRECOMPILE_STEP + job.step_name.removeprefix("Train")
     return replace(
-        job, step_name=PRECOMPILE_STEP, checkpoint_s3_uri=None,
+        job, step_name=step_name, checkpoint_s3_uri=None,
         output_s3_uri=f"{job.output_s3_uri}/precompile",
         hyperparameters={**job.hyperparameters,
                          contract.HP_MAX_STEPS: job.compiler.precompile_steps or 1},

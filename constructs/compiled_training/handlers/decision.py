@@ -20,8 +20,9 @@ import boto3
 
 # The function's asset holds this module alone, so the contract's decision fields and verdicts
 # are written out here (tests/test_contract.py holds them to the contract's).
-FIELDS = ("verdict", "arm", "speedup", "quality_drop", "global_batch_size", "learning_rate",
-          "reason", "speedup_threshold", "quality_tolerance", "comparison", "execution")
+FIELDS = ("verdict", "arm", "speedup", "gain", "basis", "instance_type", "instance_count",
+          "quality_drop", "global_batch_size", "learning_rate", "reason", "speedup_threshold",
+          "quality_tolerance", "comparison", "execution")
 VERDICTS = ("ship", "hold")
 
 

@@ -4,6 +4,7 @@ decided in one SageMaker pipeline."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -21,6 +22,7 @@ from compiled_training.catalog.aws_names import ssm_parameter_name_problem
 from compiled_training.catalog.dlc import DlcImage, resolve_dlc
 from compiled_training.catalog.instances import gpus_per_instance
 from compiled_training.catalog.neuron import is_trainium
+from compiled_training.catalog.prices import PRICES_SOURCE, price_per_hour
 from compiled_training.definition import validation
 from compiled_training.definition.benchmark import (
     ComparisonJob,
@@ -36,6 +38,7 @@ from compiled_training.pipelines.training_image import TrainingImage, dlc_reposi
 from compiled_training.spec.compiler import Compiler, CompilerKind
 from compiled_training.spec.framework import Framework
 from compiled_training.spec.job import (
+    BenchmarkArm,
     Distribution,
     HyperparameterValue,
     InputChannel,
@@ -60,6 +63,8 @@ VERDICT_FIELDS = {SPEEDUP_THRESHOLD_PARAMETER: "speedup_threshold",
 SPEEDUP_THRESHOLD_LIMITS = (0.0, 10.0)
 QUALITY_TOLERANCE_LIMITS = (0.0, 100.0)
 UNDECIDED = {"verdict": "undecided", "reason": "no benchmark execution has finished yet"}
+# An arm's name: the comparison's --arm pattern; its step, Train<Name>, within the API's 64.
+_ARM_NAME = re.compile(r"[a-z][a-z0-9-]{0,40}")
 
 
 @jsii.implements(sagemaker.IPipeline)
@@ -67,12 +72,15 @@ class CompilerBenchmark(PipelineBase):
     """One pipeline that proves a compiler before it ships.
 
     Parallel training arms on the same data and hyperparameters: ``baseline`` (no
-    compiler), ``compiler``, and optionally ``compiler-large-batch`` (the compiler with a
-    larger batch and the learning rate scaled to it). A comparison step reads each arm's
-    run summary and SageMaker's timings and writes ``comparison.json`` and
-    ``comparison.md`` to S3; the verdict ("ship" or "hold", with the arm, its batch size
-    and learning rate) goes to the SSM parameter ``decision_parameter``; a hold then fails
-    the execution with the reason. Implements ``aws_sagemaker.IPipeline``, so a
+    compiler), ``compiler``, optionally ``compiler-large-batch`` (the compiler with a
+    larger batch and the learning rate scaled to it), and any ``arms`` on instances of their
+    own (a Trainium arm beside the GPU job). A comparison step reads each arm's run summary
+    and SageMaker's timings and writes ``comparison.json`` and ``comparison.md`` to S3, with
+    time and cost per epoch; an arm on the baseline's instances is judged by its wall-clock
+    speedup, one on other instances by its cost per epoch, each at equal quality. The
+    verdict ("ship" or "hold", with the arm, its instances, batch size and learning rate)
+    goes to the SSM parameter ``decision_parameter``; a hold then fails the execution with
+    the reason. Implements ``aws_sagemaker.IPipeline``, so a
     `RetrainingSchedule` can run it again after a framework or model change.
     Props: `CompilerBenchmarkProps` (a training job's `TrainingJobOptions`, with
     ``source_dir``, ``entry_point`` and ``channels`` required, and the benchmark's own).
@@ -88,6 +96,8 @@ class CompilerBenchmark(PipelineBase):
     """Each arm's training job, by arm name (``baseline``, ``compiler``...)."""
     images: dict[str, DlcImage]
     """Each arm's Deep Learning Container, by arm name."""
+    prices: dict[str, float | None]
+    """Each arm's USD per instance-hour (None: unknown), by arm name."""
     comparison_image: DlcImage
     comparison_s3_prefix: str
     """Where each execution writes its comparison (``<prefix>/<execution id>/``)."""
@@ -109,8 +119,9 @@ class CompilerBenchmark(PipelineBase):
         speedup_threshold = props.get("speedup_threshold")
         quality_tolerance = props.get("quality_tolerance")
         large_batch_size = props.get("large_batch_size")
+        extra_arms = list(props.get("arms") or [])
         self._validate(compiler, props.get("channels") or [], props.get("hyperparameters") or {},
-                       large_batch_size, speedup_threshold, quality_tolerance)
+                       large_batch_size, speedup_threshold, quality_tolerance, extra_arms)
         speedup = (contract.DEFAULT_SPEEDUP_THRESHOLD if speedup_threshold is None
                    else float(speedup_threshold))
         tolerance = (contract.DEFAULT_QUALITY_TOLERANCE if quality_tolerance is None
@@ -131,7 +142,8 @@ class CompilerBenchmark(PipelineBase):
         self.arms = {}
         self.images = {}
         self._add_arms(common, policy, props.get("distribution"),
-                       props.get("baseline_distribution"), large_batch_size)
+                       props.get("baseline_distribution"), large_batch_size, extra_arms)
+        self.prices = self._arm_prices(props.get("prices") or {})
 
         comparison_type = props.get("comparison_instance_type") or "ml.m5.large"
         self.comparison_image = self._comparison_image(comparison_type)
@@ -174,6 +186,7 @@ class CompilerBenchmark(PipelineBase):
             speedup_threshold=self.speedup_threshold,
             quality_tolerance=self.quality_tolerance,
             decision_function_arn=self.decision_function.function_arn,
+            prices=self.prices,
             kms_key_id=common.kms_key_id,
             max_attempts=common.max_attempts,
             tags=common.tags,
@@ -184,9 +197,10 @@ class CompilerBenchmark(PipelineBase):
         self.pipeline_role = self._create_pipeline(
             definition=build_benchmark_definition(self.arms, comparison),
             description=props.get("description") or (
-                f"Benchmarks {compiler.describe()} against no compiler on "
-                f"{framework.describe()}; ships at {self.speedup_threshold.default:.0%} "
-                f"faster within {self.quality_tolerance.default:g} of {self.quality_metric}"),
+                f"Benchmarks {compiler.describe()}{self._other_arms_text()} against no "
+                f"compiler on {framework.describe()}; ships at "
+                f"{self.speedup_threshold.default:.0%} faster (or more per dollar) within "
+                f"{self.quality_tolerance.default:g} of {self.quality_metric}")[:3072],
             pipeline_policy=pipeline_policy,
             summary=self.summary())
         moves = [self._prefix_moves("its checkpoints and comparisons")]
@@ -217,44 +231,52 @@ class CompilerBenchmark(PipelineBase):
             "frameworkName": self.framework.name,
             "frameworkVersion": self.framework.version,
             "pytorchVersion": self.framework.pytorch_version,
-            "compiler": f"A/B: {self.compiler.describe()} vs none",
+            "compiler": f"A/B: {self.compiler.describe()} vs none"
+                        + "".join(f"; {name}: {job.compiler.kind.value}"
+                                  for name, job in self._other_arms()),
             "distribution": " / ".join(sorted({j.distribution.value
                                                for j in self.arms.values()})),
-            "instances": f"{self.instance_count} x {self.instance_type} per arm",
+            "instances": f"{self.instance_count} x {self.instance_type} per arm"
+                         + self._other_arms_text(instances=True),
             "image": ", ".join(f"{name}: {dlc.path}" for name, dlc in self.images.items()),
             "benchmark": {"arms": list(self.arms), "qualityMetric": self.quality_metric,
                           "speedupThreshold": self.speedup_threshold.default,
-                          "qualityTolerance": self.quality_tolerance.default},
+                          "qualityTolerance": self.quality_tolerance.default,
+                          "fleets": {name: {"instanceType": job.instance_type,
+                                            "instanceCount": job.instance_count,
+                                            "compiler": job.compiler.kind.value,
+                                            "usdPerInstanceHour": self.prices.get(name)}
+                                     for name, job in self.arms.items()}},
         }
 
     # --- wiring --------------------------------------------------------------------------
 
     def _add_arms(self, common: TrainingJob, policy: InlinePolicy,
                   distribution: Distribution | None, baseline_distribution: Distribution | None,
-                  large_batch_size: int | None) -> None:
+                  large_batch_size: int | None, extra_arms: Sequence[BenchmarkArm]) -> None:
         """Fills ``arms`` (and ``images``); ``policy`` pulls their images."""
-        compiler, instance_type = self.compiler, self.instance_type
-        multi_gpu = self.instance_count > 1 or (
-            validation.known_instance_type(instance_type) and gpus_per_instance(instance_type) > 1)
-        # Both sides use every GPU: torchrun without a compiler, the compiler's own launcher.
-        spread = Distribution.TORCH_DISTRIBUTED if multi_gpu else Distribution.NONE
-        compiled_distribution = distribution or (
-            validation.default_distribution(compiler.kind, self.framework, instance_type,
-                                       self.instance_count)
-            if compiler.is_training_compiler else spread)
-        # (arm, compiler, distribution, hyperparameter overrides)
-        settings: list[tuple[str, Compiler, Distribution, dict[str, HyperparameterValue]]] = [
-            (contract.ARM_BASELINE, Compiler.none(), baseline_distribution or spread, {}),
-            (contract.ARM_COMPILER, compiler, compiled_distribution, {})]
+        compiler = self.compiler
+        own = BenchmarkArm(contract.ARM_COMPILER, compiler, self.instance_type,
+                           self.instance_count, distribution=distribution)
+        # (arm, hyperparameter overrides); the baseline is the job without a compiler.
+        settings: list[tuple[BenchmarkArm, dict[str, HyperparameterValue]]] = [
+            (replace(own, name=contract.ARM_BASELINE, compiler=Compiler.none(),
+                     distribution=baseline_distribution), {}),
+            (own, {})]
         if large_batch_size is not None:
-            settings.append((contract.ARM_COMPILER_LARGE_BATCH, compiler, compiled_distribution,
+            settings.append((replace(own, name=contract.ARM_COMPILER_LARGE_BATCH),
                              {contract.HP_BATCH_SIZE: large_batch_size,
                               contract.HP_BASE_BATCH_SIZE:
                                   common.hyperparameters[contract.HP_BATCH_SIZE]}))
-        for name, arm_compiler, arm_distribution, overrides in settings:
-            image = TrainingImage.dlc().bind(self, policy, framework=self.framework,
-                                             compiler=arm_compiler, instance_type=instance_type)
-            job = replace(common, compiler=arm_compiler, distribution=arm_distribution,
+        settings += [(arm, {}) for arm in extra_arms]
+        for arm, overrides in settings:
+            name, framework = arm.name, arm.framework or self.framework
+            image = TrainingImage.dlc().bind(self, policy, framework=framework,
+                                             compiler=arm.compiler,
+                                             instance_type=arm.instance_type)
+            job = replace(common, compiler=arm.compiler, framework=framework,
+                          instance_type=arm.instance_type, instance_count=arm.instance_count,
+                          distribution=arm.distribution or self._arm_distribution(arm, framework),
                           image_uri=image.image_uri, step_name=arm_step_name(name),
                           hyperparameters={**common.hyperparameters, **overrides},
                           # Arms run at once: each resumes from its own checkpoints only.
@@ -264,11 +286,64 @@ class CompilerBenchmark(PipelineBase):
             self.arms[name] = job
         self._check(self.arms)
 
+    @staticmethod
+    def _arm_distribution(arm: BenchmarkArm, framework: Framework) -> Distribution:
+        """Every arm uses every accelerator: torchrun without a compiler and under
+        torch.compile, the compiler's own launcher for Training Compiler, torchrun (one
+        process per NeuronCore) on Trainium."""
+        if arm.compiler.is_training_compiler or is_trainium(arm.instance_type):
+            return validation.default_distribution(arm.compiler.kind, framework,
+                                                   arm.instance_type, arm.instance_count)
+        multi_gpu = arm.instance_count > 1 or (
+            validation.known_instance_type(arm.instance_type)
+            and gpus_per_instance(arm.instance_type) > 1)
+        return Distribution.TORCH_DISTRIBUTED if multi_gpu else Distribution.NONE
+
+    def _arm_prices(self, prices: Mapping[str, float]) -> dict[str, float | None]:
+        """Each arm's price; an arm on other instances than the baseline's is compared by
+        cost, so both prices must be known."""
+        known = {name: price_per_hour(job.instance_type, prices)
+                 for name, job in self.arms.items()}
+        others = [job.instance_type for _, job in self._other_arms()]
+        needed = {self.arms[contract.ARM_BASELINE].instance_type, *others} if others else set()
+        unpriced = sorted(t for t in needed if price_per_hour(t, prices) is None)
+        if unpriced:
+            raise ValueError(
+                f"{self._subject}: arms on other instances than the baseline's are compared by "
+                f"cost per epoch, and {', '.join(unpriced)} has no recorded price "
+                f"({PRICES_SOURCE}); give prices={{{unpriced[0]!r}: USD per instance-hour}}")
+        return known
+
+    def _other_arms(self) -> list[tuple[str, TrainingJob]]:
+        """The arms on instances of their own."""
+        baseline = self.arms[contract.ARM_BASELINE]
+        return [(name, job) for name, job in self.arms.items()
+                if (job.instance_type, job.instance_count)
+                != (baseline.instance_type, baseline.instance_count)]
+
+    def _other_arms_text(self, *, instances: bool = False) -> str:
+        """The arms on instances of their own, for the description and the summary."""
+        others = self._other_arms()
+        if instances:
+            return "".join(f"; {name}: {job.instance_count} x {job.instance_type}"
+                           for name, job in others)
+        return "".join(f", {name} ({job.compiler.describe()} on {job.instance_count} x "
+                       f"{job.instance_type})" for name, job in others)
+
     def _validate(self, compiler: Compiler, channels: Sequence[InputChannel],
                   hyperparameters: Mapping[str, HyperparameterValue],
                   large_batch_size: int | None, speedup_threshold: float | None,
-                  quality_tolerance: float | None) -> None:
+                  quality_tolerance: float | None, extra_arms: Sequence[BenchmarkArm]) -> None:
         problems = []
+        taken = [contract.ARM_BASELINE, contract.ARM_COMPILER, contract.ARM_COMPILER_LARGE_BATCH]
+        for arm in extra_arms:
+            if not _ARM_NAME.fullmatch(arm.name):
+                problems.append(f"arms: name must be 1 to 41 lower-case letters, digits and "
+                                f"hyphens, starting with a letter, got {arm.name!r}")
+            elif arm.name in taken:
+                problems.append(f"arms: name {arm.name!r} is taken (the benchmark's own arms "
+                                f"and each other's: {', '.join(taken)})")
+            taken.append(arm.name)
         if compiler.kind is CompilerKind.NONE:
             problems.append("compiler must be Compiler.training_compiler() or "
                             "Compiler.torch_compile(): the benchmark compares it with no "

@@ -25,7 +25,12 @@ from compiled_training.pipelines.registration import ModelRegistration
 from compiled_training.pipelines.training_image import TrainingImage
 from compiled_training.spec.compiler import Compiler
 from compiled_training.spec.framework import Framework
-from compiled_training.spec.job import Distribution, HyperparameterValue, InputChannel
+from compiled_training.spec.job import (
+    BenchmarkArm,
+    Distribution,
+    HyperparameterValue,
+    InputChannel,
+)
 from compiled_training.spec.typecheck import prop_names, prop_type
 
 if TYPE_CHECKING:
@@ -126,11 +131,21 @@ class CompilerBenchmarkProps(TrainingJobOptions, total=False):
     large_batch_size: int | None
     """When given, a third arm trains with the compiler at this batch size, the learning rate
     scaled linearly from ``hyperparameters["batch_size"]``; when omitted, two arms."""
+    arms: Sequence[BenchmarkArm] | None
+    """More arms, each on its own instance type and count with its own compiler (a Trainium
+    arm beside the GPU job: ``BenchmarkArm("trainium", Compiler.neuron_xla(),
+    "ml.trn1.32xlarge", 2, Framework.pytorch("2.9.0"))``). An arm on other instances than the
+    baseline's is judged by cost per epoch, so both instance types need a price."""
+    prices: Mapping[str, float] | None
+    """USD per instance-hour by instance type, before the recorded on-demand list (us-east-1,
+    dated in ``catalog/prices.py``): your region's or your discount's. An instance type
+    neither knows (``ml.trn2.48xlarge``) must be given here to be compared by cost."""
     quality_metric: str | None
     """``validation_accuracy`` (the default; tolerance in percentage points) or
     ``validation_loss``."""
     speedup_threshold: float | None
-    """Least wall-clock speedup to ship, as a fraction; when omitted, 0.2 (20 % faster). A
+    """Least gain to ship, as a fraction: wall-clock speedup on the baseline's instances, more
+    epochs per dollar on others; when omitted, 0.2 (20 % faster, or 20 % more per dollar). A
     pipeline parameter, ``SpeedupThreshold``, that an execution may raise (up to 10), never
     lower: the decision function refuses to record a verdict judged by a lower one, and a
     schedule's override is checked at synth."""

@@ -100,6 +100,31 @@ class InputChannel:
 
 
 @dataclass(frozen=True)
+class BenchmarkArm:
+    """A `CompilerBenchmark` arm on instances of its own: another accelerator (a Trainium arm
+    beside a GPU job), another size or count, another compiler. It trains the benchmark's
+    job with its own compiler; on instances other than the baseline's it is judged by cost
+    per epoch, not time.
+
+    ``name``: lower-case letters and hyphens (``trainium``), the arm's step ``TrainTrainium``.
+    ``framework``: the arm's framework where its image needs another version (a Neuron
+    image for a job on a Training Compiler release); when omitted, the benchmark's.
+    ``distribution``: when omitted, what a `TrainingPipeline` would choose (torchrun on
+    Trainium).
+    """
+
+    name: str
+    compiler: Compiler
+    instance_type: str
+    instance_count: int = 1
+    framework: Framework | None = None
+    distribution: Distribution | None = None
+
+    def __post_init__(self) -> None:
+        check_arguments(BenchmarkArm, vars(self))
+
+
+@dataclass(frozen=True)
 class TrainingJob:
     """Everything the training step needs, resolved to strings (possibly CDK tokens)."""
 
