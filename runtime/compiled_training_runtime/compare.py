@@ -35,7 +35,8 @@ from typing import Any
 
 from . import contract
 
-_ARM_ARGUMENT = re.compile(r"^(?P<name>[a-z][a-z0-9-]*)=(?P<training>[0-9.]+):(?P<billable>[0-9.]+)$")
+_ARM_ARGUMENT = re.compile(r"^(?P<name>[a-z][a-z0-9-]*)=(?P<training>[0-9.]+)"
+                          r":(?P<billable>[0-9.]+)$")
 _FLEET_ARGUMENT = re.compile(r"^(?P<name>[a-z][a-z0-9-]*)=(?P<instance_type>ml\.[a-z0-9.-]+)"
                              r":(?P<count>[1-9][0-9]*):(?P<price>[0-9.]+|unknown)$")
 BASIS_WALL_CLOCK = "wall-clock"

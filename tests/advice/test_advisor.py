@@ -284,3 +284,61 @@ def test_fails_on_bad_profile_values():
         WorkloadProfile(**(base | {"framework_version": "2.x"}))
     with pytest.raises(ValueError, match=r"instance_type must look like 'ml.g5.48xlarge', got 'g5.48xlarge'$"):
         WorkloadProfile(**(base | {"instance_type": "g5.48xlarge"}))
+
+
+# --- the decision across accelerators: the same run costed on Trainium ---------------------
+
+def test_a_training_compiler_job_is_sent_to_benchmark_on_trainium_by_awss_claim():
+    assessment = assess_workload(_with(DOCUMENTS, framework_version="1.13.1"))
+    assert (assessment.verdict, assessment.compiler) == (Verdict.ENABLE,
+                                                         CompilerKind.TRAINING_COMPILER)
+    assert str(assessment.decision) == "BENCHMARK on ml.trn1.32xlarge with neuron_xla"
+    per_run = assessment.dollars_per_run
+    options = {(o.instance_type, o.compiler): o for o in assessment.options}
+    # AWS's claims against the GPU's eager run: Trn1 up to 50 % less, Trn2 1/1.4 at best;
+    # at worst, no saving at all.
+    trn1 = options["ml.trn1.32xlarge", CompilerKind.NEURON_XLA]
+    assert trn1.dollars_per_run == pytest.approx((per_run * 0.5, per_run))
+    assert options["ml.trn2.48xlarge", CompilerKind.TORCH_COMPILE].dollars_per_run == (
+        pytest.approx((per_run / 1.4, per_run)))
+    assert "no public SageMaker image" in options["ml.trn2.48xlarge",
+                                                  CompilerKind.TORCH_COMPILE].basis
+    # Training Compiler's expected run (1.1-1.5x) costs more than Trn1's expected one.
+    compiled = options["ml.g5.48xlarge", CompilerKind.TRAINING_COMPILER]
+    assert compiled.expected > trn1.expected
+    assert "AWS's Trn1 claim: up to 50 %" in assessment.decision.reason
+    assert any("BenchmarkArm('trainium', Compiler.neuron_xla(precompile=True), "
+               "'ml.trn1.32xlarge'" in note for note in assessment.notes)
+
+
+def test_torch_compile_at_its_published_gain_keeps_the_job_on_its_gpu():
+    assessment = assess_workload(_with(DOCUMENTS, framework_version="2.9.0"))
+    assert str(assessment.decision) == "ENABLE on ml.g5.48xlarge with torch_compile"
+    assert assessment.decision.reason.endswith("the GPU's is the lowest")
+    # Trainium was costed all the same, and a benchmark arm is what would settle it.
+    assert any(o.instance_type == "ml.trn1.32xlarge" for o in assessment.options)
+    assert any("BenchmarkArm on ml.trn1.32xlarge" in note for note in assessment.notes)
+
+
+@pytest.mark.parametrize(("changes", "why"), [
+    ({"model_family": "resnet"}, "no published Trainium figure for vision models"),
+    ({"static_shapes": False}, "dynamic shapes: neuronx-cc compiles per shape"),
+    ({"hours_per_run": 0.2}, "runs too short to amortise a compiler"),
+    ({"framework": "xgboost", "model_family": "xgboost"}, "xgboost does not run on the Neuron"),
+    ({"instance_type": "ml.p5en.48xlarge"}, "price unknown"),
+    ({"instance_type": "ml.trn1.32xlarge"}, "ml.trn1.32xlarge is not a GPU job"),
+])
+def test_trainium_is_not_costed_where_nothing_says_what_it_would_do(changes, why):
+    assessment = assess_workload(_with(DOCUMENTS, **changes))
+    assert assessment.decision.instance_type == assessment.profile.instance_type
+    assert assessment.decision.reason.startswith("Trainium not costed: ")
+    assert why in assessment.decision.reason
+    assert {o.instance_type for o in assessment.options} <= {assessment.profile.instance_type}
+
+
+def test_trainium_is_not_benchmarked_where_the_most_it_could_save_is_small():
+    # One run a month on one small GPU: Trn1's best case saves less than a benchmark costs.
+    small = _with(DOCUMENTS, framework_version="1.13.1", instance_type="ml.g5.xlarge",
+                  instance_count=1, runs_per_week=0.25)
+    assessment = assess_workload(small)
+    assert assessment.decision.instance_type == "ml.g5.xlarge"

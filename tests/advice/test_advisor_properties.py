@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compiled_training.advice.advisor import FACTORS, Verdict, WorkloadProfile, assess_workload
+from compiled_training.advice.priors import MIN_SAVING_FOR_A_BENCHMARK_USD, WEEKS_PER_YEAR
 from compiled_training.advice.workload import BOTTLENECKS, MODEL_CATEGORIES
 from compiled_training.catalog.prices import ON_DEMAND_PRICES_USD
 from compiled_training.spec.compiler import CompilerKind
@@ -60,6 +61,23 @@ def test_every_valid_profile_gets_a_verdict_a_compiler_and_a_reason_per_factor(p
         assert assessment.verdict is Verdict.SKIP
     low, high = assessment.speedup
     assert 1.0 <= low <= high
+    # The decision names an accelerator: the job's own with its verdict, or Trainium on
+    # AWS's claim alone, which can only ever be benchmarked, where its expected run is the
+    # cheapest and the most it could save a year pays for the benchmark.
+    decision = assessment.decision
+    assert decision is not None and decision.reason
+    if decision.instance_type == profile.instance_type:
+        assert (decision.verdict, decision.compiler) == (assessment.verdict, assessment.compiler)
+    else:
+        assert decision.instance_type.startswith("ml.trn1.")
+        assert (decision.verdict, decision.compiler) == (Verdict.BENCHMARK,
+                                                         CompilerKind.NEURON_XLA)
+        (trainium,) = [o for o in assessment.options if o.instance_type == decision.instance_type]
+        gpu = min(o.expected for o in assessment.options
+                  if o.instance_type == profile.instance_type)
+        assert trainium.expected < gpu
+        runs = profile.runs_per_week * WEEKS_PER_YEAR
+        assert (gpu - trainium.dollars_per_run[0]) * runs >= MIN_SAVING_FOR_A_BENCHMARK_USD
 
 
 @settings(deadline=None)

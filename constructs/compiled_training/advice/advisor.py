@@ -1,20 +1,26 @@
-"""The decision: which compiler, whether it pays, how much, and what to change to get it.
+"""The decision: which compiler on which accelerator, whether it pays, how much, and what to
+change to get it.
 
 A compiler helps only where the workload fits: a GPU deep-learning graph, static shapes,
 mixed precision, jobs long enough to amortise compilation, and enough money at stake. Each
-factor sets the best verdict it allows; the verdict is the lowest of them.
+factor sets the best verdict it allows; the verdict is the lowest of them. Then the same run
+is costed on Trainium from AWS's published claims: where Trainium's expected cost per run is
+the lowest, the decision is to benchmark it there (vendor claims never ENABLE on their own).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from compiled_training.advice import cost
 from compiled_training.advice.priors import (
     COMPILE_MINUTES,
     MIN_SAVING_FOR_A_BENCHMARK_USD,
     TC_BATCH_GROWTH,
+    TRAINIUM_CATEGORIES,
+    TRAINIUM_CLAIMS,
+    WEEKS_PER_YEAR,
     Prior,
     prior_for,
 )
@@ -31,10 +37,43 @@ from compiled_training.catalog.instances import (
     accelerator,
     instance_family,
 )
+from compiled_training.catalog.neuron import is_trainium
+from compiled_training.catalog.prices import PRICES_SOURCE
 from compiled_training_runtime import contract
 
 FACTORS = ("framework", "instance", "compiler", "model", "precision", "shapes", "bottleneck",
            "duration", "money")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way to run the workload, an instance type and a compiler, and what a run costs
+    there in USD (best, worst), with where the figure comes from."""
+
+    instance_type: str
+    compiler: CompilerKind
+    dollars_per_run: tuple[float, float]
+    basis: str
+
+    @property
+    def expected(self) -> float:
+        return sum(self.dollars_per_run) / 2
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The verdict with the accelerator and the compiler it is for:
+    ``BENCHMARK on ml.trn1.32xlarge with neuron_xla``."""
+
+    verdict: Verdict
+    instance_type: str
+    compiler: CompilerKind
+    reason: str
+    """Why this accelerator: the options' expected costs, or why Trainium was not costed."""
+
+    def __str__(self) -> str:
+        return (f"{self.verdict.value} on {self.instance_type} with "
+                f"{self.compiler.value.replace('-', '_')}")
 
 
 @dataclass(frozen=True)
@@ -58,6 +97,12 @@ class Assessment:
     recommended_batch_size: int | None = None
     recommended_learning_rate: float | None = None
     notes: list[str] = field(default_factory=list)
+    options: tuple[Option, ...] = ()
+    """The run costed on the job's GPU (eager, with the compiler) and on Trainium; empty when
+    the price is unknown."""
+    decision: Decision | None = None
+    """The verdict, the accelerator and the compiler; ``verdict`` and ``compiler`` are for the
+    job's own instance type."""
 
     @property
     def deciding_factor(self) -> str:
@@ -181,6 +226,8 @@ def assess_workload(profile: WorkloadProfile, *,
         reasons["money"] += (f": under the ${MIN_SAVING_FOR_A_BENCHMARK_USD:,.0f} a year that "
                              "pays for a benchmarking sprint")
 
+    options = _options(profile, compiler, verdict, speedup, money.per_run, category, limits)
+    decision = _decide(profile, compiler, verdict, options, category, limits)
     batch = lr = None
     tc_enabled = verdict is Verdict.ENABLE and compiler is CompilerKind.TRAINING_COMPILER
     if tc_enabled and profile.batch_size:
@@ -193,8 +240,91 @@ def assess_workload(profile: WorkloadProfile, *,
         speedup=speedup, compile_minutes=COMPILE_MINUTES, break_even_minutes=break_even,
         dollars_per_run=money.per_run, dollars_per_year=money.per_year,
         saving_per_year=money.saving, recommended_batch_size=batch, recommended_learning_rate=lr,
-        notes=_notes(profile, compiler, category, verdict, batch),
+        notes=_notes(profile, compiler, category, verdict, batch) + _trainium_notes(
+            profile, decision, options),
+        options=options, decision=decision,
     )
+
+
+def _trainium_fits(profile: WorkloadProfile, category: str,
+                   limits: Mapping[str, Verdict]) -> str | None:
+    """Why Trainium is not costed for this workload, or None where it is."""
+    if profile.framework not in PYTORCH_FRAMEWORKS:
+        return f"{profile.framework} does not run on the Neuron SDK's PyTorch"
+    if accelerator(profile.instance_type) != "nvidia":
+        return f"{profile.instance_type} is not a GPU job to compare Trainium with"
+    if category not in TRAINIUM_CATEGORIES:
+        return (f"no published Trainium figure for {category} models (AWS's claims and Neuron's "
+                f"training tutorials are for {', '.join(TRAINIUM_CATEGORIES)}s)")
+    if not profile.static_shapes:
+        return ("dynamic shapes: neuronx-cc compiles per shape, for minutes each; make them "
+                "static first")
+    if limits["duration"] is Verdict.SKIP:
+        return "runs too short to amortise a compiler, Neuron's included"
+    return None
+
+
+def _options(profile: WorkloadProfile, compiler: CompilerKind, verdict: Verdict,
+             speedup: tuple[float, float], per_run: float | None, category: str,
+             limits: Mapping[str, Verdict]) -> tuple[Option, ...]:
+    """The run costed each way: on the job's GPU from the price list and the compiler's
+    prior, on Trainium from AWS's claims against the GPU's eager run."""
+    if per_run is None:
+        return ()
+    options = [Option(profile.instance_type, CompilerKind.NONE, (per_run, per_run),
+                      f"on-demand price ({PRICES_SOURCE})")]
+    if compiler is not CompilerKind.NONE and verdict is not Verdict.SKIP:
+        prior = prior_for(compiler, category)
+        options.append(Option(profile.instance_type, compiler,
+                              (per_run / speedup[1], per_run / speedup[0]),
+                              prior.source if prior else "no prior"))
+    if _trainium_fits(profile, category, limits) is None:
+        options += [Option(claim.instance_type, claim.compiler,
+                           (per_run * claim.cost_factor[0], per_run * claim.cost_factor[1]),
+                           claim.source + ("" if claim.public_image else
+                                           "; no public SageMaker image yet"))
+                    for claim in TRAINIUM_CLAIMS]
+    return tuple(options)
+
+
+def _decide(profile: WorkloadProfile, compiler: CompilerKind, verdict: Verdict,
+            options: tuple[Option, ...], category: str,
+            limits: Mapping[str, Verdict]) -> Decision:
+    """Trainium where its expected cost per run is the lowest and the most it could save
+    pays for a benchmark; the job's own GPU otherwise."""
+    on_gpu = Decision(verdict, profile.instance_type, compiler, "")
+    unfit = _trainium_fits(profile, category, limits)
+    if unfit is not None or not options:
+        return replace(on_gpu, reason=f"Trainium not costed: {unfit or 'price unknown'}")
+    runs = profile.runs_per_week * WEEKS_PER_YEAR
+    gpu = min((o for o in options if o.instance_type == profile.instance_type),
+              key=lambda o: o.expected)
+    public = {claim.instance_type for claim in TRAINIUM_CLAIMS if claim.public_image}
+    trainium = min((o for o in options if o.instance_type in public), key=lambda o: o.expected)
+    costs = ", ".join(f"{o.instance_type} {o.compiler.value} ${o.expected:,.0f}"
+                      for o in options)
+    reason = f"expected cost a run: {costs}"
+    at_stake = (gpu.expected - trainium.dollars_per_run[0]) * runs
+    if trainium.expected < gpu.expected and at_stake >= MIN_SAVING_FOR_A_BENCHMARK_USD:
+        return Decision(Verdict.BENCHMARK, trainium.instance_type, trainium.compiler,
+                        f"{reason}: Trainium's is the lowest, on AWS's claim alone "
+                        f"({trainium.basis}); measure it before moving")
+    return replace(on_gpu, reason=f"{reason}: the GPU's is the lowest")
+
+
+def _trainium_notes(profile: WorkloadProfile, decision: Decision,
+                    options: tuple[Option, ...]) -> list[str]:
+    if not is_trainium(decision.instance_type):
+        if any(is_trainium(o.instance_type) for o in options):
+            return ["Trainium could still cost less (AWS's claims reach below the GPU's "
+                    "expected cost), not by the expected margin: a BenchmarkArm on "
+                    "ml.trn1.32xlarge with Compiler.neuron_xla() beside the GPU arms measures it"]
+        return []
+    return [f"put Trainium on trial beside the GPU job: CompilerBenchmark(arms=[BenchmarkArm("
+            f"'trainium', Compiler.neuron_xla(precompile=True), '{decision.instance_type}', "
+            f"<instances>, Framework.pytorch('2.9.0'))]); it ships at "
+            f">= {contract.DEFAULT_SPEEDUP_THRESHOLD:.0%} more epochs per dollar without "
+            f"quality loss"]
 
 
 def _allows(applies: bool) -> Verdict:

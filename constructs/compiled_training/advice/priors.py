@@ -59,5 +59,38 @@ MIN_SAVING_FOR_A_BENCHMARK_USD = 2_500.0
 WEEKS_PER_YEAR = 52
 
 
+@dataclass(frozen=True)
+class TrainiumClaim:
+    """What AWS claims for a Trainium instance: the cost to train on it against a comparable
+    GPU instance's eager run, (best, worst), and where the claim comes from."""
+
+    instance_type: str
+    compiler: CompilerKind
+    cost_factor: tuple[float, float]
+    source: str
+    public_image: bool
+    """Whether SageMaker has a public training image for the path (`catalog.neuron`)."""
+
+
+# AWS's own price-performance claims, the only published figures across accelerators:
+# - Trn1: "up to 50 % cost-to-train savings over comparable Amazon EC2 instances" (Amazon EC2
+#   Trn1 instances page, since general availability in 2022-10);
+# - Trn2: "30-40 % better price performance than the current generation of GPU-based EC2 P5e
+#   and P5en instances" (Amazon EC2 Trn2 instances page, 2024-12): cost x 1/1.4 at best.
+# Vendor figures, measured on AWS's chosen models (transformers) against AWS's chosen GPUs:
+# the worst case here is no saving at all, until a benchmark arm measures the job's own.
+TRAINIUM_CLAIMS = (
+    TrainiumClaim("ml.trn1.32xlarge", CompilerKind.NEURON_XLA, (0.5, 1.0),
+                  "AWS's Trn1 claim: up to 50 % lower cost to train than comparable EC2 "
+                  "instances", public_image=True),
+    TrainiumClaim("ml.trn2.48xlarge", CompilerKind.TORCH_COMPILE, (1 / 1.4, 1.0),
+                  "AWS's Trn2 claim: 30-40 % better price performance than P5e/P5en",
+                  public_image=False),
+)
+# Where the claims were measured and Neuron's training tutorials live: transformer models.
+# Elsewhere (vision, diffusion, custom) no figure says what Trainium does.
+TRAINIUM_CATEGORIES = ("transformer",)
+
+
 def prior_for(compiler: CompilerKind, category: str) -> Prior | None:
     return PRIORS.get((compiler, category)) or PRIORS.get((compiler, "other"))

@@ -110,13 +110,14 @@ def _profile(path: Path, index: int, entry: Any) -> WorkloadProfile:
 
 
 def _table(assessments: list[Assessment]) -> str:
-    rows = [("workload", "verdict", "compiler", "$ a year", "saving a year", "deciding reason")]
+    rows = [("workload", "verdict", "compiler", "$ a year", "saving a year", "decision",
+             "deciding reason")]
     for a in assessments:
         year = "price unknown" if a.dollars_per_year is None else f"${a.dollars_per_year:,.0f}"
         saving = ("-" if a.verdict is Verdict.SKIP or a.saving_per_year is None
                   else f"${a.saving_per_year[0]:,.0f}-{a.saving_per_year[1]:,.0f}")
         rows.append((a.profile.name, a.verdict.value, a.compiler.value, year, saving,
-                     a.reasons[a.deciding_factor]))
+                     str(a.decision), a.reasons[a.deciding_factor]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = []
     for i, row in enumerate(rows):
@@ -128,6 +129,8 @@ def _table(assessments: list[Assessment]) -> str:
         lines.append("")
         lines.append(f"{a.profile.name}: {a.verdict.value} ({a.compiler.value})")
         lines.extend(f"  {factor}: {reason}" for factor, reason in a.reasons.items())
+        if a.decision is not None:
+            lines.append(f"  accelerator: {a.decision} ({a.decision.reason})")
         lines.extend(f"  -> {note}" for note in a.notes)
         if a.recommended_learning_rate:
             lines.append(f"  -> batch {a.recommended_batch_size}, learning rate "
@@ -147,6 +150,11 @@ def _json(assessments: list[Assessment]) -> str:
         "compiler": a.compiler.value,
         "deciding_factor": a.deciding_factor,
         "reasons": a.reasons,
+        "decision": str(a.decision),
+        "decision_reason": a.decision.reason if a.decision else None,
+        "options": [{"instance_type": o.instance_type, "compiler": o.compiler.value,
+                     "dollars_per_run": [round(d, 2) for d in o.dollars_per_run],
+                     "basis": o.basis} for o in a.options],
         "speedup": list(a.speedup),
         "compile_minutes": list(a.compile_minutes),
         "break_even_minutes": _rounded(a.break_even_minutes),
