@@ -45,6 +45,11 @@ def test_readme_benchmark_example_adds_to_the_import_example(tmp_path, monkeypat
                  if r["Type"] == "AWS::SageMaker::Pipeline"]
     assert len(pipelines) == 2
     assert scope["benchmark"].decision_parameter_name.startswith("/compiled-training/")
+    # The Trainium arm, on instances of its own, priced for the comparison.
+    assert list(scope["benchmark"].arms) == ["baseline", "compiler", "compiler-large-batch",
+                                             "trainium"]
+    assert scope["benchmark"].prices["trainium"] == 24.725
+    assert scope["benchmark"].prices["baseline"] == 5.67  # the README's own price
 
 
 def test_readme_registration_example_adds_to_the_import_example(tmp_path, monkeypatch):
@@ -64,7 +69,7 @@ def test_readme_trainium_example_adds_to_the_import_example_and_passes_cdk_nag(t
                                                                                monkeypatch):
     from tests.helpers import definitions
 
-    _, template = _run_with_import_example(tmp_path, monkeypatch, "Compiler.neuron_xla(")
+    _, template = _run_with_import_example(tmp_path, monkeypatch, "\"BertTrn1\"")
     (trainium,) = [d for d in definitions(template)
                    if d["Steps"][0]["Arguments"]["ResourceConfig"]["InstanceType"]
                    == "ml.trn1.32xlarge"]

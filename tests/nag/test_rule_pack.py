@@ -45,12 +45,31 @@ def _findings(tmp_path: Path, build) -> dict[str, str]:
             for p in report["pluginReports"] for v in p.get("violations", [])}
 
 
-def _raw(step_changes: dict, metadata: dict | None = None):
+# Neuron's PyTorch/XLA path on Trainium, as a hand-built pipeline writes it: the NeuronX
+# image, neuronx-cc's flags, and a compile cache in S3.
+NEURON_STEP = {
+    "AlgorithmSpecification": {"TrainingImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04",
+                               "TrainingInputMode": "File"},
+    "ResourceConfig": {"InstanceType": "ml.trn1.32xlarge", "InstanceCount": 1, "VolumeSizeInGB": 30},
+    "HyperParameters": {"sagemaker_torch_distributed_enabled": "true",
+                        "global_batch_size": "256", "micro_batch_size": "2"},
+    "Environment": {"NEURON_CC_FLAGS": "--model-type=transformer",
+                    "NEURON_COMPILE_CACHE_URL": "s3://b/p/neuron-compile-cache/"},
+}
+
+
+def _raw(step_changes: dict, metadata: dict | None = None, *, base: dict = COMPLIANT_STEP,
+         precompile: bool = False):
     def build(stack):
-        arguments = json.loads(json.dumps(COMPLIANT_STEP))
+        arguments = json.loads(json.dumps(base))
         arguments.update(step_changes)
-        definition = {"Version": "2020-12-01",
-                      "Steps": [{"Name": "Train", "Type": "Training", "Arguments": arguments}]}
+        steps = [{"Name": "Train", "Type": "Training", "Arguments": arguments}]
+        if precompile:
+            first = json.loads(json.dumps(arguments))
+            first["Environment"] = {**first["Environment"], "RUN_NEURON_PARALLEL_COMPILE": "1"}
+            steps = [{"Name": "Precompile", "Type": "Training", "Arguments": first},
+                     {**steps[0], "DependsOn": ["Precompile"]}]
+        definition = {"Version": "2020-12-01", "Steps": steps}
         pipeline = sagemaker.CfnPipeline(
             stack, "Raw", pipeline_name="raw", role_arn="arn:aws:iam::123456789012:role/r",
             pipeline_definition={"PipelineDefinitionBody": json.dumps(definition)})
@@ -74,11 +93,18 @@ NON_COMPLIANT = {
     "CT10": _raw({"AlgorithmSpecification": {
         "TrainingImage": "683313688378.dkr.ecr.us-east-1.amazonaws.com/sagemaker-xgboost:1.7-1",
         "TrainingInputMode": "File"}}),
+    "CT11": _raw({"Environment": {"NEURON_CC_FLAGS": "--model-type=transformer"}},
+                 base=NEURON_STEP),
+    "CT12": _raw({"ResourceConfig": {**NEURON_STEP["ResourceConfig"], "InstanceCount": 2}},
+                 base=NEURON_STEP),
+    # 32 NeuronCores x 2 (micro batch) = 64 a step: 100 does not divide.
+    "CT13": _raw({"HyperParameters": {**NEURON_STEP["HyperParameters"],
+                                      "global_batch_size": "100"}}, base=NEURON_STEP),
 }
 
 
 def test_every_rule_has_id_info_explanation_and_level():
-    assert [r.id for r in RULES] == [f"CT{i}" for i in range(1, 11)]
+    assert [r.id for r in RULES] == [f"CT{i}" for i in range(1, 14)]
     for rule in RULES:
         assert rule.info and rule.explanation and rule.level
 
@@ -94,6 +120,25 @@ def test_compliant_raw_pipeline_only_gets_the_frozen_notice(tmp_path):
                                             "workload": BERT_PROFILE}))
     assert set(findings) == {"CompiledTraining-CT9"}
     assert findings["CompiledTraining-CT9"] == "warning"  # informational: synth does not fail
+
+
+@pytest.mark.parametrize("instances", [1, 2])
+def test_a_compliant_neuron_pipeline_gets_no_finding(tmp_path, instances):
+    # Multi-node with its pre-compilation step before it; the batch divides over 64 x 2.
+    step = {"ResourceConfig": {**NEURON_STEP["ResourceConfig"], "InstanceCount": instances}}
+    assert _findings(tmp_path, _raw(step, base=NEURON_STEP, precompile=instances > 1)) == {}
+
+
+@pytest.mark.parametrize(("precompile", "expected"), [(True, set()),
+                                                      (False, {"CompiledTraining-CT12"})])
+def test_the_librarys_neuron_pipeline_is_held_to_the_trainium_rules(tmp_path, source_dir,
+                                                                    precompile, expected):
+    def build(stack):
+        TrainingPipeline(stack, "Neuron", framework=Framework.pytorch("2.9.0"),
+                         compiler=Compiler.neuron_xla(precompile=precompile),
+                         instance_type="ml.trn1.32xlarge", instance_count=2,
+                         source_dir=source_dir, entry_point="train.py")
+    assert set(_findings(tmp_path, build)) == expected
 
 
 def test_training_pipeline_from_the_advisor_is_compliant(tmp_path, source_dir):

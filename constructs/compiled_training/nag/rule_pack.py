@@ -22,6 +22,7 @@ from cdk_nag import IApplyRule, NagMessageLevel, NagPack, NagRuleCompliance
 from compiled_training.advice.advisor import Verdict, WorkloadProfile, assess_workload
 from compiled_training.catalog.dlc import training_compiler_releases
 from compiled_training.catalog.instances import gpus_per_instance, is_gpu
+from compiled_training.catalog.neuron import NEURON_CORES, is_trainium
 from compiled_training.wiring.acknowledgements import flatten
 from compiled_training_runtime import contract
 from constructs import IConstruct
@@ -35,6 +36,9 @@ class TrainingStep:
 
     arguments: dict[str, Any]
     metadata: dict[str, Any]
+    precompiled: bool = False
+    """Whether the step waits for a Neuron pre-compilation step (a training step with
+    ``RUN_NEURON_PARALLEL_COMPILE=1`` in its environment)."""
 
     @property
     def hyperparameters(self) -> dict[str, Any]:
@@ -63,6 +67,23 @@ class TrainingStep:
     @property
     def image(self) -> str:
         return str(self.arguments.get("AlgorithmSpecification", {}).get("TrainingImage", ""))
+
+    @property
+    def environment(self) -> dict[str, Any]:
+        return dict(self.arguments.get("Environment", {}))
+
+    @property
+    def neuron_xla(self) -> bool:
+        """The Neuron SDK's PyTorch/XLA path: Trainium and neuronx-cc's flags or its image
+        (the native path compiles through torch.compile instead)."""
+        return is_trainium(self.instance_type) and (
+            contract.ENV_NEURON_CC_FLAGS in self.environment
+            or "/pytorch-training-neuronx:" in self.image)
+
+    @property
+    def precompiles(self) -> bool:
+        """Whether this is a pre-compilation step."""
+        return self.environment.get(contract.ENV_RUN_NEURON_PARALLEL_COMPILE) == "1"
 
     @property
     def workload(self) -> WorkloadProfile | None:
@@ -125,6 +146,37 @@ def _deep_learning(step: TrainingStep) -> bool | None:
     return not built_in and step.metadata.get("frameworkName") != "xgboost"
 
 
+def _neuron_training(step: TrainingStep) -> bool:
+    """A Neuron PyTorch/XLA step that trains (not its pre-compilation)."""
+    return step.neuron_xla and not step.precompiles
+
+
+def _compile_cache(step: TrainingStep) -> bool | None:
+    if not step.neuron_xla:
+        return None
+    return bool(step.environment.get(contract.ENV_NEURON_COMPILE_CACHE_URL))
+
+
+def _multi_node_precompiled(step: TrainingStep) -> bool | None:
+    if not _neuron_training(step) or step.instance_count < 2:
+        return None
+    return step.precompiled
+
+
+def _batch_divides(step: TrainingStep) -> bool | None:
+    """NeuronX Distributed's convention: ``global_batch_size`` over the data-parallel
+    replicas (one per NeuronCore) times ``micro_batch_size``."""
+    cores = NEURON_CORES.get(step.instance_type)
+    try:
+        global_batch = int(step.hyperparameters["global_batch_size"])
+        micro = int(step.hyperparameters.get("micro_batch_size", 1))
+    except (KeyError, TypeError, ValueError):
+        return None  # not given, or a pipeline parameter read at run time
+    if not step.neuron_xla or cores is None or micro < 1:
+        return None
+    return global_batch % (cores * step.instance_count * micro) == 0
+
+
 RULES: tuple[Rule, ...] = (
     Rule("CT1", NagMessageLevel.ERROR,
          "The training step enables a compiler on a CPU instance.",
@@ -176,6 +228,25 @@ RULES: tuple[Rule, ...] = (
          "Built-in algorithms such as XGBoost have nothing for a deep-learning compiler to "
          "compile.",
          _deep_learning),
+    Rule("CT11", NagMessageLevel.WARN,
+         "A Neuron PyTorch/XLA training step has no persistent compile cache.",
+         "neuronx-cc compiles every graph, often for tens of minutes; without "
+         "NEURON_COMPILE_CACHE_URL (an S3 prefix the role may read and write) every run "
+         "compiles again on the Trainium instances it pays for.",
+         _compile_cache),
+    Rule("CT12", NagMessageLevel.WARN,
+         "A multi-node Neuron PyTorch/XLA training step runs without a pre-compilation step.",
+         "Each node compiles the graphs on its own, on the instances it pays for; a step "
+         "before it with RUN_NEURON_PARALLEL_COMPILE=1 (Compiler.neuron_xla(precompile=True)) "
+         "compiles them in parallel into the shared cache first.",
+         _multi_node_precompiled),
+    Rule("CT13", NagMessageLevel.ERROR,
+         "The global batch does not divide over the NeuronCores.",
+         "global_batch_size must be a multiple of micro_batch_size x the data-parallel "
+         "replicas, one per NeuronCore (32 on trn1.32xlarge and trn1n.32xlarge, 64 on "
+         "trn2.48xlarge, 2 on trn1.2xlarge) x the instances; otherwise the job fails or "
+         "silently trains on another batch.",
+         _batch_divides),
 )
 
 
@@ -225,13 +296,18 @@ def training_steps(node: CfnResource) -> list[TrainingStep]:
     if body is None:
         return []  # a definition in S3 cannot be read at synth
     definition = json.loads(flatten(body))
-    metadata = node.get_metadata("compiled-training") or {}
-    return [TrainingStep(step.get("Arguments", {}), stack.resolve(metadata))
-            for step in definition.get("Steps", []) if step.get("Type") == "Training"]
+    metadata = stack.resolve(node.get_metadata("compiled-training") or {})
+    steps = [step for step in definition.get("Steps", []) if step.get("Type") == "Training"]
+    precompiling = {step.get("Name") for step in steps
+                    if TrainingStep(step.get("Arguments", {}), metadata).precompiles}
+    return [TrainingStep(step.get("Arguments", {}), metadata,
+                         precompiled=bool(precompiling & set(step.get("DependsOn", []))))
+            for step in steps]
 
 
 class CompiledTrainingChecks(NagPack):
-    """Rules CT1-CT10 for pipelines that train with a compiler."""
+    """Rules CT1-CT13 for pipelines that train with a compiler (CT11-CT13: Neuron on
+    Trainium)."""
 
     def __init__(self, scope: IConstruct | None = None, *, verbose: bool | None = None) -> None:
         super().__init__(scope, verbose=verbose)
