@@ -119,6 +119,7 @@ _ARM_KEYS: dict[str, JsonType] = {
     "instance_count": int,
     "framework_version": str,
     "precompile": bool,
+    "hyperparameters": dict,  # over the team's, for the arm's accelerator
 }
 _ARM_REQUIRED = ("name", "compiler", "instance_type")
 _BENCHMARK_ENUMS = {k: e for k, e in _enums(CompilerBenchmarkProps).items()
@@ -293,7 +294,8 @@ def _arm(where: str, arm: Mapping[str, Any], framework: Framework,
     version = arm.get("framework_version")
     return BenchmarkArm(arm["name"], compiler, arm["instance_type"],
                         arm.get("instance_count", 1),
-                        Framework.pytorch(version) if version else framework)
+                        Framework.pytorch(version) if version else framework,
+                        hyperparameters=arm.get("hyperparameters"))
 
 
 def _enum_values(config: Mapping[str, Any], enums: Mapping[str, type[Enum]],

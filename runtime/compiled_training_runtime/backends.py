@@ -180,7 +180,7 @@ class XlaBackend(Backend):
                 import torch_xla
 
                 raise InputError(
-                    f"precision fp16 under Training Compiler needs torch_xla.amp.GradScaler, "
+                    f"precision fp16 under {self.compiler} needs torch_xla.amp.GradScaler, "
                     f"which torch-xla {torch_xla.__version__} no longer has (the Training "
                     f"Compiler images do); use bf16 or fp32")
         return MixedPrecision(lambda: xla.autocast(self.xm, self.device, dtype), scaler)

@@ -155,6 +155,9 @@ def test_torch_compile_on_trn2_is_the_native_neuron_backend_on_the_teams_image(s
      r"PyTorch 2.1.2's Neuron training images serve trn1, trn1n, not 'ml.trn2.48xlarge'"),
     ({"framework": Framework.huggingface("4.28.1", pytorch_version="1.13.1")},
      r"has no Trainium training image"),
+    ({"hyperparameters": {"precision": "fp16"}},
+     r"precision 'fp16' needs a loss scaler, which torch-xla 2.9 \(the newest Neuron images\) "
+     r"no longer has.*set hyperparameters\['precision'\] to 'bf16'"),
 ])
 def test_what_cannot_run_on_trainium_is_refused_naming_the_way(source_dir, overrides, message):
     with pytest.raises(ValueError, match=message):
@@ -178,11 +181,13 @@ def test_every_trainium_training_type_the_api_knows_has_its_neuron_cores():
     assert trainium == set(neuron.NEURON_CORES)
 
 
-def test_a_benchmark_on_trainium_is_refused_until_arms_take_their_own_instances(source_dir):
+def test_a_benchmark_on_trainium_is_refused_naming_the_trainium_arm(source_dir):
     from compiled_training import CompilerBenchmark
 
-    with pytest.raises(ValueError, match=r"'ml.trn1.32xlarge' is AWS Trainium, where the "
-                                         r"baseline arm cannot run eager"):
+    with pytest.raises(ValueError, match=re.escape(
+            "'ml.trn1.32xlarge' is AWS Trainium, where the baseline arm cannot run eager; "
+            "benchmark on the GPU job's instances and put Trainium in an arm of its own: "
+            "arms=[BenchmarkArm('trainium', Compiler.neuron_xla(), 'ml.trn1.32xlarge', ...)]")):
         CompilerBenchmark(new_stack(), "Trial", framework=Framework.pytorch("2.9.0"),
                           compiler=Compiler.neuron_xla(), instance_type="ml.trn1.32xlarge",
                           source_dir=source_dir, entry_point="train.py",

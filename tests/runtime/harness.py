@@ -21,6 +21,9 @@ from compiled_training_runtime.local import job_env, job_folder
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = ROOT / "runtime"
 XLA_SPAWN_SHIM = Path(__file__).resolve().parent / "xla_spawn_shim"
+# Trainium's stand-ins (see its sitecustomize.py): the NeuronCore count, pre-compilation's
+# launcher, gloo for the XLA collectives.
+NEURON_SHIM = Path(__file__).resolve().parent / "neuron_shim"
 # What the PyTorch DLCs set: the toolkit hands the job to the PyTorch container's launcher
 # logic, which picks the runner (pytorchxla, torch_distributed, or one process).
 DLC_TRAINING_MODULE = "sagemaker_pytorch_container.training:main"
@@ -86,20 +89,27 @@ def fake_gpus(folder: Path, count: int) -> Path:
 
 def run_with_toolkit(base: Path, timeout: int = 900, *, gpus: int = 0,
                      launches: Path | None = None, python: str = sys.executable,
+                     neuron: Path | None = None, environment: dict[str, str] | None = None,
                      ) -> subprocess.CompletedProcess[str]:
     """The real sagemaker-training toolkit and the PyTorch DLCs' launcher logic, on a local
     /opt/ml-shaped folder, with ``gpus`` stand-in GPUs and AWS's xla_spawn stand-in
-    (``launches`` records each xla_spawn launch as a JSON line)."""
+    (``launches`` records each xla_spawn launch as a JSON line), or with Trainium's stand-ins
+    (``neuron``: the file they record to) and the job's ``environment``."""
     env = dict(os.environ)
     path = [str(Path(python).parent), env.get("PATH", "")]  # torchrun, as in the DLC
     if gpus:
         path.insert(0, str(fake_gpus(base.parent / "fake-gpus", gpus)))
+    if neuron is not None:
+        path.insert(0, str(NEURON_SHIM / "bin"))
     env.update({"SAGEMAKER_BASE_DIR": str(base), "SM_STUDIO_LOCAL_MODE": "true",
                 "PJRT_DEVICE": "CPU", "AWS_DEFAULT_REGION": "us-east-1",
                 "SAGEMAKER_TRAINING_MODULE": DLC_TRAINING_MODULE, "PATH": os.pathsep.join(path),
-                "PYTHONPATH": str(XLA_SPAWN_SHIM)})
+                "PYTHONPATH": str(NEURON_SHIM if neuron is not None else XLA_SPAWN_SHIM)})
+    env.update(environment or {})
     if launches is not None:
         env["XLA_SPAWN_RECORD"] = str(launches)
+    if neuron is not None:
+        env["NEURON_SHIM_RECORD"] = str(neuron)
     code = "from sagemaker_training import trainer; trainer.train()"
     return subprocess.run([python, "-c", code], env=env, capture_output=True,
                           text=True, timeout=timeout, check=False)

@@ -5,7 +5,10 @@ hyperparameters), on a tiny BERT with random weights.
 
 Replaced, because it cannot exist here: the GPUs (a stand-in ``nvidia-smi`` gives the count
 the toolkit reads) and AWS's ``torch_xla.distributed.xla_spawn`` (only in the Training
-Compiler DLCs; a stand-in does what it does, see ``xla_spawn_shim/xla_spawn.py``).
+Compiler DLCs; a stand-in does what it does, see ``xla_spawn_shim/xla_spawn.py``). On
+Trainium: the NeuronCore count (``neuron-ls``), ``neuron_parallel_compile`` (runs the command
+it is given) and the XLA collectives (gloo, since torch-xla's CPU client is one process per
+rank), see ``neuron_shim/``.
 """
 
 from __future__ import annotations
@@ -25,19 +28,21 @@ from tests.runtime.harness import RUNTIME, opt_ml, run_with_toolkit
 TINY = {k: v for k, v in TINY_BERT.items() if k not in ("epochs", "learning_rate")}
 
 
-def _team_step(assembly: Any, team: str) -> dict[str, Any]:
-    """The team's production training step (TrainingPipeline's step ``Train``)."""
+def _team_step(assembly: Any, team: str, name: str = "Train") -> dict[str, Any]:
+    """One of the team's training steps (by default the production pipeline's ``Train``),
+    its expressions evaluated as at run time."""
     for definition in definitions(assembly.get_stack_by_name(team).template):
         defaults = {p["Name"]: p["DefaultValue"] for p in definition["Parameters"]}
         for step in definition["Steps"]:
-            if step["Name"] == "Train":
+            if step["Name"] == name:
                 return dict(substitute_expressions(step["Arguments"], defaults))
-    raise AssertionError(f"{team} has no step named Train")
+    raise AssertionError(f"{team} has no step named {name}")
 
 
 def _job(tmp_path: Path, step: dict[str, Any], **overrides: Any) -> Path:
     """The step's hyperparameters (strings, as SageMaker passes them), the tiny model, and
     the code the construct uploads, in an /opt/ml-shaped folder."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     code = tmp_path / "sourcedir.tar.gz"
     code.write_bytes(build_sourcedir(RUNTIME))
     hyperparameters = dict(step["HyperParameters"])
@@ -46,8 +51,11 @@ def _job(tmp_path: Path, step: dict[str, Any], **overrides: Any) -> Path:
     return opt_ml(tmp_path / "opt_ml", hyperparameters, validation=8)
 
 
-def _summary(base: Path) -> dict[str, Any]:
-    return dict(json.loads((base / "output" / "data" / "metrics.json").read_text()))
+def _summary(base: Path, logs: str = "") -> dict[str, Any]:
+    """The run summary rank 0 wrote; when there is none, the run's logs say why."""
+    path = base / "output" / "data" / "metrics.json"
+    assert path.is_file(), logs[-6000:]
+    return dict(json.loads(path.read_text()))
 
 
 def test_document_classification_starts_under_the_pytorchxla_launcher(reference_assembly,
@@ -71,7 +79,7 @@ def test_document_classification_starts_under_the_pytorchxla_launcher(reference_
     (launch,) = [json.loads(line) for line in launches.read_text().splitlines()]
     assert launch["module"] == "train" and launch["argv"][0] == "train.py"
     assert "--max_steps" in launch["argv"]
-    summary = _summary(base)
+    summary = _summary(base, logs)
     assert summary["compiler"] == "training-compiler" and summary["steps"] == 4
     assert summary["precision"] == "fp16" and summary["loss_scale"] > 0
     assert (base / "model" / "model.pt").exists()
@@ -95,6 +103,79 @@ def test_creative_starts_under_torchrun_with_one_worker_per_gpu(reference_assemb
     logs = result.stdout + result.stderr
     assert result.returncode == 0, logs[-6000:]
     assert re.search(r"torchrun --nnodes 1 --nproc_per_node 2 train\.py ", logs)
-    summary = _summary(base)
+    summary = _summary(base, logs)
     assert summary["compiler"] == "none" and summary["world_size"] == 2
     assert summary["steps"] == 2 and summary["samples"] == 2 * 2 * TINY["batch_size"]
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_the_trainium_arm_precompiles_trains_on_two_ranks_and_resumes(reference_assembly,
+                                                                      tmp_path):
+    """DocumentClassification's Trainium arm (Neuron PyTorch/XLA on trn1.32xlarge), launched
+    as the Neuron DLC launches it: the toolkit's TorchDistributedRunner starts one torchrun
+    process per NeuronCore (two here, from the stand-in ``neuron-ls``); each joins the
+    ``xla`` process group and trains on the XLA device (the CPU, ``PJRT_DEVICE=CPU``, for the
+    NeuronCores), its gradients all-reduced by ``xm.optimizer_step`` (gloo standing in for
+    the XLA collectives, which torch-xla's single-process CPU client cannot run)."""
+    precompile = _team_step(reference_assembly, "DocumentClassification", "PrecompileTrainium")
+    train = _team_step(reference_assembly, "DocumentClassification", "TrainTrainium")
+    assert train["HyperParameters"]["sagemaker_torch_distributed_enabled"] == "true"
+    assert train["HyperParameters"]["precision"] == '"bf16"'  # the arm's own, over fp16
+
+    # The pre-compilation step: the toolkit prefixes torchrun with neuron_parallel_compile.
+    record = tmp_path / "precompile.jsonl"
+    base = _job(tmp_path / "precompile", precompile, log_every=1, model_family="bert")
+    assert json.loads(precompile["HyperParameters"]["max_steps"]) == 10
+    result = run_with_toolkit(base, neuron=record, environment=precompile["Environment"])
+    logs = result.stdout + result.stderr
+    assert result.returncode == 0, logs[-6000:]
+    assert re.search(r"\nneuron_parallel_compile torchrun --nnodes 1 --nproc_per_node 2 "
+                     r"train\.py ", logs)
+    (launcher,) = [r for r in _records(record) if r["call"] == "neuron_parallel_compile"]
+    assert launcher["argv"].startswith("torchrun --nnodes 1 --nproc_per_node 2 train.py ")
+
+    # The training step, 2 steps, then resumed to 6: each rank joined the xla group (the
+    # runtime asked for "xla" at "xla://"), trained on half of each global batch.
+    # Logged at the last step only: a log line reads the loss, one transfer per log.
+    base = _job(tmp_path / "train", train, max_steps=2, log_every=100, model_family="bert")
+    runs = []
+    for max_steps in (2, 6):
+        record = tmp_path / f"train-{max_steps}.jsonl"
+        hyperparameters = base / "input" / "config" / "hyperparameters.json"
+        values = json.loads(hyperparameters.read_text())
+        hyperparameters.write_text(json.dumps({**values, "max_steps": str(max_steps)}))
+        result = run_with_toolkit(base, neuron=record, environment=train["Environment"])
+        logs = result.stdout + result.stderr
+        assert result.returncode == 0, logs[-6000:]
+        assert re.search(r"\ntorchrun --nnodes 1 --nproc_per_node 2 train\.py ", logs)
+        runs.append((_summary(base, logs), _records(record), logs))
+
+    (first, first_calls, _), (resumed, resumed_calls, resumed_logs) = runs
+    for summary, calls in ((first, first_calls), (resumed, resumed_calls)):
+        assert summary["compiler"] == "neuron-xla" and summary["world_size"] == 2
+        assert summary["global_batch_size"] == 2 * TINY["batch_size"]
+        assert summary["precision"] == "bf16"
+        joins = [c for c in calls if c["call"] == "init_process_group"]
+        assert sorted(c["rank"] for c in joins) == ["0", "1"]
+        assert {(c["backend"], c["init_method"]) for c in joins} == {("xla", "xla://")}
+        # Checkpoints are written once, by rank 0 (to a partial file, then renamed).
+        assert {c["rank"] for c in calls
+                if c["call"] == "save" and c["path"] == "checkpoint.partial"} == {"0"}
+    assert resumed_logs.count("resumed from ") == 2 and "at step 2" in resumed_logs
+    assert (first["steps"], resumed["steps"]) == (2, 6)
+
+    # Counts, as on the GPU path: the resumed run's 4 steps compiled no more graphs than the
+    # first run's 2 (which also compiled the first step's, where AdamW creates its state),
+    # and the runtime's own device-to-host transfers do not grow with steps (the stand-in's
+    # gradient copies, one per tensor per step, are not the runtime's).
+    def own_transfers(summary: dict[str, Any], calls: list[dict[str, Any]]) -> int:
+        standing_in = sum(c["tensors"] for c in calls
+                          if c["call"] == "all_reduce" and c["rank"] == "0")
+        return int(summary["counters"]["device_to_host_transfers"]) - standing_in
+
+    assert 0 < resumed["counters"]["compiles"] <= first["counters"]["compiles"]
+    assert own_transfers(resumed, resumed_calls) == own_transfers(first, first_calls)
+    assert sum(c["call"] == "all_reduce" for c in resumed_calls) == 2 * 4  # a step, a rank

@@ -132,7 +132,8 @@ def _neuron_dlc(framework: FrameworkRelease, training_compiler: bool,
     if framework.py_version and framework.py_version != image.python:
         raise ValueError(f"{framework.describe()}'s Neuron training image {image.tag} has "
                          f"{image.python}, not {framework.py_version}")
-    return DlcImage(repository=neuron.repository(), tag=image.tag, registries=neuron.registries())
+    return DlcImage(repository=neuron.repository(), tag=image.tag, registries=neuron.registries(
+        image_config(neuron.registries_source())))
 
 
 def _processor(framework: FrameworkRelease, instance_type: str, available: list[str] | None,

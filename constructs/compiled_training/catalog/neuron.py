@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -102,11 +103,14 @@ def neuron_image(pytorch_version: str, instance_type: str) -> NeuronImage:
         f"2.30, PyTorch 2.9)")
 
 
-def registries() -> tuple[tuple[str, str], ...]:
-    """(region, registry account) of the repository, from the SDK v3's configuration."""
-    from compiled_training.catalog.dlc import image_config
+def registries_source() -> str:
+    """The SDK v3 image configuration file whose entries for `repository` list its
+    registries (``dlc.image_config`` reads it: this module imports nothing of ``dlc``)."""
+    return str(_table()["registries_from"]).removesuffix(".json")
 
-    config = image_config(_table()["registries_from"].removesuffix(".json"))
+
+def registries(config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """(region, registry account) of the repository, from that configuration."""
     entries = [entry for entry in config["versions"].values()
                if entry["repository"] == repository()]
     return tuple(sorted(entries[0]["registries"].items()))

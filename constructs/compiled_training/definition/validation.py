@@ -386,6 +386,12 @@ def _check_trainium(job: TrainingJob, error: Any) -> None:
                                  "(NEURON_COMPILE_CACHE_URL): every run would compile "
                                  "everything again; turn network_isolation off (a VPC with an "
                                  "S3 gateway endpoint keeps the traffic private)")
+    if kind is CompilerKind.NEURON_XLA and job.hyperparameters.get("precision") == "fp16":
+        error("TrainiumPrecision", "precision 'fp16' needs a loss scaler, which torch-xla "
+                                   "2.9 (the newest Neuron images) no longer has, and Trainium "
+                                   "computes in bf16 natively (Neuron's training guides "
+                                   "autocast to bf16, no scaler needed): set hyperparameters"
+                                   "['precision'] to 'bf16'")
     if job.instance_count > 1 and instance_type in neuron.SINGLE_NODE_ONLY:
         multi_node = [t for t in neuron.NEURON_CORES if t not in neuron.SINGLE_NODE_ONLY]
         error("TrainiumInstanceCount", f"instance_count must be 1 on {instance_type}, which "

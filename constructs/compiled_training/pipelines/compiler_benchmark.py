@@ -268,7 +268,7 @@ class CompilerBenchmark(PipelineBase):
                              {contract.HP_BATCH_SIZE: large_batch_size,
                               contract.HP_BASE_BATCH_SIZE:
                                   common.hyperparameters[contract.HP_BATCH_SIZE]}))
-        settings += [(arm, {}) for arm in extra_arms]
+        settings += [(arm, dict(arm.hyperparameters or {})) for arm in extra_arms]
         for arm, overrides in settings:
             name, framework = arm.name, arm.framework or self.framework
             image = TrainingImage.dlc().bind(self, policy, framework=framework,
@@ -350,9 +350,10 @@ class CompilerBenchmark(PipelineBase):
                             "compiler, got Compiler.none()")
         if is_trainium(self.instance_type):
             problems.append(f"instance_type {self.instance_type!r} is AWS Trainium, where the "
-                            f"baseline arm cannot run eager on the same instance; until arms "
-                            f"take their own instance types, compare a TrainingPipeline on "
-                            f"Trainium with your GPU pipeline")
+                            f"baseline arm cannot run eager; benchmark on the GPU job's "
+                            f"instances and put Trainium in an arm of its own: arms=["
+                            f"BenchmarkArm('trainium', Compiler.neuron_xla(), "
+                            f"{self.instance_type!r}, ...)]")
         if not self.framework.runs_script:
             problems.append(f"framework must be a deep-learning framework that runs the "
                             f"compiled-training runtime, got {self.framework.describe()}")

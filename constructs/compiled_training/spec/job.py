@@ -110,7 +110,8 @@ class BenchmarkArm:
     ``framework``: the arm's framework where its image needs another version (a Neuron
     image for a job on a Training Compiler release); when omitted, the benchmark's.
     ``distribution``: when omitted, what a `TrainingPipeline` would choose (torchrun on
-    Trainium).
+    Trainium). ``hyperparameters``: over the benchmark's, for what the arm's accelerator
+    needs (``{"precision": "bf16"}`` on Trainium).
     """
 
     name: str
@@ -119,6 +120,7 @@ class BenchmarkArm:
     instance_count: int = 1
     framework: Framework | None = None
     distribution: Distribution | None = None
+    hyperparameters: Mapping[str, HyperparameterValue] | None = None
 
     def __post_init__(self) -> None:
         check_arguments(BenchmarkArm, vars(self))
