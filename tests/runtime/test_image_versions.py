@@ -2,8 +2,9 @@
 Compiler images' torch 1.13.1 on Python 3.9 (``pytorch-trcomp-training:1.13.1``) and torch 1.11
 with Transformers 4.21.1 on Python 3.8 (``huggingface-pytorch-trcomp-training``), and the newest
 PyTorch DLC's torch 2.10 on Python 3.13 (``pytorch-training:2.10.0-gpu-py313``, the image
-``torch_compile()`` resolves), each with the runtime wheel installed as the Dockerfile installs
-it (no dependencies)
+``torch_compile()`` resolves), and the newest PyTorch NeuronX DLC's torch 2.9 and torch-xla 2.9 on
+Python 3.12 (``pytorch-training-neuronx:2.9.0``, the image ``neuron_xla()`` resolves), each with
+the runtime wheel installed as the Dockerfile installs it (no dependencies)
 (tests/environments.py). The Training Compiler images' torch_xla exists only inside them: there
 the runtime runs eager, which exercises every torch and Transformers API it calls.
 """
@@ -13,7 +14,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.environments import ENVS, NEWEST_GPU_IMAGE, Environment, require
+from compiled_training_runtime import contract
+from tests.environments import ENVS, NEWEST_GPU_IMAGE, NEWEST_NEURON_IMAGE, Environment, require
 from tests.helpers import TINY_BERT
 from tests.runtime.harness import (
     metrics,
@@ -95,3 +97,19 @@ def test_torch_compile_has_no_graph_breaks_and_no_recompiles_on_the_newest_image
     result = run_direct(base, hps, python=python)
     assert result.returncode == 0, result.stderr[-4000:]
     assert metrics(base)["counters"] == {"graph_breaks": 0, "graphs": 1, "recompiles": 0}
+
+
+def test_the_neuron_image_trains_on_the_neuron_xla_path(tmp_path):
+    """The runtime as the Neuron image holds it: its Python (3.12), torch 2.9 and torch-xla
+    2.9 (PyPI's build standing in for the Neuron SDK's), the XLA device the CPU standing in
+    for a NeuronCore, bf16 as Trainium trains."""
+    python = str(require(NEWEST_NEURON_IMAGE).executable)
+    hps = {**TINY_BERT, contract.HP_NEURON_XLA: True, "precision": "bf16", "log_every": 2}
+    base = opt_ml(tmp_path, hps, validation=8)
+    result = run_direct(base, hps, python=python)
+    assert result.returncode == 0, result.stderr[-4000:]
+    summary = metrics(base)
+    assert summary["compiler"] == contract.COMPILER_NEURON_XLA
+    assert summary["steps"] == 8 and summary["precision"] == "bf16"
+    assert summary["counters"]["compiles"] > 0
+    assert (base / "model" / "model.pt").exists()

@@ -20,7 +20,7 @@ from typing import Any
 
 from compiled_training.definition.sourcedir import build_sourcedir
 from compiled_training_runtime import contract
-from tests.environments import XLA_WITH_GRAD_SCALER, require
+from tests.environments import NEWEST_NEURON_IMAGE, XLA_WITH_GRAD_SCALER, require
 from tests.helpers import TINY_BERT, definitions, substitute_expressions
 from tests.runtime.harness import RUNTIME, opt_ml, run_with_toolkit
 
@@ -119,7 +119,9 @@ def test_the_trainium_arm_precompiles_trains_on_two_ranks_and_resumes(reference_
     process per NeuronCore (two here, from the stand-in ``neuron-ls``); each joins the
     ``xla`` process group and trains on the XLA device (the CPU, ``PJRT_DEVICE=CPU``, for the
     NeuronCores), its gradients all-reduced by ``xm.optimizer_step`` (gloo standing in for
-    the XLA collectives, which torch-xla's single-process CPU client cannot run)."""
+    the XLA collectives, which torch-xla's single-process CPU client cannot run), on the Neuron
+    image's Python and torch-xla."""
+    python = str(require(NEWEST_NEURON_IMAGE).executable)
     precompile = _team_step(reference_assembly, "DocumentClassification", "PrecompileTrainium")
     train = _team_step(reference_assembly, "DocumentClassification", "TrainTrainium")
     assert train["HyperParameters"]["sagemaker_torch_distributed_enabled"] == "true"
@@ -129,7 +131,8 @@ def test_the_trainium_arm_precompiles_trains_on_two_ranks_and_resumes(reference_
     record = tmp_path / "precompile.jsonl"
     base = _job(tmp_path / "precompile", precompile, log_every=1, model_family="bert")
     assert json.loads(precompile["HyperParameters"]["max_steps"]) == 10
-    result = run_with_toolkit(base, neuron=record, environment=precompile["Environment"])
+    result = run_with_toolkit(base, neuron=record, environment=precompile["Environment"],
+                              python=python)
     logs = result.stdout + result.stderr
     assert result.returncode == 0, logs[-6000:]
     assert re.search(r"\nneuron_parallel_compile torchrun --nnodes 1 --nproc_per_node 2 "
@@ -147,7 +150,8 @@ def test_the_trainium_arm_precompiles_trains_on_two_ranks_and_resumes(reference_
         hyperparameters = base / "input" / "config" / "hyperparameters.json"
         values = json.loads(hyperparameters.read_text())
         hyperparameters.write_text(json.dumps({**values, "max_steps": str(max_steps)}))
-        result = run_with_toolkit(base, neuron=record, environment=train["Environment"])
+        result = run_with_toolkit(base, neuron=record, environment=train["Environment"],
+                                  python=python)
         logs = result.stdout + result.stderr
         assert result.returncode == 0, logs[-6000:]
         assert re.search(r"\ntorchrun --nnodes 1 --nproc_per_node 2 train\.py ", logs)

@@ -28,6 +28,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3_assets as s3_assets
 
 from compiled_training.catalog.dlc import DlcImage, resolve_dlc
+from compiled_training.catalog.neuron import is_trainium
 from compiled_training.image._builder import ImageBuilder
 from compiled_training.image.runtime_wheel import runtime_wheel
 from compiled_training.spec.compiler import Compiler, CompilerKind
@@ -51,8 +52,16 @@ class BuildMode(str, Enum):
     """CodeBuild builds at deploy time; no local Docker needed."""
 
 
+# Each compiler's Dockerfile (images/<name>), and the instance its DLC is resolved for when
+# no instance type is given.
+_DOCKERFILES = {CompilerKind.TRAINING_COMPILER: "training-compiler",
+                CompilerKind.NEURON_XLA: "neuron-xla"}
+_DEFAULT_INSTANCE = {CompilerKind.NEURON_XLA: "ml.trn1.32xlarge"}
+
+
 class RuntimeImage(Construct):
-    """The compiled-training runtime on a Training Compiler or PyTorch DLC, in ECR."""
+    """The compiled-training runtime on a Training Compiler, PyTorch or PyTorch NeuronX DLC,
+    in ECR."""
 
     def __init__(
         self,
@@ -71,7 +80,8 @@ class RuntimeImage(Construct):
     ) -> None:
         """
         :param framework: selects the base DLC, with ``compiler``.
-        :param compiler: Training Compiler builds on its DLC; otherwise a PyTorch DLC.
+        :param compiler: Training Compiler builds on its DLC, ``neuron_xla`` on the PyTorch
+            NeuronX DLC (Trainium); otherwise a PyTorch DLC.
         :param build_mode: when omitted, cloud (CodeBuild, no local Docker).
         :param repository: cloud mode; when omitted, a repository is created: scan on push,
             immutable tags, the last 20 images kept, encrypted (with ``kms_key`` or
@@ -84,11 +94,13 @@ class RuntimeImage(Construct):
             are the stack's, shared by its images, and use one key of the stack's own, with
             rotation.
         :param removal_policy: when omitted, RETAIN; DESTROY also empties the repository.
-        :param instance_type: the training instance type the image is for (GPU or CPU DLC);
-            when omitted, a GPU instance.
+        :param instance_type: the training instance type the image is for (GPU, CPU or
+            Trainium DLC); when omitted, a GPU instance, or ml.trn1.32xlarge for
+            ``neuron_xla``.
         :param dockerfile_dir: a folder with a Dockerfile that installs the runtime wheel;
-            when omitted, the library's ``training-compiler`` Dockerfile for Training Compiler
-            and ``torch-compile`` otherwise (``images/`` in its repository).
+            when omitted, the library's ``training-compiler`` Dockerfile for Training Compiler,
+            ``neuron-xla`` for ``neuron_xla`` and ``torch-compile`` otherwise (``images/`` in
+            its repository).
         """
         check_arguments(RuntimeImage.__init__, locals())
         super().__init__(scope, construct_id)
@@ -97,14 +109,18 @@ class RuntimeImage(Construct):
         if not framework.is_deep_learning:
             raise ValueError(f"{where}: the runtime image needs a deep-learning framework, got "
                              f"{framework.describe()}")
+        instance_type = instance_type or _DEFAULT_INSTANCE.get(compiler.kind, "ml.g5.xlarge")
+        if compiler.kind is CompilerKind.NEURON_XLA and not is_trainium(instance_type):
+            raise ValueError(f"{where}: Compiler.neuron_xla() builds on the PyTorch NeuronX "
+                             f"image, for AWS Trainium; instance_type must be a Trainium type "
+                             f"(ml.trn1.32xlarge, ...), got {instance_type!r}")
         try:
             self.dlc: DlcImage = resolve_dlc(framework, compiler.is_training_compiler,
-                                             instance_type or "ml.g5.xlarge")
+                                             instance_type)
         except ValueError as error:
             raise ValueError(f"{where}: {error}") from None
-        folder = Path(dockerfile_dir) if dockerfile_dir else IMAGES_DIR / (
-            "training-compiler" if compiler.kind is CompilerKind.TRAINING_COMPILER
-            else "torch-compile")
+        folder = Path(dockerfile_dir) if dockerfile_dir else IMAGES_DIR / _DOCKERFILES.get(
+            compiler.kind, "torch-compile")
         if not (folder / "Dockerfile").is_file():
             raise ValueError(f"{where}: dockerfile_dir must hold a Dockerfile, none in "
                              f"{str(folder)!r}")
