@@ -27,9 +27,10 @@ from tests.environments import ENVS, IMAGE_CONFIG, SAGEMAKER_CORE, build, site_p
 
 TARGET = ROOT / "constructs" / "compiled_training" / "catalog" / "image-uri-config"
 # The configurations the library resolves images from: training and inference; for Trainium,
-# the registries of the PyTorch NeuronX repository (the SDK's only file naming it).
+# the registries of the PyTorch NeuronX repository (the SDK's only file naming it) and of the
+# Hugging Face NeuronX one (its tags come from AWS's tables: catalog/neuron-training-images.json).
 CONFIGS = ("pytorch", "pytorch-training-compiler", "huggingface", "huggingface-training-compiler",
-           "xgboost", "hyperpod-recipes-neuron")
+           "xgboost", "hyperpod-recipes-neuron", "huggingface-neuronx")
 RULES = "sdk-rules.json"
 
 

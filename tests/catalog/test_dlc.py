@@ -189,7 +189,8 @@ def test_trainium_resolves_the_pytorch_neuronx_images_and_lists_what_exists():
         "2.1.2-neuronx-py310-sdk2.20.2-ubuntu20.04"
     with pytest.raises(ValueError, match=r"PyTorch 1.11.0 has no Neuron training image "
                                          r"\(pytorch-training-neuronx\); for ml.trn1.32xlarge: "
-                                         r"PyTorch 2.1.2, 2.6.0, 2.7.0, 2.8.0, 2.9.0"):
+                                         r"PyTorch 2.1.2, PyTorch 2.6.0, PyTorch 2.7.0, "
+                                         r"PyTorch 2.8.0, PyTorch 2.9.0"):
         resolve_dlc(Framework.pytorch("1.11.0"), False, "ml.trn1.32xlarge")
     with pytest.raises(ValueError, match=r"image 2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04 has "
                                          r"py312, not py311"):
@@ -221,3 +222,28 @@ def test_every_neuron_row_cites_its_source_and_is_tagged_as_aws_tags_them():
         assert re.fullmatch(r"\d+\.\d+\.\d+-neuronx-py3\d+-sdk2\.\d+\.\d+-ubuntu\d\d\.04",
                             image.tag)
         assert set(image.families) <= {"trn1", "trn1n", "trn2"}
+
+
+def test_hugging_face_neuronx_rows_cite_aws_and_take_the_sdks_registries():
+    """Tags from AWS's tables (the SDK v3's huggingface-neuronx.json pairs Transformers 4.55.4
+    with PyTorch 2.7.0, where AWS publishes 2.8.0; SDK v2 resolves no Hugging Face image on
+    Trainium at all); the registries per region are the SDK v3's for the same Transformers
+    release."""
+    from compiled_training.catalog import neuron
+    from compiled_training.catalog.dlc import image_config
+
+    config = image_config("huggingface-neuronx")
+    images = neuron.neuron_images(neuron.HUGGINGFACE)
+    assert [image.describe() for image in images] == [
+        "Transformers 4.55.4 with PyTorch 2.8.0", "Transformers 4.51.0 with PyTorch 2.7.0",
+        "Transformers 4.48.1 with PyTorch 2.1.2", "Transformers 4.36.2 with PyTorch 1.13.1"]
+    for image in images:
+        assert image.source and image.families == ("trn1",)
+        assert re.fullmatch(r"\d+\.\d+\.\d+-transformers4\.\d+\.\d+-neuronx-py310-"
+                            r"sdk2\.\d+\.\d+-ubuntu\d\d\.04", image.tag)
+        framework = Framework.huggingface(image.transformers, pytorch_version=image.pytorch)
+        resolved = resolve_dlc(framework, False, "ml.trn1.32xlarge")
+        assert resolved.path == f"huggingface-pytorch-training-neuronx:{image.tag}"
+        listed = config["versions"][image.transformers]
+        (entry,) = [v for k, v in listed.items() if k.startswith("pytorch")]
+        assert dict(resolved.registries) == entry["registries"]

@@ -51,9 +51,16 @@ def test_nothing_unlisted_ships():
     assert {p.name for p in IMAGES.iterdir()} == listed | {"SOURCE.json"}
 
 
+# Scopes the library does not read: huggingface-neuronx.json gives only the Hugging Face
+# NeuronX training registries (its tags come from AWS's tables); its inference entries, where
+# v3 dropped v2's PyTorch 2.7.1 images, are not read.
+_UNREAD = {("huggingface-neuronx", "inference")}
+
+
 def _scopes(name: str) -> list[str]:
     raw = json.loads((IMAGES / f"{name}.json").read_text())
-    return [scope for scope in ("training", "inference") if scope in raw] or ["training"]
+    return [scope for scope in ("training", "inference")
+            if scope in raw and (name, scope) not in _UNREAD] or ["training"]
 
 
 def _entries(config: dict[str, Any]) -> dict[tuple[str, ...], Any]:

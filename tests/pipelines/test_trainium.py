@@ -150,11 +150,18 @@ def test_torch_compile_on_trn2_is_the_native_neuron_backend_on_the_teams_image(s
      r"instance_count must be 1 on ml.trn1.2xlarge, which has no EFA.*ml.trn1.32xlarge"),
     ({"framework": Framework.pytorch("2.10.0")},
      r"PyTorch 2.10.0 has no Neuron training image \(pytorch-training-neuronx\); for "
-     r"ml.trn1.32xlarge: PyTorch 2.1.2, 2.6.0, 2.7.0, 2.8.0, 2.9.0"),
+     r"ml.trn1.32xlarge: PyTorch 2.1.2, PyTorch 2.6.0, PyTorch 2.7.0, PyTorch 2.8.0, "
+     r"PyTorch 2.9.0"),
     ({"framework": Framework.pytorch("2.1.2"), "instance_type": "ml.trn2.48xlarge"},
      r"PyTorch 2.1.2's Neuron training images serve trn1, trn1n, not 'ml.trn2.48xlarge'"),
     ({"framework": Framework.huggingface("4.28.1", pytorch_version="1.13.1")},
-     r"has no Trainium training image"),
+     r"Transformers 4.28.1 with PyTorch 1.13.1 has no Neuron training image "
+     r"\(huggingface-pytorch-training-neuronx\); for ml.trn1.32xlarge: Transformers 4.36.2 "
+     r"with PyTorch 1.13.1, .*Transformers 4.55.4 with PyTorch 2.8.0$"),
+    ({"framework": Framework.huggingface("4.55.4", pytorch_version="2.8.0"),
+      "instance_type": "ml.trn2.48xlarge"},
+     r"Transformers 4.55.4 with PyTorch 2.8.0's Neuron training images serve trn1, not "
+     r"'ml.trn2.48xlarge'"),
     ({"hyperparameters": {"precision": "fp16"}},
      r"precision 'fp16' needs a loss scaler, which torch-xla 2.9 \(the newest Neuron images\) "
      r"no longer has.*set hyperparameters\['precision'\] to 'bf16'"),
@@ -162,6 +169,19 @@ def test_torch_compile_on_trn2_is_the_native_neuron_backend_on_the_teams_image(s
 def test_what_cannot_run_on_trainium_is_refused_naming_the_way(source_dir, overrides, message):
     with pytest.raises(ValueError, match=message):
         _pipeline(new_stack(), source_dir, **overrides)
+
+
+def test_hugging_face_jobs_train_on_the_hugging_face_neuronx_images(source_dir):
+    # AWS's tables, not the SDK v3's huggingface-neuronx.json, which pairs 4.55.4 with PyTorch
+    # 2.7.0 where AWS publishes 2.8.0; the registries per region are the SDK's.
+    stack = new_stack()
+    _pipeline(stack, source_dir,
+              framework=Framework.huggingface("4.55.4", pytorch_version="2.8.0"))
+    (train,) = _definition(stack)["Steps"]
+    assert train["Arguments"]["AlgorithmSpecification"]["TrainingImage"] == (
+        "763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-training-neuronx:"
+        "2.8.0-transformers4.55.4-neuronx-py310-sdk2.26.0-ubuntu22.04")
+    assert train["Arguments"]["HyperParameters"]["sagemaker_torch_distributed_enabled"] == "true"
 
 
 def test_neuron_xla_options_are_checked():

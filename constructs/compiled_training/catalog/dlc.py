@@ -124,16 +124,23 @@ def resolve_dlc(framework: FrameworkRelease, training_compiler: bool, instance_t
 
 def _neuron_dlc(framework: FrameworkRelease, training_compiler: bool,
                 instance_type: str) -> DlcImage:
-    if training_compiler or framework.name != "pytorch":
+    if training_compiler or framework.name not in (neuron.PYTORCH, neuron.HUGGINGFACE):
         what = "Training Compiler" if training_compiler else framework.describe()
         raise ValueError(f"{what} has no Trainium training image; Trainium trains "
-                         f"Framework.pytorch(...) on the Neuron SDK's PyTorch images")
-    image = neuron.neuron_image(framework.version, instance_type)
+                         f"Framework.pytorch(...) or Framework.huggingface(...) on the Neuron "
+                         f"SDK's PyTorch images")
+    if framework.name == neuron.HUGGINGFACE:
+        image = neuron.neuron_image(framework.pytorch_version or "", instance_type,
+                                    transformers=framework.version)
+    else:
+        image = neuron.neuron_image(framework.version, instance_type)
     if framework.py_version and framework.py_version != image.python:
         raise ValueError(f"{framework.describe()}'s Neuron training image {image.tag} has "
                          f"{image.python}, not {framework.py_version}")
-    return DlcImage(repository=neuron.repository(), tag=image.tag, registries=neuron.registries(
-        image_config(neuron.registries_source())))
+    return DlcImage(repository=neuron.repository(framework.name), tag=image.tag,
+                    registries=neuron.registries(
+                        image_config(neuron.registries_source(framework.name)), framework.name,
+                        image.transformers))
 
 
 def _processor(framework: FrameworkRelease, instance_type: str, available: list[str] | None,

@@ -31,9 +31,15 @@ SINGLE_NODE_ONLY = ("ml.trn1.2xlarge",)
 EFA_ENVIRONMENT = {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1"}
 
 
+# The table's lines of images, by the framework name they serve: the PyTorch NeuronX images
+# (the table's top level) and the Hugging Face ones (its ``huggingface`` entry).
+PYTORCH, HUGGINGFACE = "pytorch", "huggingface"
+
+
 @dataclass(frozen=True)
 class NeuronImage:
-    """One ``pytorch-training-neuronx`` release, as AWS's tables list it."""
+    """One ``pytorch-training-neuronx`` (or, with ``transformers``, Hugging Face
+    ``huggingface-pytorch-training-neuronx``) release, as AWS's tables list it."""
 
     pytorch: str
     neuron_sdk: str
@@ -41,10 +47,17 @@ class NeuronImage:
     os: str
     families: tuple[str, ...]
     source: str
+    transformers: str | None = None
 
     @property
     def tag(self) -> str:
-        return f"{self.pytorch}-neuronx-{self.python}-sdk{self.neuron_sdk}-{self.os}"
+        release = (f"{self.pytorch}-transformers{self.transformers}" if self.transformers
+                   else self.pytorch)
+        return f"{release}-neuronx-{self.python}-sdk{self.neuron_sdk}-{self.os}"
+
+    def describe(self) -> str:
+        return (f"Transformers {self.transformers} with PyTorch {self.pytorch}"
+                if self.transformers else f"PyTorch {self.pytorch}")
 
 
 @functools.cache
@@ -53,19 +66,24 @@ def _table() -> dict[str, Any]:
     return table
 
 
+def _line(framework: str) -> dict[str, Any]:
+    line: dict[str, Any] = _table()[HUGGINGFACE] if framework == HUGGINGFACE else _table()
+    return line
+
+
 @functools.cache
-def neuron_images() -> tuple[NeuronImage, ...]:
-    """Every release in the table, newest PyTorch and Neuron SDK first."""
+def neuron_images(framework: str = PYTORCH) -> tuple[NeuronImage, ...]:
+    """Every release of a line in the table, newest PyTorch and Neuron SDK first."""
     images = (NeuronImage(row["pytorch"], row["neuron_sdk"], row["python"], row["os"],
-                          tuple(row["families"]), row["source"])
-              for row in _table()["images"])
+                          tuple(row["families"]), row["source"], row.get("transformers"))
+              for row in _line(framework)["images"])
     return tuple(sorted(images, key=lambda image: (_version_key(image.pytorch),
                                                    _version_key(image.neuron_sdk)),
                         reverse=True))
 
 
-def repository() -> str:
-    return str(_table()["repository"])
+def repository(framework: str = PYTORCH) -> str:
+    return str(_line(framework)["repository"])
 
 
 def native_families() -> tuple[str, ...]:
@@ -82,38 +100,56 @@ def is_trainium(instance_type: str) -> bool:
     return accelerator(instance_type) == "trainium"
 
 
-def neuron_image(pytorch_version: str, instance_type: str) -> NeuronImage:
-    """The newest release of ``pytorch_version`` that serves ``instance_type``'s family;
-    a ValueError lists what exists."""
+def neuron_image(pytorch_version: str, instance_type: str,
+                 transformers: str | None = None) -> NeuronImage:
+    """The newest release of ``pytorch_version`` (with ``transformers``: the Hugging Face
+    image of that Transformers and PyTorch) that serves ``instance_type``'s family; a
+    ValueError lists what exists."""
+    framework = HUGGINGFACE if transformers else PYTORCH
     family = instance_family(instance_type)
-    versions = [image for image in neuron_images() if image.pytorch == pytorch_version]
+    wanted = NeuronImage(pytorch_version, "", "", "", (), "", transformers).describe()
+    images = neuron_images(framework)
+    versions = [image for image in images if image.describe() == wanted]
     for image in versions:
         if family in image.families:
             return image
-    offered = sorted({image.pytorch for image in neuron_images() if family in image.families},
-                     key=_version_key)
+    offered = sorted({image.describe() for image in images if family in image.families},
+                     key=lambda text: [_version_key(part) for part in text.split()
+                                       if part[0].isdigit()])
     if versions:
         served = sorted({served for image in versions for served in image.families})
         raise ValueError(
-            f"PyTorch {pytorch_version}'s Neuron training images serve {', '.join(served)}, "
-            f"not {instance_type!r}; for {family}: PyTorch {', '.join(offered)}")
+            f"{wanted}'s Neuron training images serve {', '.join(served)}, not "
+            f"{instance_type!r}; for {family}: {', '.join(offered) or 'none'}")
+    last = (" (AWS publishes none after Neuron SDK 2.30, PyTorch 2.9)"
+            if framework == PYTORCH else "")
     raise ValueError(
-        f"PyTorch {pytorch_version} has no Neuron training image ({repository()}); for "
-        f"{instance_type}: PyTorch {', '.join(offered)} (AWS publishes none after Neuron SDK "
-        f"2.30, PyTorch 2.9)")
+        f"{wanted} has no Neuron training image ({repository(framework)}); for "
+        f"{instance_type}: {', '.join(offered) or 'none'}{last}")
 
 
-def registries_source() -> str:
-    """The SDK v3 image configuration file whose entries for `repository` list its
+def registries_source(framework: str = PYTORCH) -> str:
+    """The SDK v3 image configuration file whose entries for the line's repository list its
     registries (``dlc.image_config`` reads it: this module imports nothing of ``dlc``)."""
-    return str(_table()["registries_from"]).removesuffix(".json")
+    return str(_line(framework)["registries_from"]).removesuffix(".json")
 
 
-def registries(config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    """(region, registry account) of the repository, from that configuration."""
-    entries = [entry for entry in config["versions"].values()
-               if entry["repository"] == repository()]
-    return tuple(sorted(entries[0]["registries"].items()))
+def registries(config: Mapping[str, Any], framework: str = PYTORCH,
+               release: str | None = None) -> tuple[tuple[str, str], ...]:
+    """(region, registry account) of the line's repository, from that configuration: the
+    entry of ``release`` where it lists one (the Hugging Face file lists its regions per
+    Transformers release, a level down under a PyTorch version), else its first entry."""
+    wanted = repository(framework)
+
+    def entries(node: Any) -> list[Mapping[str, Any]]:
+        if not isinstance(node, Mapping):
+            return []
+        if node.get("repository") == wanted:
+            return [node]
+        return [found for value in node.values() for found in entries(value)]
+
+    versions = config["versions"]
+    return tuple(sorted(entries(versions.get(release, versions))[0]["registries"].items()))
 
 
 def _version_key(version: str) -> tuple[int, ...]:
