@@ -12,7 +12,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aws_cdk import Annotations, ArnFormat, Names, Token
+import jsii
+from aws_cdk import (
+    Annotations,
+    ArnFormat,
+    IAnyProducer,
+    IListProducer,
+    IResolveContext,
+    Lazy,
+    Names,
+    Tags,
+    Token,
+)
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -52,12 +63,17 @@ from compiled_training.wiring.stack_reads import (
     role_arn,
 )
 from compiled_training_runtime import contract
-from constructs import Construct
+from constructs import Construct, IValidation
 
 if TYPE_CHECKING:
     from aws_cdk import aws_ec2 as ec2  # loaded by the maker of a VPC given
 
 PIPELINE_TAG = "compiled-training:pipeline"
+# SageMaker's tags on a job (the API's Tag shapes and its documented limit of 50 a resource).
+MAX_JOB_TAGS = 50
+RESERVED_TAG_PREFIX = "aws:"
+# The requests that create jobs, by step type: their Arguments take Tags.
+TAGGED_STEPS = ("Training", "Processing")
 NEURON_COMPILE_CACHE = "neuron-compile-cache"
 """The folder of the pipeline's prefix where Neuron jobs keep compiled graphs across runs."""
 ONE_DAY_SECONDS = 24 * 3600
@@ -115,6 +131,9 @@ class PipelineBase(NamedPipeline):
         self.bucket = options.get("output_bucket") or TrainingOutputBucket.of_stack(
             self, self.kms_key)
         self.prefix = f"s3://{bucket_name(self.bucket)}/{self.pipeline_name}"
+        for key, value in sorted((options.get("tags") or {}).items()):
+            Tags.of(self).add(key, value)
+        self.node.add_validation(_JobTagsValidation(self))
         self._common = self._common_job(options)
 
     @staticmethod
@@ -320,12 +339,13 @@ class PipelineBase(NamedPipeline):
             own_tag = {f"aws:RequestTag/{PIPELINE_TAG}": self.pipeline_name}
             policy.allow([f"sagemaker:Create{verb}"], [jobs], why=why,
                          conditions={"StringEquals": own_tag})
-            # Tags only as its own job is created, and only its own tag: retagging another
-            # pipeline's job would hand it describe and stop. SageMaker adds its own
-            # sagemaker: tags to a job it creates (the execution, the step).
+            # Tags only as its own job is created, and only its own tags (its own, and those
+            # the stack sets on the pipeline: cost allocation): retagging another pipeline's
+            # job would hand it describe and stop. SageMaker adds its own sagemaker: tags to a
+            # job it creates (the execution, the step).
             policy.allow(["sagemaker:AddTags"], [jobs], why=why, conditions={
                 "StringEquals": {**own_tag, "sagemaker:TaggingAction": f"Create{verb}"},
-                "ForAllValues:StringLike": {"aws:TagKeys": [PIPELINE_TAG, "sagemaker:*"]},
+                "ForAllValues:StringLike": {"aws:TagKeys": Lazy.uncached_list(_JobTagKeys(self))},
             })
             policy.allow([f"sagemaker:Describe{verb}", f"sagemaker:Stop{verb}"], [jobs],
                          why=why, conditions={"StringEquals": {
@@ -346,7 +366,8 @@ class PipelineBase(NamedPipeline):
             pipeline_name=self.pipeline_name,
             pipeline_description=description,
             role_arn=pipeline_role.role_arn,
-            pipeline_definition={"PipelineDefinitionBody": stack.to_json_string(definition)},
+            pipeline_definition={"PipelineDefinitionBody": stack.to_json_string(
+                _with_job_tags(definition, Lazy.uncached_any(_JobTags(self))))},
         )
         self._resource.add_metadata("compiled-training", summary)
         return pipeline_role
@@ -400,3 +421,80 @@ class PipelineBase(NamedPipeline):
             groups = [group]
         return list(selected.subnet_ids), [g.security_group_id for g in groups]
 
+
+
+def job_tags(pipeline: PipelineBase) -> dict[str, str]:
+    """The tags every job of the pipeline carries: those set on its resource (by
+    ``Tags.of(scope)`` at any level above it, or its ``tags`` prop), and the library's own,
+    which nothing overrides. Read at synthesis, once the tag aspects have run."""
+    return dict(sorted({**_given_tags(pipeline), PIPELINE_TAG: pipeline.pipeline_name}.items()))
+
+
+def _given_tags(pipeline: PipelineBase) -> dict[str, str]:
+    resource = pipeline.node.try_find_child("Resource")
+    return resource.tags.tag_values() if isinstance(resource, sagemaker.CfnPipeline) else {}
+
+
+def _with_job_tags(definition: dict[str, Any], tags: Any) -> dict[str, Any]:
+    """The definition with ``tags`` (a token) as the Tags of every request that creates a
+    job, in a condition's branches too."""
+    def steps(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out = []
+        for step in items:
+            arguments = dict(step.get("Arguments", {}))
+            if step.get("Type") in TAGGED_STEPS:
+                arguments["Tags"] = tags
+            for branch in ("IfSteps", "ElseSteps"):
+                if branch in arguments:
+                    arguments[branch] = steps(arguments[branch])
+            out.append({**step, "Arguments": arguments} if "Arguments" in step else step)
+        return out
+
+    return {**definition, "Steps": steps(definition["Steps"])}
+
+
+@jsii.implements(IAnyProducer)
+class _JobTags:
+    def __init__(self, pipeline: PipelineBase) -> None:
+        self._pipeline = pipeline
+
+    def produce(self, context: IResolveContext) -> Any:
+        return [{"Key": k, "Value": v} for k, v in job_tags(self._pipeline).items()]
+
+
+@jsii.implements(IListProducer)
+class _JobTagKeys:
+    def __init__(self, pipeline: PipelineBase) -> None:
+        self._pipeline = pipeline
+
+    def produce(self, context: IResolveContext) -> list[str]:
+        return [*job_tags(self._pipeline), "sagemaker:*"]
+
+
+@jsii.implements(IValidation)
+class _JobTagsValidation:
+    """The jobs' tags within SageMaker's rules, checked once the tag aspects have run."""
+
+    def __init__(self, pipeline: PipelineBase) -> None:
+        self._pipeline = pipeline
+
+    def validate(self) -> list[str]:
+        tags = job_tags(self._pipeline)
+        problems = []
+        if PIPELINE_TAG in _given_tags(self._pipeline):
+            problems.append(f"tag key {PIPELINE_TAG!r} is the library's own: its value, the "
+                            f"pipeline's name, is what the pipeline role's permissions on its "
+                            f"jobs are conditioned on")
+        for key, value in tags.items():
+            if key.lower().startswith(RESERVED_TAG_PREFIX):
+                problems.append(f"tag key {key!r} starts with the reserved "
+                                f"{RESERVED_TAG_PREFIX!r} prefix")
+            problems += [problem for problem in (
+                validation.check_api_string("tag key", key, "TagKey"),
+                validation.check_api_string(f"tag {key!r}'s value", value, "TagValue"),
+            ) if problem]
+        if len(tags) > MAX_JOB_TAGS:
+            problems.append(f"its jobs would carry {len(tags)} tags (with the library's own "
+                            f"{PIPELINE_TAG!r}), over SageMaker's {MAX_JOB_TAGS}")
+        return [f"{self._pipeline._subject}: {problem} (tags reach every job the pipeline "
+                f"creates)" for problem in problems]

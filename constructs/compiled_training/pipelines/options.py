@@ -53,6 +53,11 @@ class TrainingJobOptions(TypedDict, total=False):
     the compiler on trial is Training Compiler."""
     instance_count: int | None
     """When omitted, one instance (per arm, in a benchmark)."""
+    tags: Mapping[str, str] | None
+    """Tags for the construct's resources and, with those set by ``Tags.of(scope)`` at any
+    level above it, for every job the pipeline creates (cost allocation reads them there).
+    SageMaker's limits hold: 50 a job with the library's own, keys of 1-128 and values of
+    0-256 characters, no ``aws:`` prefix."""
     source_dir: str | Path | None
     """Folder uploaded as a deterministic ``sourcedir.tar.gz``; required for framework images
     (and by a benchmark), omitted for built-in algorithms."""

@@ -1,0 +1,119 @@
+"""Tags reach the jobs: set with ``Tags.of(scope)`` at any level above a pipeline, or with its
+``tags`` prop, they are in every job request of its definition (training, the benchmark's arms
+and comparison), merged with the library's own, in one order, within SageMaker's rules; the
+pipeline role may add exactly those keys, as the job is created."""
+
+from __future__ import annotations
+
+import re
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk.assertions import Template
+
+from compiled_training import Compiler, Framework, InputChannel, TrainingPipeline
+from compiled_training.pipelines.base import PIPELINE_TAG
+from tests.helpers import (
+    SAMPLE_ENTRY_POINT,
+    definitions,
+    new_stack,
+    validate_envelope,
+    validate_job_arguments,
+)
+from tests.pipelines.test_compiler_benchmark import _benchmark
+
+
+def _pipeline(stack: cdk.Stack, source_dir, **props) -> TrainingPipeline:
+    return TrainingPipeline(stack, "Bert", framework=Framework.pytorch("2.9.0"),
+                            compiler=Compiler.torch_compile(), instance_type="ml.g5.12xlarge",
+                            source_dir=source_dir, entry_point="train.py",
+                            channels=[InputChannel("train", "s3://team-data/bert/train/")],
+                            **props)
+
+
+def _job_tags(template: dict) -> dict[str, list[dict[str, str]]]:
+    (definition,) = definitions(template)
+    validate_envelope(definition)
+    validate_job_arguments(definition)
+    return {step["Name"]: step["Arguments"]["Tags"] for step in definition["Steps"]
+            if "Tags" in step.get("Arguments", {})}
+
+
+def _add_tags_keys(template: dict) -> list[list[str]]:
+    roles = [r for k, r in template["Resources"].items()
+             if r["Type"] == "AWS::IAM::Role" and "PipelineRole" in k]
+    return [statement["Condition"]["ForAllValues:StringLike"]["aws:TagKeys"]
+            for role in roles
+            for statement in role["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+            if statement["Action"] == "sagemaker:AddTags"]
+
+
+def test_tags_set_on_the_stack_reach_the_training_job(source_dir):
+    app = cdk.App()
+    stack = new_stack(app=app)
+    scope = cdk.Stage(app, "Unused")  # a tag elsewhere reaches nothing here
+    cdk.Tags.of(scope).add("elsewhere", "no")
+    pipeline = _pipeline(stack, source_dir)
+    cdk.Tags.of(stack).add("cost-center", "ml-42")
+    cdk.Tags.of(pipeline).add("owner", "nlp-team")
+    template = Template.from_stack(stack).to_json()
+    assert _job_tags(template) == {"Train": [
+        {"Key": PIPELINE_TAG, "Value": pipeline.pipeline_name},
+        {"Key": "cost-center", "Value": "ml-42"},
+        {"Key": "owner", "Value": "nlp-team"}]}
+    # The pipeline role adds those keys, and SageMaker's own, as it creates the job.
+    assert _add_tags_keys(template) == [[PIPELINE_TAG, "cost-center", "owner", "sagemaker:*"]]
+
+
+def test_without_tags_a_job_carries_the_librarys_own_only(source_dir):
+    stack = new_stack()
+    pipeline = _pipeline(stack, source_dir)
+    template = Template.from_stack(stack).to_json()
+    assert _job_tags(template) == {"Train": [{"Key": PIPELINE_TAG,
+                                              "Value": pipeline.pipeline_name}]}
+    assert _add_tags_keys(template) == [[PIPELINE_TAG, "sagemaker:*"]]
+
+
+def test_the_benchmarks_arms_and_comparison_carry_the_tags_prop_and_the_stacks(source_dir):
+    stack = new_stack()
+    cdk.Tags.of(stack).add("cost-center", "ml-42")
+    source_dir.mkdir(parents=True, exist_ok=True)
+    (source_dir / "train.py").write_text(SAMPLE_ENTRY_POINT)
+    benchmark = _benchmark(stack, source_dir, tags={"trial": "compiler"})
+    template = Template.from_stack(stack).to_json()
+    expected = [{"Key": PIPELINE_TAG, "Value": benchmark.pipeline_name},
+                {"Key": "cost-center", "Value": "ml-42"}, {"Key": "trial", "Value": "compiler"}]
+    assert _job_tags(template) == {"TrainBaseline": expected, "TrainCompiler": expected,
+                                   "Compare": expected}
+    # The prop tags the construct's own resources too (the pipeline, its roles).
+    pipelines = Template.from_stack(stack).find_resources("AWS::SageMaker::Pipeline")
+    (resource,) = pipelines.values()
+    assert {"Key": "trial", "Value": "compiler"} in resource["Properties"]["Tags"]
+    assert _add_tags_keys(template) == [[PIPELINE_TAG, "cost-center", "trial", "sagemaker:*"]] * 2
+
+
+def test_the_same_tags_give_the_same_template(source_dir):
+    bodies = []
+    for order in (("a", "b"), ("b", "a")):
+        stack = new_stack()
+        for key in order:
+            cdk.Tags.of(stack).add(key, key.upper())
+        _pipeline(stack, source_dir)
+        bodies.append(Template.from_stack(stack).to_json())
+    assert bodies[0] == bodies[1]
+
+
+@pytest.mark.parametrize(("tags", "message"), [
+    ({"aws:cost": "x"}, "tag key 'aws:cost' starts with the reserved 'aws:' prefix"),
+    ({PIPELINE_TAG: "other"}, f"tag key '{PIPELINE_TAG}' is the library's own"),
+    ({"team": "x" * 257}, "tag 'team''s value must be at most 256 characters"),
+    ({"k" * 129: "x"}, "tag key must be at most 128 characters"),
+    ({f"key{i}": "x" for i in range(50)},
+     "its jobs would carry 51 tags (with the library's own 'compiled-training:pipeline'), "
+     "over SageMaker's 50"),
+])
+def test_tags_sagemaker_would_refuse_fail_the_synth_naming_them(source_dir, tags, message):
+    stack = new_stack()
+    _pipeline(stack, source_dir, tags=tags)
+    with pytest.raises(Exception, match=re.escape(message)):
+        cdk.App.of(stack).synth()
