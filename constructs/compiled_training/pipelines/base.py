@@ -8,6 +8,7 @@ a decision) differ only in the jobs they put into their definitions.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -101,10 +102,10 @@ class PipelineBase(NamedPipeline):
     prefix: str
     """This pipeline's S3 prefix (``s3://<bucket>/<pipeline name>``): its roles write only
     there."""
-    role: iam.Role
-    """The execution role its jobs run as."""
-    pipeline_role: iam.Role
-    """The role SageMaker Pipelines runs the pipeline as."""
+    role: iam.IRole
+    """The execution role its jobs run as (the ``role`` prop's, or one it created)."""
+    pipeline_role: iam.IRole
+    """The role SageMaker Pipelines runs the pipeline as (``pipeline_role``, or its own)."""
 
     def __init__(self, scope: Construct, construct_id: str, *, options: TrainingJobOptions,
                  compiler: Compiler) -> None:
@@ -134,6 +135,8 @@ class PipelineBase(NamedPipeline):
         for key, value in sorted((options.get("tags") or {}).items()):
             Tags.of(self).add(key, value)
         self.node.add_validation(_JobTagsValidation(self))
+        self._given_roles = {"role": options.get("role"),
+                             "pipeline_role": options.get("pipeline_role")}
         self._common = self._common_job(options)
 
     @staticmethod
@@ -315,11 +318,22 @@ class PipelineBase(NamedPipeline):
                      why="cloudwatch:PutMetricData supports no resource; the condition limits "
                          "it to SageMaker's job namespaces.")
 
-    def _execution_role(self, policy: InlinePolicy) -> iam.Role:
-        role = policy.role(self, "ExecutionRole",
-                           f"Runs the jobs of SageMaker pipeline {self.pipeline_name}")
+    def _execution_role(self, policy: InlinePolicy) -> iam.IRole:
         bucket_key = once(self.bucket, "encryption_key", lambda: self.bucket.encryption_key)
-        for key in {k for k in (bucket_key, self.kms_key) if k is not None}:
+        keys = [k for k in (bucket_key, self.kms_key) if k is not None]
+        keys = [k for i, k in enumerate(keys) if k not in keys[:i]]
+        description = f"Runs the jobs of SageMaker pipeline {self.pipeline_name}"
+        if self._given_roles["role"] is not None:
+            # A given role's key permissions go with its other statements (an immutable one
+            # takes a key grant silently: the warning must list them too).
+            for key in keys:
+                policy.allow(["kms:Decrypt", "kms:Encrypt", "kms:ReEncrypt*",
+                              "kms:GenerateDataKey*"], [key.key_arn])
+            if self.kms_key is not None:
+                policy.allow(["kms:CreateGrant", "kms:DescribeKey"], [self.kms_key.key_arn])
+            return self._role("role", policy, "ExecutionRole", description)
+        role = policy.role(self, "ExecutionRole", description)
+        for key in keys:
             key.grant_encrypt_decrypt(role)
         if self.kms_key is not None:
             # SageMaker encrypts the job volumes through a grant on the key.
@@ -354,12 +368,31 @@ class PipelineBase(NamedPipeline):
             "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}})
         return policy
 
+    def _role(self, prop: str, policy: InlinePolicy, construct_id: str,
+              description: str) -> iam.IRole:
+        """The role given as ``prop`` with the policy's statements attached, or a role of its
+        own; an imported, immutable role gets a warning listing the statements to grant."""
+        given = self._given_roles[prop]
+        if given is None:
+            return policy.role(self, construct_id, description)
+        missing = policy.attach_to(given)
+        if missing:
+            # CloudFormation's form of the references (Ref, Fn::GetAtt), for a reader to fill.
+            statements = json.dumps(self._stack.resolve(
+                {"Version": "2012-10-17", "Statement": missing}), sort_keys=True)
+            Annotations.of(self).add_warning_v2(
+                f"compiled-training:{type(self).__name__}:ImmutableRole",
+                f"{prop} {given.role_arn} is imported and immutable, so nothing was attached "
+                f"to it; grant it these statements (the policy document, for this pipeline "
+                f"alone): {statements}")
+        return given
+
     def _create_pipeline(self, *, definition: dict[str, Any], description: str,
-                         pipeline_policy: InlinePolicy, summary: dict[str, Any]) -> iam.Role:
+                         pipeline_policy: InlinePolicy, summary: dict[str, Any]) -> iam.IRole:
         """Creates the pipeline resource; returns the role it runs as."""
         self._check_pipeline(definition, description)
-        pipeline_role = pipeline_policy.role(
-            self, "PipelineRole", f"Runs SageMaker pipeline {self.pipeline_name}")
+        pipeline_role = self._role("pipeline_role", pipeline_policy, "PipelineRole",
+                                   f"Runs SageMaker pipeline {self.pipeline_name}")
         stack = self._stack
         self._resource = sagemaker.CfnPipeline(
             self, "Resource",
@@ -432,7 +465,7 @@ def job_tags(pipeline: PipelineBase) -> dict[str, str]:
 
 def _given_tags(pipeline: PipelineBase) -> dict[str, str]:
     resource = pipeline.node.try_find_child("Resource")
-    return resource.tags.tag_values() if isinstance(resource, sagemaker.CfnPipeline) else {}
+    return dict(resource.tags.tag_values()) if isinstance(resource, sagemaker.CfnPipeline) else {}
 
 
 def _with_job_tags(definition: dict[str, Any], tags: Any) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Duration
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from typing_extensions import Required, TypedDict  # typing's from Python 3.11
@@ -53,6 +54,16 @@ class TrainingJobOptions(TypedDict, total=False):
     the compiler on trial is Training Compiler."""
     instance_count: int | None
     """When omitted, one instance (per arm, in a benchmark)."""
+    role: iam.IRole | None
+    """The execution role its jobs run as; when omitted, one is created, least privilege.
+    Given, as aws-cdk-lib's constructs take one: a role made in this app gets the grants
+    (in its default policy, scoped to this pipeline's resources, so one role may serve many
+    pipelines); an imported, immutable one (``Role.from_role_arn(..., mutable=False)``) gets
+    nothing, and a warning lists the statements to grant it. It must trust
+    sagemaker.amazonaws.com."""
+    pipeline_role: iam.IRole | None
+    """The role SageMaker Pipelines runs the pipeline as; when omitted, one is created. Given:
+    as ``role``."""
     tags: Mapping[str, str] | None
     """Tags for the construct's resources and, with those set by ``Tags.of(scope)`` at any
     level above it, for every job the pipeline creates (cost allocation reads them there).

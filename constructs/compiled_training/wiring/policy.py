@@ -83,3 +83,17 @@ class InlinePolicy:
             assert resource is not None
             acknowledge_wildcards(resource, self.wildcards, stack=stack)
         return role
+
+    def attach_to(self, role: iam.IRole) -> list[dict[str, Any]]:
+        """Adds the statements to a role given by the user, as aws-cdk-lib's grants do (a role
+        made in the app: its default policy; an imported, mutable one: a policy attached to
+        it); returns them all where nothing could be attached (an imported, immutable role,
+        which takes them silently), for the user to grant."""
+        for statement in self.statements:
+            role.add_to_principal_policy(iam.PolicyStatement.from_json(statement))
+        policy = role.node.try_find_child("DefaultPolicy") or role.node.try_find_child("Policy")
+        if policy is None:
+            return list(self.statements)
+        if self.wildcards and policy.node.default_child is not None:
+            acknowledge_wildcards(policy.node.default_child, self.wildcards)
+        return []

@@ -1,0 +1,141 @@
+"""Bring-your-own roles: ``role`` and ``pipeline_role`` on TrainingPipeline and
+CompilerBenchmark, as aws-cdk-lib's constructs take an ``IRole``. A role made in the app gets
+the grants; an imported, mutable one gets a policy attached; an imported, immutable one gets
+nothing, and a warning lists exactly the statements the library would have granted (held
+equal here to the policy of the role it creates for the same pipeline)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk.assertions import Annotations, Match, Template
+from cdk_nag import AwsSolutionsChecks
+
+from compiled_training import Compiler, Framework, InputChannel, TrainingPipeline
+from tests.helpers import SAMPLE_ENTRY_POINT, definitions, new_stack
+from tests.pipelines.test_compiler_benchmark import _benchmark
+
+EXECUTION_ARN = "arn:aws:iam::123456789012:role/ml-execution"
+PIPELINE_ARN = "arn:aws:iam::123456789012:role/ml-pipelines"
+
+
+def _pipeline(stack: cdk.Stack, source_dir, construct_id: str = "Bert",
+              **props) -> TrainingPipeline:
+    return TrainingPipeline(stack, construct_id, framework=Framework.pytorch("2.9.0"),
+                            compiler=Compiler.torch_compile(), instance_type="ml.g5.12xlarge",
+                            source_dir=source_dir, entry_point="train.py",
+                            pipeline_name=f"nlp-{construct_id.lower()}",
+                            channels=[InputChannel("train", "s3://team-data/bert/train/")],
+                            **props)
+
+
+def _immutable(stack: cdk.Stack) -> dict:
+    return {"role": iam.Role.from_role_arn(stack, "Execution", EXECUTION_ARN, mutable=False),
+            "pipeline_role": iam.Role.from_role_arn(stack, "Runner", PIPELINE_ARN,
+                                                     mutable=False)}
+
+
+def _warned_statements(stack: cdk.Stack) -> dict[str, list[dict]]:
+    """The statements each ImmutableRole warning lists, by the prop it names."""
+    found = {}
+    for warning in Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp(
+            "is imported and immutable")):
+        message = warning.entry.data
+        prop = message.split(" ", 1)[0]
+        document = json.loads(re.search(r"this pipeline alone\): (\{.*\}) \[ack:", message)[1])
+        found[prop] = document["Statement"]
+    return found
+
+
+def _created_statements(source_dir) -> dict[str, list[dict]]:
+    """The statements of the roles the library creates for the same pipeline."""
+    stack = new_stack()
+    _pipeline(stack, source_dir)
+    roles = Template.from_stack(stack).find_resources("AWS::IAM::Role")
+    by_prop = {}
+    for logical_id, role in roles.items():
+        prop = "pipeline_role" if "PipelineRole" in logical_id else "role"
+        by_prop[prop] = stack.resolve(role["Properties"]["Policies"][0]["PolicyDocument"]
+                                      )["Statement"]
+    return by_prop
+
+
+def test_imported_immutable_roles_create_no_role_and_warn_with_the_statements(source_dir):
+    stack = new_stack()
+    _pipeline(stack, source_dir, **_immutable(stack))
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::IAM::Role", 0)
+    template.resource_count_is("AWS::IAM::Policy", 0)
+    (pipeline,) = template.find_resources("AWS::SageMaker::Pipeline").values()
+    assert pipeline["Properties"]["RoleArn"] == PIPELINE_ARN
+    (definition,) = definitions(template.to_json())
+    assert definition["Steps"][0]["Arguments"]["RoleArn"] == EXECUTION_ARN
+    # Exactly what the library grants the roles it creates, statement for statement.
+    warned, created = _warned_statements(stack), _created_statements(source_dir)
+    assert sorted(warned) == ["pipeline_role", "role"]
+    for prop in ("role", "pipeline_role"):
+        # The one difference: the role passed is the given one, not a created one.
+        expected = json.dumps([_normalized(s) for s in created[prop]], sort_keys=True)
+        expected = re.sub(r'\{"Fn::GetAtt": \["BertExecutionRole[0-9A-F]+", "Arn"\]\}',
+                          f'"{EXECUTION_ARN}"', expected)
+        assert json.dumps(warned[prop], sort_keys=True) == expected, prop
+    (passes,) = [s for s in warned["pipeline_role"] if s["Action"] == ["iam:PassRole"]]
+    assert passes["Resource"] == [EXECUTION_ARN]
+
+
+def _normalized(statement: dict) -> dict:
+    """A created role's statement as the warning writes it (actions and resources as lists)."""
+    return {key: ([value] if key in ("Action", "Resource") and not isinstance(value, list)
+                  else value) for key, value in statement.items()}
+
+
+def test_a_role_made_in_the_app_serves_two_pipelines_each_scoped_to_its_own(source_dir):
+    app = cdk.App()
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    stack = new_stack(app=app)
+    shared = iam.Role(stack, "SharedExecution",
+                      assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
+    for construct_id in ("Bert", "Roberta"):
+        _pipeline(stack, source_dir, construct_id, role=shared)
+    template = Template.from_stack(stack)  # synthesizes: cdk-nag finds nothing unexplained
+    roles = template.find_resources("AWS::IAM::Role")
+    assert sum("ExecutionRole" in logical_id for logical_id in roles) == 0
+    assert sum("PipelineRole" in logical_id for logical_id in roles) == 2
+    (policy,) = [p for k, p in template.find_resources("AWS::IAM::Policy").items()
+                 if k.startswith("SharedExecutionDefaultPolicy")]
+    writes = [s for s in policy["Properties"]["PolicyDocument"]["Statement"]
+              if "s3:PutObject" in s["Action"]]
+    # Each pipeline's own prefix, and nothing wider.
+    resources = [json.dumps(s["Resource"]) for s in writes]
+    assert len(resources) == 2
+    assert sorted(name for name in ("nlp-bert", "nlp-roberta") for r in resources
+                  if f'"/{name}/*"' in r) == ["nlp-bert", "nlp-roberta"]
+    assert Annotations.from_stack(stack).find_warning(
+        "*", Match.string_like_regexp("immutable")) == []
+
+
+def test_an_imported_mutable_role_gets_a_policy_attached(source_dir):
+    stack = new_stack()
+    role = iam.Role.from_role_arn(stack, "Execution", EXECUTION_ARN)
+    _pipeline(stack, source_dir, role=role)
+    policies = Template.from_stack(stack).find_resources("AWS::IAM::Policy")
+    (policy,) = policies.values()
+    assert policy["Properties"]["Roles"] == ["ml-execution"]
+    assert "s3:PutObject" in json.dumps(policy["Properties"]["PolicyDocument"])
+
+
+def test_a_benchmark_runs_its_arms_and_comparison_as_the_given_roles(source_dir):
+    stack = new_stack()
+    source_dir.mkdir(parents=True, exist_ok=True)
+    (source_dir / "train.py").write_text(SAMPLE_ENTRY_POINT)
+    _benchmark(stack, source_dir, **_immutable(stack))
+    template = Template.from_stack(stack)
+    (definition,) = definitions(template.to_json())
+    jobs = [s for s in definition["Steps"] if s["Type"] in ("Training", "Processing")]
+    assert {s["Arguments"]["RoleArn"] for s in jobs} == {EXECUTION_ARN}
+    (pipeline,) = template.find_resources("AWS::SageMaker::Pipeline").values()
+    assert pipeline["Properties"]["RoleArn"] == PIPELINE_ARN
+    assert sorted(_warned_statements(stack)) == ["pipeline_role", "role"]
