@@ -38,6 +38,7 @@ from compiled_training.catalog.aws_names import (
 )
 from compiled_training.definition import validation
 from compiled_training.definition.training import execution_scoped
+from compiled_training.pipelines.limits import watch_shared_role, watch_stack
 from compiled_training.pipelines.named_pipeline import ImportedPipeline, NamedPipeline
 from compiled_training.pipelines.options import TrainingJobOptions
 from compiled_training.pipelines.output_bucket import TrainingOutputBucket
@@ -135,6 +136,7 @@ class PipelineBase(NamedPipeline):
         for key, value in sorted((options.get("tags") or {}).items()):
             Tags.of(self).add(key, value)
         self.node.add_validation(_JobTagsValidation(self))
+        watch_stack(self._stack)
         self._given_roles = {"role": options.get("role"),
                              "pipeline_role": options.get("pipeline_role")}
         self._common = self._common_job(options)
@@ -376,7 +378,9 @@ class PipelineBase(NamedPipeline):
         if given is None:
             return policy.role(self, construct_id, description)
         missing = policy.attach_to(given)
-        if missing:
+        if not missing:
+            watch_shared_role(given, self.pipeline_name)
+        else:
             # CloudFormation's form of the references (Ref, Fn::GetAtt), for a reader to fill.
             statements = json.dumps(self._stack.resolve(
                 {"Version": "2012-10-17", "Statement": missing}), sort_keys=True)
