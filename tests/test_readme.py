@@ -74,3 +74,14 @@ def test_readme_trainium_example_adds_to_the_import_example_and_passes_cdk_nag(t
                    if d["Steps"][0]["Arguments"]["ResourceConfig"]["InstanceType"]
                    == "ml.trn1.32xlarge"]
     assert [step["Name"] for step in trainium["Steps"]] == ["Precompile", "Train"]
+
+
+def test_readme_governed_example_adds_to_the_import_example(tmp_path, monkeypatch):
+    from tests.helpers import definitions
+
+    scope, template = _run_with_import_example(tmp_path, monkeypatch, '"BertGoverned"')
+    governed = scope["governed"]
+    assert governed.role.role_arn == "arn:aws:iam::123456789012:role/ml-execution"
+    (definition,) = [d for d in definitions(template)
+                     if d["Steps"][0]["Arguments"]["RoleArn"] == governed.role.role_arn]
+    assert {"Key": "cost-center", "Value": "ml-42"} in definition["Steps"][0]["Arguments"]["Tags"]
