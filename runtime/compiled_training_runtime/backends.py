@@ -179,8 +179,10 @@ class XlaBackend(Backend):
             if scaler is None:
                 import torch_xla
 
+                name = {contract.COMPILER_NEURON_XLA: "Neuron PyTorch/XLA"}.get(
+                    self.compiler, "Training Compiler")
                 raise InputError(
-                    f"precision fp16 under {self.compiler} needs torch_xla.amp.GradScaler, "
+                    f"precision fp16 under {name} needs torch_xla.amp.GradScaler, "
                     f"which torch-xla {torch_xla.__version__} no longer has (the Training "
                     f"Compiler images do); use bf16 or fp32")
         return MixedPrecision(lambda: xla.autocast(self.xm, self.device, dtype), scaler)
