@@ -239,7 +239,7 @@ def _decide(candidates: list[dict[str, Any]], thresholds: Thresholds,
     else:
         missed = []
         if not fast(chosen):
-            missed.append("too slow")
+            missed.append("too slow" if chosen["basis"] == BASIS_WALL_CLOCK else "too costly")
         if not keeps_quality(chosen):
             missed.append("quality lost")
         reason = f"{contract.VERDICT_HOLD} ({', '.join(missed)}): {facts}"
@@ -297,6 +297,14 @@ def _signed(value: float, spec: str) -> str:
     return ("+" if value > 0 else "-") + shown
 
 
+def _timings(option: str, value: str) -> tuple[str, tuple[float, float]]:
+    match = _ARM_ARGUMENT.match(value)
+    if not match:
+        raise ComparisonError(f"{option} must be NAME=TRAINING_SECONDS:BILLABLE_SECONDS, "
+                              f"got {value!r}")
+    return match["name"], (float(match["training"]), float(match["billable"]))
+
+
 def _fleet(value: str) -> tuple[str, Fleet]:
     match = _FLEET_ARGUMENT.match(value)
     if not match:
@@ -313,6 +321,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output-dir", type=Path, required=True)
     parser.add_argument("--arm", action="append", required=True,
                         help="NAME=TRAINING_SECONDS:BILLABLE_SECONDS, once per arm")
+    parser.add_argument("--precompile", action="append", default=[],
+                        help="NAME=TRAINING_SECONDS:BILLABLE_SECONDS of an arm's Neuron "
+                             "pre-compilation step, added to the arm's own")
     parser.add_argument("--fleet", action="append", default=[],
                         help="NAME=INSTANCE_TYPE:COUNT:USD_PER_INSTANCE_HOUR (or unknown), "
                              "once per arm")
@@ -326,16 +337,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         thresholds = Thresholds(args.speedup_threshold, args.quality_tolerance,
                                 args.quality_metric)
         fleets = dict(_fleet(value) for value in args.fleet)
+        before = dict(_timings("--precompile", value) for value in args.precompile)
         runs = []
         for value in args.arm:
-            match = _ARM_ARGUMENT.match(value)
-            if not match:
-                raise ComparisonError(f"--arm must be NAME=TRAINING_SECONDS:BILLABLE_SECONDS, "
-                                      f"got {value!r}")
-            name = match["name"]
+            name, (training, billable) = _timings("--arm", value)
+            extra_training, extra_billable = before.get(name, (0.0, 0.0))
             runs.append(arm_run(name, read_summary(args.input_dir / name),
-                                training_seconds=float(match["training"]),
-                                billable_seconds=float(match["billable"]),
+                                training_seconds=training + extra_training,
+                                billable_seconds=billable + extra_billable,
                                 quality_metric=thresholds.quality_metric,
                                 fleet=fleets.get(name)))
         comparison = compare(runs, thresholds)

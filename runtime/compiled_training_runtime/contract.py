@@ -138,7 +138,8 @@ SUMMARY_GLOBAL_BATCH_SIZE = "global_batch_size"
 SUMMARY_LEARNING_RATE = "learning_rate"
 """The learning rate trained with, scaled to the batch."""
 SUMMARY_EPOCHS = "epochs"
-"""Epochs trained: steps over steps per epoch (fractional under max_steps)."""
+"""Epochs trained: samples seen over the train channel's examples (a global batch that does
+not divide them leaves the rest unseen each epoch; fractional under max_steps)."""
 COMPARISON_JSON = "comparison.json"
 COMPARISON_MARKDOWN = "comparison.md"
 # The comparison's decision (``comparison.json``, key ``decision``): the pipeline's condition

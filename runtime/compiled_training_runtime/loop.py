@@ -116,7 +116,7 @@ def run(env: SageMakerEnv, config: TrainingConfig, backend: Backend) -> dict[str
     _save(backend, checkpoint, model, optimizer, scaler, progress)
     summary: dict[str, Any] = {contract.SUMMARY_COMPILER: backend.compiler,
                                "steps": progress.step, "samples": progress.samples,
-                               contract.SUMMARY_EPOCHS: progress.step / steps_per_epoch,
+                               contract.SUMMARY_EPOCHS: progress.samples / examples,
                                "counters": backend.counters(),
                                contract.SUMMARY_GLOBAL_BATCH_SIZE: per_step,
                                contract.SUMMARY_LEARNING_RATE: config.scaled_learning_rate,

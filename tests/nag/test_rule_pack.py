@@ -122,6 +122,21 @@ def test_compliant_raw_pipeline_only_gets_the_frozen_notice(tmp_path):
     assert findings["CompiledTraining-CT9"] == "warning"  # informational: synth does not fail
 
 
+def test_ct13_counts_data_parallel_replicas_over_tensor_and_pipeline_parallelism(tmp_path):
+    # 32 NeuronCores over tensor parallelism 32: one replica; a global batch of 8 divides.
+    step = {"HyperParameters": {**NEURON_STEP["HyperParameters"], "global_batch_size": "8",
+                                "micro_batch_size": "1", "tensor_parallel_size": "32"}}
+    assert _findings(tmp_path, _raw(step, base=NEURON_STEP)) == {}
+
+
+def test_hugging_face_neuronx_images_are_held_to_the_trainium_rules(tmp_path):
+    image = ("763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-training-"
+             "neuronx:2.8.0-transformers4.55.4-neuronx-py310-sdk2.26.0-ubuntu22.04")
+    step = {"AlgorithmSpecification": {"TrainingImage": image, "TrainingInputMode": "File"},
+            "Environment": {}}
+    assert "CompiledTraining-CT11" in _findings(tmp_path, _raw(step, base=NEURON_STEP))
+
+
 @pytest.mark.parametrize("instances", [1, 2])
 def test_a_compliant_neuron_pipeline_gets_no_finding(tmp_path, instances):
     # Multi-node with its pre-compilation step before it; the batch divides over 64 x 2.

@@ -530,7 +530,7 @@ def test_a_trainium_arm_trains_beside_the_gpu_arms_and_is_priced_for_the_compari
     assert steps["TrainBaseline"]["Arguments"]["ResourceConfig"]["InstanceType"] == (
         "ml.g5.12xlarge")
     assert "DependsOn" not in steps["TrainBaseline"]
-    # The comparison gets each arm's fleet and price, from the recorded on-demand list.
+    # The comparison gets each arm's fleet and price, from the on-demand list (trn1 estimated).
     arguments = steps["Compare"]["Arguments"]["AppSpecification"]["ContainerArguments"]
     fleets = [arguments[i + 1] for i, a in enumerate(arguments) if a == "--fleet"]
     assert fleets == ["baseline=ml.g5.12xlarge:2:7.09", "compiler=ml.g5.12xlarge:2:7.09",
@@ -555,15 +555,18 @@ def test_an_arm_on_an_unpriced_instance_needs_a_price(source_dir):
                                       prices={"ml.p5e.48xlarge": 40.0, "ml.g5.12xlarge": 6.5})
     arguments = _steps(definition)["Compare"]["Arguments"]["AppSpecification"][
         "ContainerArguments"]
-    assert "h200=ml.p5e.48xlarge:1:40.0" in arguments
+    assert "h200=ml.p5e.48xlarge:1:40" in arguments
     assert "baseline=ml.g5.12xlarge:2:6.5" in arguments  # a given price comes first
 
 
 @pytest.mark.parametrize(("name", "message"), [
-    ("Trainium", "arms: name must be 1 to 41 lower-case letters, digits and hyphens, starting "
-                 "with a letter, got 'Trainium'"),
-    ("compiler", "arms: name 'compiler' is taken (the benchmark's own arms and each other's: "
-                 "baseline, compiler, compiler-large-batch)"),
+    ("Trainium", "arms: name must be 1 to 41 characters, words of lower-case letters and "
+                 "digits joined by single hyphens, starting with a letter, got 'Trainium'"),
+    ("baseline-", "arms: name must be 1 to 41 characters"),
+    ("compiler", "arms: name 'compiler' is taken (its step TrainCompiler is arm 'compiler''s; "
+                 "taken: baseline, compiler, compiler-large-batch)"),
+    ("compiler-large-batch", "its step TrainCompilerLargeBatch is arm "
+                             "'compiler-large-batch''s"),
 ])
 def test_fails_on_an_arm_name_that_the_comparison_cannot_tell_apart(source_dir, name, message):
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -579,3 +582,32 @@ def test_an_arm_breaking_a_trainium_rule_is_refused_naming_the_arm(source_dir):
                                          r"Compiler\.neuron_xla\(\)"):
         benchmark_definition(source_dir, arms=[BenchmarkArm(
             "trainium", Compiler.training_compiler(), "ml.trn1.32xlarge", 1)])
+
+
+def test_arms_whose_steps_would_share_a_name_are_refused(source_dir):
+    # Words joined by single hyphens give each name its own step; the same name twice does not.
+    arms = [BenchmarkArm("trn2", Compiler.torch_compile(), "ml.g5.48xlarge", 1,
+                         Framework.pytorch("2.9.0"))] * 2
+    with pytest.raises(ValueError, match=re.escape(
+            "arms: name 'trn2' is taken (its step TrainTrn2 is arm 'trn2''s")):
+        benchmark_definition(source_dir, arms=arms)
+
+
+def test_prices_must_be_positive_and_finite(source_dir):
+    with pytest.raises(ValueError, match=re.escape(
+            "prices must be positive, finite USD per instance-hour, got "
+            "{'ml.g5.12xlarge': 0.0}")):
+        benchmark_definition(source_dir, arms=[TRAINIUM_ARM], prices={"ml.g5.12xlarge": 0.0})
+
+
+def test_a_trainium_arms_precompilation_counts_in_its_time_and_cost(source_dir):
+    definition = benchmark_definition(source_dir, arms=[TRAINIUM_ARM],
+                                      prices={"ml.trn1.32xlarge": 0.00001})
+    arguments = _steps(definition)["Compare"]["Arguments"]["AppSpecification"][
+        "ContainerArguments"]
+    (precompile,) = [arguments[i + 1] for i, a in enumerate(arguments) if a == "--precompile"]
+    assert precompile == {"Std:Join": {"On": "", "Values": [
+        "trainium=", {"Get": "Steps.PrecompileTrainium.TrainingTimeInSeconds"},
+        ":", {"Get": "Steps.PrecompileTrainium.BillableTimeInSeconds"}]}}
+    # A price in fixed point, as the comparison's --fleet reads it (never 1e-05).
+    assert "trainium=ml.trn1.32xlarge:2:0.00001" in arguments

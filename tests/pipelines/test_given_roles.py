@@ -139,3 +139,15 @@ def test_a_benchmark_runs_its_arms_and_comparison_as_the_given_roles(source_dir)
     (pipeline,) = template.find_resources("AWS::SageMaker::Pipeline").values()
     assert pipeline["Properties"]["RoleArn"] == PIPELINE_ARN
     assert sorted(_warned_statements(stack)) == ["pipeline_role", "role"]
+
+
+def test_the_listed_statements_name_the_tags_set_on_the_stack(source_dir):
+    # Written once the tag aspects have run: granting what the warning lists lets the
+    # pipeline add every tag its jobs carry.
+    stack = new_stack()
+    cdk.Tags.of(stack).add("cost-center", "ml-42")
+    _pipeline(stack, source_dir, **_immutable(stack))
+    (add_tags,) = [s for s in _warned_statements(stack)["pipeline_role"]
+                   if s["Action"] == ["sagemaker:AddTags"]]
+    assert add_tags["Condition"]["ForAllValues:StringLike"]["aws:TagKeys"] == [
+        "compiled-training:pipeline", "cost-center", "sagemaker:*"]

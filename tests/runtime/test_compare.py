@@ -186,6 +186,18 @@ def test_fails_on_a_malformed_arm_argument(capsys, tmp_path):
         capsys.readouterr().err)
 
 
+def test_an_arms_precompilation_adds_to_its_time(arm_outputs, tmp_path):
+    inputs, _ = arm_outputs
+    out = tmp_path / "out"
+    assert main(["--input-dir", str(inputs), "--output-dir", str(out),
+                 "--arm", "baseline=100:100", "--arm", "compiler=50:50",
+                 "--precompile", "compiler=30:30"]) in (0, 2)
+    comparison = json.loads((out / contract.COMPARISON_JSON).read_text())
+    compiler = next(arm for arm in comparison["arms"] if arm["name"] == "compiler")
+    assert (compiler["training_seconds"], compiler["billable_seconds"]) == (80.0, 80.0)
+    assert compiler["speedup"] == pytest.approx(0.25)
+
+
 def test_fails_on_a_malformed_fleet_argument(capsys, tmp_path):
     assert main(["--input-dir", str(tmp_path), "--output-dir", str(tmp_path / "out"),
                  "--arm", "baseline=10:10", "--fleet", "baseline=ml.g5.12xlarge:0:7.09"]) == 2
@@ -253,7 +265,7 @@ def test_a_faster_arm_on_dearer_instances_holds_on_cost_per_epoch():
     assert decision["gain"] == pytest.approx(-0.1)
     assert decision["verdict"] == "hold"
     assert decision["reason"].startswith(
-        "hold (too slow): trainium on 4 x ml.trn1.32xlarge trains 10.0% fewer epochs per dollar "
+        "hold (too costly): trainium on 4 x ml.trn1.32xlarge trains 10.0% fewer epochs per dollar "
         "($20.00 an epoch)")
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from compiled_training.advice import cost
 from compiled_training.advice.priors import (
     COMPILE_MINUTES,
+    MIN_MINUTES_PER_RUN,
     MIN_SAVING_FOR_A_BENCHMARK_USD,
     TC_BATCH_GROWTH,
     TRAINIUM_CATEGORIES,
@@ -259,7 +260,7 @@ def _trainium_fits(profile: WorkloadProfile, category: str,
     if not profile.static_shapes:
         return ("dynamic shapes: neuronx-cc compiles per shape, for minutes each; make them "
                 "static first")
-    if limits["duration"] is Verdict.SKIP:
+    if limits["duration"] is Verdict.SKIP or profile.hours_per_run * 60 < MIN_MINUTES_PER_RUN:
         return "runs too short to amortise a compiler, Neuron's included"
     return None
 

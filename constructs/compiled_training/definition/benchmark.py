@@ -20,6 +20,7 @@ from typing import Any
 from compiled_training.definition.training import (
     DEFINITION_VERSION,
     parameter_declarations,
+    precompile_job,
     retry_policies,
     training_steps,
 )
@@ -117,13 +118,13 @@ def _compare_step(arms: Mapping[str, TrainingJob], job: ComparisonJob) -> dict[s
         "--quality-tolerance", _text(job.quality_tolerance.ref()),
     ]
     for name, arm in arms.items():
-        step = f"Steps.{arm.step_name}"
         price = job.prices.get(name)
-        arguments += ["--arm", {"Std:Join": {"On": "", "Values": [
-            f"{name}=", {"Get": f"{step}.TrainingTimeInSeconds"},
-            ":", {"Get": f"{step}.BillableTimeInSeconds"}]}},
-            "--fleet", f"{name}={arm.instance_type}:{arm.instance_count}:"
-                       f"{'unknown' if price is None else repr(float(price))}"]
+        arguments += ["--arm", _timings(name, arm.step_name),
+                      "--fleet", f"{name}={arm.instance_type}:{arm.instance_count}:"
+                                 f"{'unknown' if price is None else _decimal(price)}"]
+        if arm.compiler.precompile_steps:
+            # The arm's pre-compilation runs on its instances for it: its time and cost too.
+            arguments += ["--precompile", _timings(name, precompile_job(arm).step_name)]
     cluster: dict[str, Any] = {"InstanceType": job.instance_type, "InstanceCount": 1,
                                "VolumeSizeInGB": job.volume_size_gib}
     output_config: dict[str, Any] = {"Outputs": [{
@@ -227,6 +228,19 @@ def _input(name: str, s3_uri: Any, local_path: str) -> dict[str, Any]:
                     "S3InputMode": "File", "S3DataDistributionType": "FullyReplicated",
                     "S3CompressionType": "None"},
     }
+
+
+def _timings(arm: str, step_name: str) -> dict[str, Any]:
+    """``NAME=TRAINING_SECONDS:BILLABLE_SECONDS`` of one step, read from its properties."""
+    step = f"Steps.{step_name}"
+    return {"Std:Join": {"On": "", "Values": [
+        f"{arm}=", {"Get": f"{step}.TrainingTimeInSeconds"},
+        ":", {"Get": f"{step}.BillableTimeInSeconds"}]}}
+
+
+def _decimal(usd: float) -> str:
+    """A price as the comparison's --fleet reads it: fixed point, never an exponent."""
+    return f"{float(usd):.6f}".rstrip("0").rstrip(".")
 
 
 def _text(value: Any) -> dict[str, Any]:

@@ -78,7 +78,7 @@ class TrainingStep:
         (the native path compiles through torch.compile instead)."""
         return is_trainium(self.instance_type) and (
             contract.ENV_NEURON_CC_FLAGS in self.environment
-            or "/pytorch-training-neuronx:" in self.image)
+            or "pytorch-training-neuronx:" in self.image)  # the Hugging Face images too
 
     @property
     def precompiles(self) -> bool:
@@ -165,16 +165,20 @@ def _multi_node_precompiled(step: TrainingStep) -> bool | None:
 
 def _batch_divides(step: TrainingStep) -> bool | None:
     """NeuronX Distributed's convention: ``global_batch_size`` over the data-parallel
-    replicas (one per NeuronCore) times ``micro_batch_size``."""
+    replicas (the NeuronCores over tensor x pipeline parallelism) times ``micro_batch_size``."""
     cores = NEURON_CORES.get(step.instance_type)
+    hyperparameters = step.hyperparameters
     try:
-        global_batch = int(step.hyperparameters["global_batch_size"])
-        micro = int(step.hyperparameters.get("micro_batch_size", 1))
+        global_batch = int(hyperparameters["global_batch_size"])
+        micro = int(hyperparameters.get("micro_batch_size", 1))
+        model_parallel = (int(hyperparameters.get("tensor_parallel_size", 1))
+                          * int(hyperparameters.get("pipeline_parallel_size", 1)))
     except (KeyError, TypeError, ValueError):
         return None  # not given, or a pipeline parameter read at run time
-    if not step.neuron_xla or cores is None or micro < 1:
+    if not step.neuron_xla or cores is None or micro < 1 or model_parallel < 1:
         return None
-    return global_batch % (cores * step.instance_count * micro) == 0
+    replicas = max(1, cores * step.instance_count // model_parallel)
+    return global_batch % (replicas * micro) == 0
 
 
 RULES: tuple[Rule, ...] = (
@@ -240,12 +244,12 @@ RULES: tuple[Rule, ...] = (
          "before it with RUN_NEURON_PARALLEL_COMPILE=1 (Compiler.neuron_xla(precompile=True)) "
          "compiles them in parallel into the shared cache first.",
          _multi_node_precompiled),
-    Rule("CT13", NagMessageLevel.ERROR,
-         "The global batch does not divide over the NeuronCores.",
+    Rule("CT13", NagMessageLevel.WARN,
+         "The global batch does not divide over the data-parallel replicas.",
          "global_batch_size must be a multiple of micro_batch_size x the data-parallel "
-         "replicas, one per NeuronCore (32 on trn1.32xlarge and trn1n.32xlarge, 64 on "
-         "trn2.48xlarge, 2 on trn1.2xlarge) x the instances; otherwise the job fails or "
-         "silently trains on another batch.",
+         "replicas: the NeuronCores (32 on trn1.32xlarge and trn1n.32xlarge, 64 on "
+         "trn2.48xlarge, 2 on trn1.2xlarge) x the instances, over tensor_parallel_size x "
+         "pipeline_parallel_size; otherwise the job fails or trains on another batch.",
          _batch_divides),
 )
 

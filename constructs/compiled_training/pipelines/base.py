@@ -22,6 +22,7 @@ from aws_cdk import (
     IResolveContext,
     Lazy,
     Names,
+    Stack,
     Tags,
     Token,
 )
@@ -137,6 +138,7 @@ class PipelineBase(NamedPipeline):
             Tags.of(self).add(key, value)
         self.node.add_validation(_JobTagsValidation(self))
         watch_stack(self._stack)
+        self._encryption_given = options.get("inter_container_encryption")
         self._given_roles = {"role": options.get("role"),
                              "pipeline_role": options.get("pipeline_role")}
         self._common = self._common_job(options)
@@ -381,14 +383,8 @@ class PipelineBase(NamedPipeline):
         if not missing:
             watch_shared_role(given, self.pipeline_name)
         else:
-            # CloudFormation's form of the references (Ref, Fn::GetAtt), for a reader to fill.
-            statements = json.dumps(self._stack.resolve(
-                {"Version": "2012-10-17", "Statement": missing}), sort_keys=True)
-            Annotations.of(self).add_warning_v2(
-                f"compiled-training:{type(self).__name__}:ImmutableRole",
-                f"{prop} {given.role_arn} is imported and immutable, so nothing was attached "
-                f"to it; grant it these statements (the policy document, for this pipeline "
-                f"alone): {statements}")
+            # Written once the tag aspects have run: the statements name the tag keys.
+            self.node.add_validation(_ImmutableRoleWarning(self, prop, given, missing))
         return given
 
     def _create_pipeline(self, *, definition: dict[str, Any], description: str,
@@ -506,6 +502,27 @@ class _JobTagKeys:
 
     def produce(self, context: IResolveContext) -> list[str]:
         return [*job_tags(self._pipeline), "sagemaker:*"]
+
+
+@jsii.implements(IValidation)
+class _ImmutableRoleWarning:
+    """The statements an imported, immutable role needs, as a warning a security team can
+    copy: CloudFormation's form of the references (Ref, Fn::GetAtt), for a reader to fill."""
+
+    def __init__(self, pipeline: PipelineBase, prop: str, role: iam.IRole,
+                 statements: list[dict[str, Any]]) -> None:
+        self._pipeline, self._prop, self._role = pipeline, prop, role
+        self._statements = statements
+
+    def validate(self) -> list[str]:
+        document = json.dumps(Stack.of(self._pipeline).resolve(
+            {"Version": "2012-10-17", "Statement": self._statements}), sort_keys=True)
+        Annotations.of(self._pipeline).add_warning_v2(
+            f"compiled-training:{type(self._pipeline).__name__}:ImmutableRole",
+            f"{self._prop} {self._role.role_arn} is imported and immutable, so nothing was "
+            f"attached to it; grant it these statements (the policy document, for this "
+            f"pipeline alone): {document}")
+        return []
 
 
 @jsii.implements(IValidation)

@@ -4,6 +4,7 @@ decided in one SageMaker pipeline."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -63,8 +64,9 @@ VERDICT_FIELDS = {SPEEDUP_THRESHOLD_PARAMETER: "speedup_threshold",
 SPEEDUP_THRESHOLD_LIMITS = (0.0, 10.0)
 QUALITY_TOLERANCE_LIMITS = (0.0, 100.0)
 UNDECIDED = {"verdict": "undecided", "reason": "no benchmark execution has finished yet"}
-# An arm's name: the comparison's --arm pattern; its step, Train<Name>, within the API's 64.
-_ARM_NAME = re.compile(r"[a-z][a-z0-9-]{0,40}")
+# An arm's name: words of lower-case letters and digits joined by single hyphens (its step,
+# Train<Words>, is then its own), at most 41 characters (the step within the API's 64).
+_ARM_NAME = re.compile(r"(?=.{1,41}$)[a-z][a-z0-9]*(-[a-z][a-z0-9]*)*")
 
 
 @jsii.implements(sagemaker.IPipeline)
@@ -274,8 +276,12 @@ class CompilerBenchmark(PipelineBase):
             image = TrainingImage.dlc().bind(self, policy, framework=framework,
                                              compiler=arm.compiler,
                                              instance_type=arm.instance_type)
+            encryption = self._encryption_given
             job = replace(common, compiler=arm.compiler, framework=framework,
                           instance_type=arm.instance_type, instance_count=arm.instance_count,
+                          # As a pipeline on the arm's own instances would set it.
+                          inter_container_encryption=(arm.instance_count > 1
+                                                      if encryption is None else encryption),
                           distribution=arm.distribution or self._arm_distribution(arm, framework),
                           image_uri=image.image_uri, step_name=arm_step_name(name),
                           hyperparameters={**common.hyperparameters, **overrides},
@@ -302,6 +308,10 @@ class CompilerBenchmark(PipelineBase):
     def _arm_prices(self, prices: Mapping[str, float]) -> dict[str, float | None]:
         """Each arm's price; an arm on other instances than the baseline's is compared by
         cost, so both prices must be known."""
+        wrong = {t: usd for t, usd in prices.items() if not (0 < float(usd) < math.inf)}
+        if wrong:
+            raise ValueError(f"{self._subject}: prices must be positive, finite USD per "
+                             f"instance-hour, got {wrong}")
         known = {name: price_per_hour(job.instance_type, prices)
                  for name, job in self.arms.items()}
         others = [job.instance_type for _, job in self._other_arms()]
@@ -337,12 +347,16 @@ class CompilerBenchmark(PipelineBase):
         problems = []
         taken = [contract.ARM_BASELINE, contract.ARM_COMPILER, contract.ARM_COMPILER_LARGE_BATCH]
         for arm in extra_arms:
+            steps = {arm_step_name(name): name for name in taken}
             if not _ARM_NAME.fullmatch(arm.name):
-                problems.append(f"arms: name must be 1 to 41 lower-case letters, digits and "
-                                f"hyphens, starting with a letter, got {arm.name!r}")
-            elif arm.name in taken:
-                problems.append(f"arms: name {arm.name!r} is taken (the benchmark's own arms "
-                                f"and each other's: {', '.join(taken)})")
+                problems.append(f"arms: name must be 1 to 41 characters, words of lower-case "
+                                f"letters and digits joined by single hyphens, starting with a "
+                                f"letter, got {arm.name!r}")
+            elif arm_step_name(arm.name) in steps:
+                problems.append(f"arms: name {arm.name!r} is taken (its step "
+                                f"{arm_step_name(arm.name)} is arm "
+                                f"{steps[arm_step_name(arm.name)]!r}'s; taken: "
+                                f"{', '.join(taken)})")
             taken.append(arm.name)
         if compiler.kind is CompilerKind.NONE:
             problems.append("compiler must be Compiler.training_compiler() or "
