@@ -8,21 +8,15 @@ a decision) differ only in the jobs they put into their definitions.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import jsii
 from aws_cdk import (
     Annotations,
     ArnFormat,
-    IAnyProducer,
-    IListProducer,
-    IResolveContext,
     Lazy,
     Names,
-    Stack,
     Tags,
     Token,
 )
@@ -39,7 +33,15 @@ from compiled_training.catalog.aws_names import (
 )
 from compiled_training.definition import validation
 from compiled_training.definition.training import execution_scoped
-from compiled_training.pipelines.limits import watch_shared_role, watch_stack
+from compiled_training.pipelines.governance import (
+    PIPELINE_TAG,
+    JobTagKeys,
+    JobTags,
+    JobTagsValidation,
+    attach_to_given_role,
+    with_job_tags,
+)
+from compiled_training.pipelines.limits import watch_stack
 from compiled_training.pipelines.named_pipeline import ImportedPipeline, NamedPipeline
 from compiled_training.pipelines.options import TrainingJobOptions
 from compiled_training.pipelines.output_bucket import TrainingOutputBucket
@@ -66,17 +68,11 @@ from compiled_training.wiring.stack_reads import (
     role_arn,
 )
 from compiled_training_runtime import contract
-from constructs import Construct, IValidation
+from constructs import Construct
 
 if TYPE_CHECKING:
     from aws_cdk import aws_ec2 as ec2  # loaded by the maker of a VPC given
 
-PIPELINE_TAG = "compiled-training:pipeline"
-# SageMaker's tags on a job (the API's Tag shapes and its documented limit of 50 a resource).
-MAX_JOB_TAGS = 50
-RESERVED_TAG_PREFIX = "aws:"
-# The requests that create jobs, by step type: their Arguments take Tags.
-TAGGED_STEPS = ("Training", "Processing")
 NEURON_COMPILE_CACHE = "neuron-compile-cache"
 """The folder of the pipeline's prefix where Neuron jobs keep compiled graphs across runs."""
 ONE_DAY_SECONDS = 24 * 3600
@@ -136,7 +132,7 @@ class PipelineBase(NamedPipeline):
         self.prefix = f"s3://{bucket_name(self.bucket)}/{self.pipeline_name}"
         for key, value in sorted((options.get("tags") or {}).items()):
             Tags.of(self).add(key, value)
-        self.node.add_validation(_JobTagsValidation(self))
+        self.node.add_validation(JobTagsValidation(self))
         watch_stack(self._stack)
         self._encryption_given = options.get("inter_container_encryption")
         self._given_roles = {"role": options.get("role"),
@@ -363,7 +359,7 @@ class PipelineBase(NamedPipeline):
             # job it creates (the execution, the step).
             policy.allow(["sagemaker:AddTags"], [jobs], why=why, conditions={
                 "StringEquals": {**own_tag, "sagemaker:TaggingAction": f"Create{verb}"},
-                "ForAllValues:StringLike": {"aws:TagKeys": Lazy.uncached_list(_JobTagKeys(self))},
+                "ForAllValues:StringLike": {"aws:TagKeys": Lazy.uncached_list(JobTagKeys(self))},
             })
             policy.allow([f"sagemaker:Describe{verb}", f"sagemaker:Stop{verb}"], [jobs],
                          why=why, conditions={"StringEquals": {
@@ -379,13 +375,7 @@ class PipelineBase(NamedPipeline):
         given = self._given_roles[prop]
         if given is None:
             return policy.role(self, construct_id, description)
-        missing = policy.attach_to(given)
-        if not missing:
-            watch_shared_role(given, self.pipeline_name)
-        else:
-            # Written once the tag aspects have run: the statements name the tag keys.
-            self.node.add_validation(_ImmutableRoleWarning(self, prop, given, missing))
-        return given
+        return attach_to_given_role(self, prop, given, policy)
 
     def _create_pipeline(self, *, definition: dict[str, Any], description: str,
                          pipeline_policy: InlinePolicy, summary: dict[str, Any]) -> iam.IRole:
@@ -400,7 +390,7 @@ class PipelineBase(NamedPipeline):
             pipeline_description=description,
             role_arn=pipeline_role.role_arn,
             pipeline_definition={"PipelineDefinitionBody": stack.to_json_string(
-                _with_job_tags(definition, Lazy.uncached_any(_JobTags(self))))},
+                with_job_tags(definition, Lazy.uncached_any(JobTags(self))))},
         )
         self._resource.add_metadata("compiled-training", summary)
         return pipeline_role
@@ -453,102 +443,3 @@ class PipelineBase(NamedPipeline):
             group.add_ingress_rule(group, ec2.Port.all_traffic(), "between training nodes")
             groups = [group]
         return list(selected.subnet_ids), [g.security_group_id for g in groups]
-
-
-
-def job_tags(pipeline: PipelineBase) -> dict[str, str]:
-    """The tags every job of the pipeline carries: those set on its resource (by
-    ``Tags.of(scope)`` at any level above it, or its ``tags`` prop), and the library's own,
-    which nothing overrides. Read at synthesis, once the tag aspects have run."""
-    return dict(sorted({**_given_tags(pipeline), PIPELINE_TAG: pipeline.pipeline_name}.items()))
-
-
-def _given_tags(pipeline: PipelineBase) -> dict[str, str]:
-    resource = pipeline.node.try_find_child("Resource")
-    return dict(resource.tags.tag_values()) if isinstance(resource, sagemaker.CfnPipeline) else {}
-
-
-def _with_job_tags(definition: dict[str, Any], tags: Any) -> dict[str, Any]:
-    """The definition with ``tags`` (a token) as the Tags of every request that creates a
-    job, in a condition's branches too."""
-    def steps(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        out = []
-        for step in items:
-            arguments = dict(step.get("Arguments", {}))
-            if step.get("Type") in TAGGED_STEPS:
-                arguments["Tags"] = tags
-            for branch in ("IfSteps", "ElseSteps"):
-                if branch in arguments:
-                    arguments[branch] = steps(arguments[branch])
-            out.append({**step, "Arguments": arguments} if "Arguments" in step else step)
-        return out
-
-    return {**definition, "Steps": steps(definition["Steps"])}
-
-
-@jsii.implements(IAnyProducer)
-class _JobTags:
-    def __init__(self, pipeline: PipelineBase) -> None:
-        self._pipeline = pipeline
-
-    def produce(self, context: IResolveContext) -> Any:
-        return [{"Key": k, "Value": v} for k, v in job_tags(self._pipeline).items()]
-
-
-@jsii.implements(IListProducer)
-class _JobTagKeys:
-    def __init__(self, pipeline: PipelineBase) -> None:
-        self._pipeline = pipeline
-
-    def produce(self, context: IResolveContext) -> list[str]:
-        return [*job_tags(self._pipeline), "sagemaker:*"]
-
-
-@jsii.implements(IValidation)
-class _ImmutableRoleWarning:
-    """The statements an imported, immutable role needs, as a warning a security team can
-    copy: CloudFormation's form of the references (Ref, Fn::GetAtt), for a reader to fill."""
-
-    def __init__(self, pipeline: PipelineBase, prop: str, role: iam.IRole,
-                 statements: list[dict[str, Any]]) -> None:
-        self._pipeline, self._prop, self._role = pipeline, prop, role
-        self._statements = statements
-
-    def validate(self) -> list[str]:
-        document = json.dumps(Stack.of(self._pipeline).resolve(
-            {"Version": "2012-10-17", "Statement": self._statements}), sort_keys=True)
-        Annotations.of(self._pipeline).add_warning_v2(
-            f"compiled-training:{type(self._pipeline).__name__}:ImmutableRole",
-            f"{self._prop} {self._role.role_arn} is imported and immutable, so nothing was "
-            f"attached to it; grant it these statements (the policy document, for this "
-            f"pipeline alone): {document}")
-        return []
-
-
-@jsii.implements(IValidation)
-class _JobTagsValidation:
-    """The jobs' tags within SageMaker's rules, checked once the tag aspects have run."""
-
-    def __init__(self, pipeline: PipelineBase) -> None:
-        self._pipeline = pipeline
-
-    def validate(self) -> list[str]:
-        tags = job_tags(self._pipeline)
-        problems = []
-        if PIPELINE_TAG in _given_tags(self._pipeline):
-            problems.append(f"tag key {PIPELINE_TAG!r} is the library's own: its value, the "
-                            f"pipeline's name, is what the pipeline role's permissions on its "
-                            f"jobs are conditioned on")
-        for key, value in tags.items():
-            if key.lower().startswith(RESERVED_TAG_PREFIX):
-                problems.append(f"tag key {key!r} starts with the reserved "
-                                f"{RESERVED_TAG_PREFIX!r} prefix")
-            problems += [problem for problem in (
-                validation.check_api_string("tag key", key, "TagKey"),
-                validation.check_api_string(f"tag {key!r}'s value", value, "TagValue"),
-            ) if problem]
-        if len(tags) > MAX_JOB_TAGS:
-            problems.append(f"its jobs would carry {len(tags)} tags (with the library's own "
-                            f"{PIPELINE_TAG!r}), over SageMaker's {MAX_JOB_TAGS}")
-        return [f"{self._pipeline._subject}: {problem} (tags reach every job the pipeline "
-                f"creates)" for problem in problems]
