@@ -106,6 +106,9 @@ def run_with_toolkit(base: Path, timeout: int = 900, *, gpus: int = 0,
                 "SAGEMAKER_TRAINING_MODULE": DLC_TRAINING_MODULE, "PATH": os.pathsep.join(path),
                 "PYTHONPATH": str(NEURON_SHIM if neuron is not None else XLA_SPAWN_SHIM)})
     env.update(environment or {})
+    # torchrun's rendezvous port (PET_MASTER_PORT is its --master_port): free, so that two
+    # toolkit launches in parallel test workers never meet on the default 29500.
+    env["PET_MASTER_PORT"] = str(free_port())
     if launches is not None:
         env["XLA_SPAWN_RECORD"] = str(launches)
     if neuron is not None:
@@ -115,15 +118,20 @@ def run_with_toolkit(base: Path, timeout: int = 900, *, gpus: int = 0,
                           text=True, timeout=timeout, check=False)
 
 
+def free_port() -> int:
+    """A free loopback port for a rendezvous."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def run_torchrun(base: Path, hyperparameters: dict[str, Any], workers: int,
                  timeout: int = 600, python: str = sys.executable,
                  ) -> subprocess.CompletedProcess[str]:
     """The torch.compile path's launcher, with ``workers`` processes on this machine."""
-    with socket.socket() as probe:  # a free loopback port for the rendezvous
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     command = [python, "-m", "torch.distributed.run", f"--nproc_per_node={workers}",
-               "--master_addr=127.0.0.1", f"--master_port={port}", str(RUNTIME / "train.py")]
+               "--master_addr=127.0.0.1", f"--master_port={free_port()}",
+               str(RUNTIME / "train.py")]
     return subprocess.run(command, env=direct_env(base, hyperparameters, python=python),
                           capture_output=True, text=True, timeout=timeout, check=False)
 
