@@ -227,8 +227,9 @@ def assess_workload(profile: WorkloadProfile, *,
         reasons["money"] += (f": under the ${MIN_SAVING_FOR_A_BENCHMARK_USD:,.0f} a year that "
                              "pays for a benchmarking sprint")
 
-    options = _options(profile, compiler, verdict, speedup, money.per_run, category, limits)
-    decision = _decide(profile, compiler, verdict, options, category, limits)
+    unfit = _trainium_fits(profile, category, limits)
+    options = _options(profile, compiler, verdict, speedup, money.per_run, category, unfit)
+    decision = _decide(profile, compiler, verdict, options, unfit)
     batch = lr = None
     tc_enabled = verdict is Verdict.ENABLE and compiler is CompilerKind.TRAINING_COMPILER
     if tc_enabled and profile.batch_size:
@@ -267,7 +268,7 @@ def _trainium_fits(profile: WorkloadProfile, category: str,
 
 def _options(profile: WorkloadProfile, compiler: CompilerKind, verdict: Verdict,
              speedup: tuple[float, float], per_run: float | None, category: str,
-             limits: Mapping[str, Verdict]) -> tuple[Option, ...]:
+             unfit: str | None) -> tuple[Option, ...]:
     """The run costed each way: on the job's GPU from the price list and the compiler's
     prior, on Trainium from AWS's claims against the GPU's eager run."""
     if per_run is None:
@@ -279,7 +280,7 @@ def _options(profile: WorkloadProfile, compiler: CompilerKind, verdict: Verdict,
         options.append(Option(profile.instance_type, compiler,
                               (per_run / speedup[1], per_run / speedup[0]),
                               prior.source if prior else "no prior"))
-    if _trainium_fits(profile, category, limits) is None:
+    if unfit is None:
         options += [Option(claim.instance_type, claim.compiler,
                            (per_run * claim.cost_factor[0], per_run * claim.cost_factor[1]),
                            claim.source + ("" if claim.public_image else
@@ -289,12 +290,10 @@ def _options(profile: WorkloadProfile, compiler: CompilerKind, verdict: Verdict,
 
 
 def _decide(profile: WorkloadProfile, compiler: CompilerKind, verdict: Verdict,
-            options: tuple[Option, ...], category: str,
-            limits: Mapping[str, Verdict]) -> Decision:
+            options: tuple[Option, ...], unfit: str | None) -> Decision:
     """Trainium where its expected cost per run is the lowest and the most it could save
     pays for a benchmark; the job's own GPU otherwise."""
     on_gpu = Decision(verdict, profile.instance_type, compiler, "")
-    unfit = _trainium_fits(profile, category, limits)
     if unfit is not None or not options:
         return replace(on_gpu, reason=f"Trainium not costed: {unfit or 'price unknown'}")
     runs = profile.runs_per_week * WEEKS_PER_YEAR

@@ -56,8 +56,7 @@ class NeuronImage:
         return f"{release}-neuronx-{self.python}-sdk{self.neuron_sdk}-{self.os}"
 
     def describe(self) -> str:
-        return (f"Transformers {self.transformers} with PyTorch {self.pytorch}"
-                if self.transformers else f"PyTorch {self.pytorch}")
+        return _release(self.pytorch, self.transformers)
 
 
 @functools.cache
@@ -107,7 +106,7 @@ def neuron_image(pytorch_version: str, instance_type: str,
     ValueError lists what exists."""
     framework = HUGGINGFACE if transformers else PYTORCH
     family = instance_family(instance_type)
-    wanted = NeuronImage(pytorch_version, "", "", "", (), "", transformers).describe()
+    wanted = _release(pytorch_version, transformers)
     images = neuron_images(framework)
     versions = [image for image in images if image.describe() == wanted]
     for image in versions:
@@ -150,6 +149,11 @@ def registries(config: Mapping[str, Any], framework: str = PYTORCH,
 
     versions = config["versions"]
     return tuple(sorted(entries(versions.get(release, versions))[0]["registries"].items()))
+
+
+def _release(pytorch: str, transformers: str | None) -> str:
+    return f"Transformers {transformers} with PyTorch {pytorch}" if transformers else (
+        f"PyTorch {pytorch}")
 
 
 def _version_key(version: str) -> tuple[int, ...]:

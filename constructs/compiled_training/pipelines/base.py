@@ -132,7 +132,8 @@ class PipelineBase(NamedPipeline):
         self.prefix = f"s3://{bucket_name(self.bucket)}/{self.pipeline_name}"
         for key, value in sorted((options.get("tags") or {}).items()):
             Tags.of(self).add(key, value)
-        self.node.add_validation(JobTagsValidation(self))
+        self._job_tags = JobTagsValidation(self)
+        self.node.add_validation(self._job_tags)
         watch_stack(self._stack)
         self._encryption_given = options.get("inter_container_encryption")
         self._given_roles = {"role": options.get("role"),
@@ -320,8 +321,7 @@ class PipelineBase(NamedPipeline):
 
     def _execution_role(self, policy: InlinePolicy) -> iam.IRole:
         bucket_key = once(self.bucket, "encryption_key", lambda: self.bucket.encryption_key)
-        keys = [k for k in (bucket_key, self.kms_key) if k is not None]
-        keys = [k for i, k in enumerate(keys) if k not in keys[:i]]
+        keys = list(dict.fromkeys(k for k in (bucket_key, self.kms_key) if k is not None))
         description = f"Runs the jobs of SageMaker pipeline {self.pipeline_name}"
         if self._given_roles["role"] is not None:
             # A given role's key permissions go with its other statements (an immutable one
@@ -359,7 +359,8 @@ class PipelineBase(NamedPipeline):
             # job it creates (the execution, the step).
             policy.allow(["sagemaker:AddTags"], [jobs], why=why, conditions={
                 "StringEquals": {**own_tag, "sagemaker:TaggingAction": f"Create{verb}"},
-                "ForAllValues:StringLike": {"aws:TagKeys": Lazy.uncached_list(JobTagKeys(self))},
+                "ForAllValues:StringLike": {
+                    "aws:TagKeys": Lazy.uncached_list(JobTagKeys(self._job_tags))},
             })
             policy.allow([f"sagemaker:Describe{verb}", f"sagemaker:Stop{verb}"], [jobs],
                          why=why, conditions={"StringEquals": {
@@ -390,7 +391,7 @@ class PipelineBase(NamedPipeline):
             pipeline_description=description,
             role_arn=pipeline_role.role_arn,
             pipeline_definition={"PipelineDefinitionBody": stack.to_json_string(
-                with_job_tags(definition, Lazy.uncached_any(JobTags(self))))},
+                with_job_tags(definition, Lazy.uncached_any(JobTags(self._job_tags))))},
         )
         self._resource.add_metadata("compiled-training", summary)
         return pipeline_role

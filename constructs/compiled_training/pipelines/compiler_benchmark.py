@@ -314,9 +314,10 @@ class CompilerBenchmark(PipelineBase):
                              f"instance-hour, got {wrong}")
         known = {name: price_per_hour(job.instance_type, prices)
                  for name, job in self.arms.items()}
-        others = [job.instance_type for _, job in self._other_arms()]
-        needed = {self.arms[contract.ARM_BASELINE].instance_type, *others} if others else set()
-        unpriced = sorted(t for t in needed if price_per_hour(t, prices) is None)
+        others = [name for name, _ in self._other_arms()]
+        needed = [contract.ARM_BASELINE, *others] if others else []
+        unpriced = sorted({self.arms[name].instance_type for name in needed
+                           if known[name] is None})
         if unpriced:
             raise ValueError(
                 f"{self._subject}: arms on other instances than the baseline's are compared by "

@@ -58,20 +58,20 @@ def with_job_tags(definition: dict[str, Any], tags: Any) -> dict[str, Any]:
 
 @jsii.implements(IAnyProducer)
 class JobTags:
-    def __init__(self, pipeline: NamedPipeline) -> None:
-        self._pipeline = pipeline
+    def __init__(self, tag_set: JobTagsValidation) -> None:
+        self._tag_set = tag_set
 
     def produce(self, context: IResolveContext) -> Any:
-        return [{"Key": k, "Value": v} for k, v in job_tags(self._pipeline).items()]
+        return [{"Key": k, "Value": v} for k, v in self._tag_set.tags().items()]
 
 
 @jsii.implements(IListProducer)
 class JobTagKeys:
-    def __init__(self, pipeline: NamedPipeline) -> None:
-        self._pipeline = pipeline
+    def __init__(self, tag_set: JobTagsValidation) -> None:
+        self._tag_set = tag_set
 
     def produce(self, context: IResolveContext) -> list[str]:
-        return [*job_tags(self._pipeline), "sagemaker:*"]
+        return [*self._tag_set.tags(), "sagemaker:*"]
 
 
 def attach_to_given_role(pipeline: NamedPipeline, prop: str, role: iam.IRole,
@@ -110,13 +110,19 @@ class ImmutableRoleWarning:
 
 @jsii.implements(IValidation)
 class JobTagsValidation:
-    """The jobs' tags within SageMaker's rules, checked once the tag aspects have run."""
+    """The jobs' tags, checked against SageMaker's rules once the tag aspects have run, and
+    from then on read once for every step and statement that carries them."""
 
     def __init__(self, pipeline: NamedPipeline) -> None:
         self._pipeline = pipeline
+        self._checked: dict[str, str] | None = None
+
+    def tags(self) -> dict[str, str]:
+        """The tags as checked; read live where something resolves before the check."""
+        return self._checked if self._checked is not None else job_tags(self._pipeline)
 
     def validate(self) -> list[str]:
-        tags = job_tags(self._pipeline)
+        tags = self._checked = job_tags(self._pipeline)
         problems = []
         if PIPELINE_TAG in _given_tags(self._pipeline):
             problems.append(f"tag key {PIPELINE_TAG!r} is the library's own: its value, the "
