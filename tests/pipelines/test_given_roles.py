@@ -1,8 +1,9 @@
-"""Bring-your-own roles: ``role`` and ``pipeline_role`` on TrainingPipeline and
-CompilerBenchmark, as aws-cdk-lib's constructs take an ``IRole``. A role made in the app gets
-the grants; an imported, mutable one gets a policy attached; an imported, immutable one gets
-nothing, and a warning lists exactly the statements the library would have granted (held
-equal here to the policy of the role it creates for the same pipeline)."""
+"""Bring-your-own roles: ``role``, ``pipeline_role`` and ``handler_role`` on TrainingPipeline
+and CompilerBenchmark, ``role`` on RetrainingSchedule, as aws-cdk-lib's constructs take an
+``IRole``. A role made in the app gets the grants; an imported, mutable one gets a policy
+attached; an imported, immutable one gets nothing, and a warning lists exactly the statements
+the library would have granted (held equal here to the policies of the roles it creates for
+the same constructs)."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def _warned_statements(stack: cdk.Stack) -> dict[str, list[dict]]:
             "is imported and immutable")):
         message = warning.entry.data
         prop = message.split(" ", 1)[0]
-        document = json.loads(re.search(r"this pipeline alone\): (\{.*\}) \[ack:", message)[1])
+        document = json.loads(re.search(r"this \w+ alone\): (\{.*\}) \[ack:", message)[1])
         found[prop] = document["Statement"]
     return found
 
@@ -151,3 +152,140 @@ def test_the_listed_statements_name_the_tags_set_on_the_stack(source_dir):
                    if s["Action"] == ["sagemaker:AddTags"]]
     assert add_tags["Condition"]["ForAllValues:StringLike"]["aws:TagKeys"] == [
         "compiled-training:pipeline", "cost-center", "sagemaker:*"]
+
+
+HANDLER_ARN = "arn:aws:iam::123456789012:role/ml-handlers"
+SCHEDULER_ARN = "arn:aws:iam::123456789012:role/ml-scheduler"
+
+
+def _registered_with_benchmark(stack: cdk.Stack, source_dir, **roles) -> TrainingPipeline:
+    """A pipeline whose Lambda steps need every grant a handler takes: the benchmark's
+    RecordDecision (its verdict parameter), and ModelMetrics (reports in a KMS-encrypted
+    bucket, the benchmark's verdict read)."""
+    from aws_cdk import aws_kms as kms
+
+    from compiled_training import CompilerBenchmark, ModelRegistration
+
+    source_dir.mkdir(parents=True, exist_ok=True)
+    (source_dir / "train.py").write_text(SAMPLE_ENTRY_POINT)
+    channels = [InputChannel("train", "s3://team-data/bert/train/"),
+                InputChannel("validation", "s3://team-data/bert/validation/")]
+    benchmark = CompilerBenchmark(
+        stack, "Benchmark", framework=Framework.pytorch("1.13.1"),
+        instance_type="ml.g5.2xlarge", source_dir=source_dir, entry_point="train.py",
+        pipeline_name="bert-benchmark", channels=channels, **roles)
+    return TrainingPipeline(
+        stack, "Bert", framework=Framework.pytorch("1.13.1"),
+        compiler=Compiler.training_compiler(), instance_type="ml.g5.48xlarge",
+        source_dir=source_dir, entry_point="train.py", pipeline_name="bert-training",
+        channels=channels, kms_key=kms.Key(stack, "Key", enable_key_rotation=True),
+        registration=ModelRegistration(model_package_group_name="bert-classifier",
+                                       gate_threshold=0.9, benchmark=benchmark), **roles)
+
+
+def _granted(statements: list[dict]) -> list[str]:
+    """Statements compared as IAM reads them: actions and resources as sets."""
+    def as_list(value):
+        return sorted(value, key=json.dumps) if isinstance(value, list) else [value]
+
+    return sorted(json.dumps({**s, "Action": as_list(s["Action"]),
+                              "Resource": as_list(s["Resource"])}, sort_keys=True)
+                  for s in statements)
+
+
+def test_lambda_steps_run_as_the_given_handler_role_with_every_grant_listed(source_dir):
+    stack = new_stack()
+    handler = iam.Role.from_role_arn(stack, "Handlers", HANDLER_ARN, mutable=False)
+    _registered_with_benchmark(stack, source_dir, handler_role=handler)
+    template = Template.from_stack(stack)
+    functions = template.find_resources("AWS::Lambda::Function")
+    assert len(functions) == 2
+    assert {json.dumps(f["Properties"]["Role"]) for f in functions.values()} == {
+        json.dumps(HANDLER_ARN)}
+    assert not [k for k in template.find_resources("AWS::IAM::Role") if "Decision" in k
+                or "ModelMetrics" in k]
+    warned = {}
+    for warning in Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp(
+            "^handler_role .* is imported and immutable")):
+        document = re.search(r"alone\): (\{.*\}) \[ack:", warning.entry.data)[1]
+        warned[warning.id.split("/")[2]] = json.loads(document)["Statement"]
+    # Exactly what the roles the library creates for the same functions are granted, in
+    # their inline policies and (the key and the verdict read) their default policies.
+    created_stack = new_stack()
+    _registered_with_benchmark(created_stack, source_dir)
+    created = Template.from_stack(created_stack)
+    roles = created.find_resources("AWS::IAM::Role")
+    policies = created.find_resources("AWS::IAM::Policy")
+    for owner, function in (("Benchmark", "Decision"), ("Bert", "ModelMetrics")):
+        (role_id,) = [k for k in roles if k.startswith(f"{owner}{function}Role")]
+        statements = list(roles[role_id]["Properties"]["Policies"][0]["PolicyDocument"][
+            "Statement"])
+        for policy in policies.values():
+            if policy["Properties"]["Roles"] == [{"Ref": role_id}]:
+                statements += policy["Properties"]["PolicyDocument"]["Statement"]
+        assert _granted(warned[owner]) == _granted(statements), owner
+    kms_reads = [s for s in warned["Bert"] if "kms:Decrypt" in s["Action"]]
+    ssm_reads = [s for s in warned["Bert"] if "ssm:GetParameter" in s["Action"]]
+    assert len(kms_reads) == len(ssm_reads) == 1
+
+
+def test_a_mutable_handler_role_gets_the_grants_in_its_own_policy(source_dir):
+    stack = new_stack()
+    handler = iam.Role(stack, "Handlers",
+                       assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    _registered_with_benchmark(stack, source_dir, handler_role=handler)
+    template = Template.from_stack(stack)
+    (policy,) = [p for k, p in template.find_resources("AWS::IAM::Policy").items()
+                 if k.startswith("HandlersDefaultPolicy")]
+    actions = json.dumps(policy["Properties"]["PolicyDocument"]["Statement"])
+    for action in ("ssm:PutParameter", "ssm:GetParameter", "kms:GenerateDataKey",
+                   "s3:PutObject", "logs:PutLogEvents"):
+        assert action in actions, action
+    assert Annotations.from_stack(stack).find_warning(
+        "*", Match.string_like_regexp("immutable")) == []
+
+
+def _scheduled(stack: cdk.Stack, source_dir, role: iam.IRole):
+    from compiled_training import RetrainingSchedule
+
+    pipeline = _pipeline(stack, source_dir)
+    return RetrainingSchedule(stack, "Nightly", pipeline=pipeline, team="nlp",
+                              expression="cron(0 3 * * ? *)", role=role)
+
+
+def test_a_schedule_starts_its_pipeline_as_the_given_role(source_dir):
+    stack = new_stack()
+    _scheduled(stack, source_dir, iam.Role.from_role_arn(stack, "Scheduler", SCHEDULER_ARN,
+                                                         mutable=False))
+    template = Template.from_stack(stack)
+    template.has_resource_properties("AWS::Scheduler::Schedule", {
+        "Target": Match.object_like({"RoleArn": SCHEDULER_ARN})})
+    # No role of aws-cdk-lib's for the stack's schedule targets.
+    assert sorted(template.find_resources("AWS::IAM::Role")) == [
+        k for k in sorted(template.find_resources("AWS::IAM::Role")) if k.startswith("Bert")]
+    (warning,) = Annotations.from_stack(stack).find_warning(
+        "*", Match.string_like_regexp("^role .* is imported and immutable"))
+    assert warning.id == "/Team/Nightly"
+    listed = json.loads(re.search(r"alone\): (\{.*\}) \[ack:", warning.entry.data)[1])
+    assert [s["Action"] for s in listed["Statement"]] == [
+        ["sagemaker:StartPipelineExecution"], ["sqs:SendMessage"]]
+    assert listed["Statement"][1]["Resource"] == [
+        {"Fn::GetAtt": [template.find_resources("AWS::SQS::Queue").popitem()[0], "Arn"]}]
+
+
+def test_a_schedule_role_made_in_the_app_gets_what_the_target_grants_once(source_dir):
+    # The target (aws-cdk-lib's SageMakerStartPipelineExecution) grants the same two
+    # statements the library attaches for the warning: the policy holds each once.
+    stack = new_stack()
+    role = iam.Role(stack, "Scheduler",
+                    assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"))
+    _scheduled(stack, source_dir, role)
+    template = Template.from_stack(stack)
+    (policy,) = template.find_resources("AWS::IAM::Policy").values()
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert [s["Action"] for s in statements] == ["sagemaker:StartPipelineExecution",
+                                                "sqs:SendMessage"]
+    template.has_resource_properties("AWS::Scheduler::Schedule", {
+        "Target": Match.object_like({"RoleArn": {"Fn::GetAtt": [
+            [k for k in template.find_resources("AWS::IAM::Role") if k.startswith(
+                "Scheduler")][0], "Arn"]}})})

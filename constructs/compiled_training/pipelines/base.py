@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aws_cdk import (
     Annotations,
@@ -26,11 +26,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
 
-from compiled_training.catalog.aws_names import (
-    SECURITY_GROUP_DESCRIPTION_MAX,
-    held_to,
-    split_s3,
-)
+from compiled_training.catalog.aws_names import split_s3
 from compiled_training.definition import validation
 from compiled_training.definition.training import execution_scoped
 from compiled_training.pipelines.governance import (
@@ -43,6 +39,7 @@ from compiled_training.pipelines.governance import (
 )
 from compiled_training.pipelines.limits import watch_stack
 from compiled_training.pipelines.named_pipeline import ImportedPipeline, NamedPipeline
+from compiled_training.pipelines.network import vpc_config
 from compiled_training.pipelines.options import TrainingJobOptions
 from compiled_training.pipelines.output_bucket import TrainingOutputBucket
 from compiled_training.spec.compiler import Compiler
@@ -55,7 +52,8 @@ from compiled_training.spec.job import (
     TrainingJob,
 )
 from compiled_training.wiring.assets import asset_location, bucket_name, shared_archive_asset
-from compiled_training.wiring.policy import InlinePolicy
+from compiled_training.wiring.functions import LAMBDA, RoleMaker
+from compiled_training.wiring.policy import SAGEMAKER, InlinePolicy
 from compiled_training.wiring.stack_reads import (
     account,
     app_root,
@@ -69,9 +67,6 @@ from compiled_training.wiring.stack_reads import (
 )
 from compiled_training_runtime import contract
 from constructs import Construct
-
-if TYPE_CHECKING:
-    from aws_cdk import aws_ec2 as ec2  # loaded by the maker of a VPC given
 
 NEURON_COMPILE_CACHE = "neuron-compile-cache"
 """The folder of the pipeline's prefix where Neuron jobs keep compiled graphs across runs."""
@@ -136,8 +131,9 @@ class PipelineBase(NamedPipeline):
         self.node.add_validation(self._job_tags)
         watch_stack(self._stack)
         self._encryption_given = options.get("inter_container_encryption")
-        self._given_roles = {"role": options.get("role"),
-                             "pipeline_role": options.get("pipeline_role")}
+        self._given_roles: dict[str, iam.IRole | None] = {
+            "role": options.get("role"), "pipeline_role": options.get("pipeline_role"),
+            "handler_role": options.get("handler_role")}
         self._common = self._common_job(options)
 
     @staticmethod
@@ -178,8 +174,9 @@ class PipelineBase(NamedPipeline):
         spot, source_dir = options.get("spot"), options.get("source_dir")
         volume_size_gib, max_attempts = options.get("volume_size_gib"), options.get("max_attempts")
         encryption = options.get("inter_container_encryption")
-        subnet_ids, group_ids = self._vpc_config(options.get("vpc"), options.get("vpc_subnets"),
-                                                 options.get("security_groups"))
+        subnet_ids, group_ids = vpc_config(self, self._subject, options.get("vpc"),
+                                           options.get("vpc_subnets"),
+                                           options.get("security_groups"))
         return TrainingJob(
             pipeline_name=self.pipeline_name,
             framework=self.framework,
@@ -372,11 +369,20 @@ class PipelineBase(NamedPipeline):
     def _role(self, prop: str, policy: InlinePolicy, construct_id: str,
               description: str) -> iam.IRole:
         """The role given as ``prop`` with the policy's statements attached, or a role of its
-        own; an imported, immutable role gets a warning listing the statements to grant."""
+        own (``handler_role``: a Lambda step's); an imported, immutable role gets a warning
+        listing the statements to grant."""
         given = self._given_roles[prop]
         if given is None:
-            return policy.role(self, construct_id, description)
-        return attach_to_given_role(self, prop, given, policy)
+            return policy.role(self, construct_id, description,
+                               service=LAMBDA if prop == "handler_role" else SAGEMAKER)
+        return attach_to_given_role(self, prop, given, policy, self.pipeline_name)
+
+    def _handler_role(self) -> RoleMaker | None:
+        """How a Lambda step's function gets ``handler_role``; None: a role of its own."""
+        if self._given_roles["handler_role"] is None:
+            return None
+        return lambda policy, construct_id, text: self._role("handler_role", policy,
+                                                             construct_id, text)
 
     def _create_pipeline(self, *, definition: dict[str, Any], description: str,
                          pipeline_policy: InlinePolicy, summary: dict[str, Any]) -> iam.IRole:
@@ -401,46 +407,3 @@ class PipelineBase(NamedPipeline):
             raise ValueError(f"{self._subject}: source_dir must be an existing folder, got "
                              f"{str(source_dir)!r}")
         return shared_archive_asset(self, source_dir)
-
-    def _vpc_config(
-        self,
-        vpc: ec2.IVpc | None,
-        subnets: ec2.SubnetSelection | None,
-        groups: Sequence[ec2.ISecurityGroup] | None,
-    ) -> tuple[list[str], list[str]]:
-        if vpc is None:
-            if subnets is not None or groups:
-                raise ValueError(f"{self._subject}: vpc_subnets and security_groups need a vpc")
-            return [], []
-        from aws_cdk import aws_ec2 as ec2
-
-        selection = subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
-        try:
-            selected = vpc.select_subnets(
-                subnet_type=selection.subnet_type,
-                subnet_group_name=selection.subnet_group_name,
-                subnets=selection.subnets,
-                availability_zones=selection.availability_zones,
-                one_per_az=selection.one_per_az,
-            )
-        except RuntimeError as error:  # the CDK's own refusal, from across jsii
-            reason = str(error).splitlines()[0].removeprefix("Error: ")
-            raise ValueError(
-                f"{self._subject}: vpc_subnets selects no subnets in the vpc ({reason}); when "
-                "omitted, the vpc's PRIVATE_WITH_EGRESS subnets") from None
-        isolated = {subnet.subnet_id for subnet in vpc.isolated_subnets}
-        if isolated & set(selected.subnet_ids):
-            Annotations.of(self).add_warning_v2(
-                f"compiled-training:{type(self).__name__}:IsolatedSubnets",
-                "the jobs run in isolated subnets, which have no route out: they reach S3, ECR, "
-                "CloudWatch Logs, STS and the SageMaker API only through VPC endpoints "
-                "(gateway: s3; interface: ecr.api, ecr.dkr, logs, sts, sagemaker.api). "
-                "Acknowledge this once the vpc has them.")
-        if not groups:
-            group = ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc,
-                                      description=held_to(f"Training jobs of {self.pipeline_name}",
-                                                          SECURITY_GROUP_DESCRIPTION_MAX))
-            # Nodes of a multi-instance job talk to each other.
-            group.add_ingress_rule(group, ec2.Port.all_traffic(), "between training nodes")
-            groups = [group]
-        return list(selected.subnet_ids), [g.security_group_id for g in groups]

@@ -220,6 +220,10 @@ class CompilerBenchmark(PipelineBase):
                         f"verdict judged by another), got {value!r}")
         return super().override_problem(name, value)
 
+    @property
+    def decision_parameter_arn(self) -> str:
+        return self.decision_parameter.parameter_arn
+
     def grant_read_decision(self, grantee: iam.IGrantable) -> iam.Grant:
         """Lets ``grantee`` (the production side: a deploy role, a pipeline's role) read the
         verdict, and nothing else."""
@@ -420,6 +424,7 @@ class CompilerBenchmark(PipelineBase):
             description=f"Records the verdict of compiler benchmark {self.pipeline_name}",
             purpose="It writes the verdict to one SSM parameter from the pipeline's Lambda step",
             timeout=Duration.seconds(30),
+            role=self._handler_role(),
             environment={
                 "DECISION_PARAMETER": self.decision_parameter.parameter_name,
                 "THRESHOLD_RANGES": json.dumps({VERDICT_FIELDS[name]: list(bounds) for

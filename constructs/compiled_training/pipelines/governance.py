@@ -16,7 +16,7 @@ from compiled_training.definition import validation
 from compiled_training.pipelines.limits import watch_shared_role
 from compiled_training.pipelines.named_pipeline import NamedPipeline
 from compiled_training.wiring.policy import InlinePolicy
-from constructs import IValidation
+from constructs import Construct, IValidation
 
 PIPELINE_TAG = "compiled-training:pipeline"
 # SageMaker's tags on a job (the API's Tag shapes and its documented limit of 50 a resource).
@@ -74,16 +74,17 @@ class JobTagKeys:
         return [*self._tag_set.tags(), "sagemaker:*"]
 
 
-def attach_to_given_role(pipeline: NamedPipeline, prop: str, role: iam.IRole,
-                         policy: InlinePolicy) -> iam.IRole:
-    """A role the user gives (``prop``) with the policy's statements attached; an imported,
-    immutable one takes none, so a warning lists them, written once the tag aspects have run
-    (the statements name the tag keys)."""
+def attach_to_given_role(owner: Construct, prop: str, role: iam.IRole,
+                         policy: InlinePolicy, pipeline_name: str) -> iam.IRole:
+    """A role the user gives (``prop`` of ``owner``, which serves pipeline
+    ``pipeline_name``) with the policy's statements attached; an imported, immutable one
+    takes none, so a warning lists them, written once the tag aspects have run (the
+    statements name the tag keys)."""
     missing = policy.attach_to(role)
     if missing:
-        pipeline.node.add_validation(ImmutableRoleWarning(pipeline, prop, role, missing))
+        owner.node.add_validation(ImmutableRoleWarning(owner, prop, role, missing))
     else:
-        watch_shared_role(role, pipeline.pipeline_name)
+        watch_shared_role(role, pipeline_name)
     return role
 
 
@@ -92,19 +93,20 @@ class ImmutableRoleWarning:
     """The statements an imported, immutable role needs, as a warning a security team can
     copy: CloudFormation's form of the references (Ref, Fn::GetAtt), for a reader to fill."""
 
-    def __init__(self, pipeline: NamedPipeline, prop: str, role: iam.IRole,
+    def __init__(self, owner: Construct, prop: str, role: iam.IRole,
                  statements: list[dict[str, Any]]) -> None:
-        self._pipeline, self._prop, self._role = pipeline, prop, role
+        self._owner, self._prop, self._role = owner, prop, role
         self._statements = statements
 
     def validate(self) -> list[str]:
-        document = json.dumps(Stack.of(self._pipeline).resolve(
+        kind = type(self._owner).__name__
+        document = json.dumps(Stack.of(self._owner).resolve(
             {"Version": "2012-10-17", "Statement": self._statements}), sort_keys=True)
-        Annotations.of(self._pipeline).add_warning_v2(
-            f"compiled-training:{type(self._pipeline).__name__}:ImmutableRole",
+        Annotations.of(self._owner).add_warning_v2(
+            f"compiled-training:{kind}:ImmutableRole",
             f"{self._prop} {self._role.role_arn} is imported and immutable, so nothing was "
             f"attached to it; grant it these statements (the policy document, for this "
-            f"pipeline alone): {document}")
+            f"{kind} alone): {document}")
         return []
 
 

@@ -64,6 +64,10 @@ class TrainingJobOptions(TypedDict, total=False):
     pipeline_role: iam.IRole | None
     """The role SageMaker Pipelines runs the pipeline as; when omitted, one is created. Given:
     as ``role``."""
+    handler_role: iam.IRole | None
+    """The role its Lambda steps run as (a benchmark's ``RecordDecision``; with
+    ``registration``, the ``ModelMetrics`` report); when omitted, each function gets one of
+    its own. Given: as ``role``; it must trust lambda.amazonaws.com."""
     tags: Mapping[str, str] | None
     """Tags for the construct's resources and, with those set by ``Tags.of(scope)`` at any
     level above it, for every job the pipeline creates (cost allocation reads them there).

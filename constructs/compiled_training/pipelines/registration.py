@@ -41,7 +41,7 @@ from compiled_training.pipelines.deployment_account import (
 from compiled_training.spec.framework import Framework
 from compiled_training.spec.job import Parameter, TrainingJob
 from compiled_training.wiring.dlc_uri import dlc_image_uri
-from compiled_training.wiring.functions import step_function
+from compiled_training.wiring.functions import RoleMaker, step_function
 from compiled_training.wiring.policy import InlinePolicy
 from compiled_training.wiring.stack_reads import format_arn, stack_of
 from constructs import Construct
@@ -65,7 +65,14 @@ class BenchmarkVerdict(Protocol):
     def framework(self) -> Framework: ...
     @property
     def decision_parameter_name(self) -> str: ...
+    @property
+    def decision_parameter_arn(self) -> str: ...
     def grant_read_decision(self, grantee: iam.IGrantable) -> iam.Grant: ...
+
+
+DECISION_READ_ACTIONS = ["ssm:DescribeParameters", "ssm:GetParameters", "ssm:GetParameter",
+                         "ssm:GetParameterHistory"]
+"""What ``grant_read_decision`` grants (``StringParameter.grant_read``'s actions)."""
 
 
 @dataclass(frozen=True)
@@ -279,10 +286,11 @@ class BoundRegistration:
 
 def bind_registration(scope: Construct, where: str, options: ModelRegistration,
                       job: TrainingJob, metadata: Mapping[str, Any],
-                      bucket: s3.IBucket) -> BoundRegistration:
+                      bucket: s3.IBucket, role: RoleMaker | None = None) -> BoundRegistration:
     """Resolves the options in ``scope``'s stack; creates the group unless it exists, the
-    ``ModelMetrics`` step's function (its reports go to ``bucket``, the job's output bucket),
-    and the deployment account's read of the artifacts."""
+    ``ModelMetrics`` step's function (its reports go to ``bucket``, the job's output bucket;
+    ``role`` gives its role, when omitted one of its own), and the deployment account's read
+    of the artifacts."""
     if not isinstance(options, ModelRegistration):
         raise ValueError(f"{where}: registration must be a ModelRegistration, got "
                          f"{type(options).__name__}")
@@ -312,7 +320,8 @@ def bind_registration(scope: Construct, where: str, options: ModelRegistration,
     stack = stack_of(scope)
     function = None
     if registration.metrics:
-        function = _metrics_function(scope, registration, bucket, job.pipeline_name, benchmark)
+        function = _metrics_function(scope, registration, bucket, job.pipeline_name, benchmark,
+                                     role)
         registration = replace(registration, report_bucket=bucket.bucket_name,
                                metrics_function_arn=function.function_arn)
     if options.deployment_account is not None:
@@ -333,10 +342,11 @@ def bind_registration(scope: Construct, where: str, options: ModelRegistration,
 
 
 def _metrics_function(scope: Construct, registration: Registration, bucket: s3.IBucket,
-                      pipeline_name: str, benchmark: BenchmarkVerdict | None
-                      ) -> lambda_.Function:
+                      pipeline_name: str, benchmark: BenchmarkVerdict | None,
+                      role: RoleMaker | None) -> lambda_.Function:
     """Writes this pipeline's reports, and reads its own reports and its group's versions
-    where it compares with approved versions; nothing else."""
+    where it compares with approved versions; nothing else. A given role takes the key and
+    verdict grants as statements of the policy (an immutable one's warning lists them)."""
     stack = stack_of(scope)
     policy = InlinePolicy()
     reports = f"{registration.report_prefix}/"
@@ -355,14 +365,21 @@ def _metrics_function(scope: Construct, registration: Registration, bucket: s3.I
         policy.allow(["sagemaker:ListModelPackages"], ["*"],
                      why="sagemaker:ListModelPackages supports no resource-level permission; "
                          "it lists metadata only, and reads are limited to this group.")
+    # SSE-KMS: a data key to write, decrypt to read.
+    key_actions = ["kms:GenerateDataKey", "kms:Decrypt"]
+    if role is not None:
+        if bucket.encryption_key is not None:
+            policy.allow(key_actions, [bucket.encryption_key.key_arn])
+        if benchmark is not None:
+            policy.allow(DECISION_READ_ACTIONS, [benchmark.decision_parameter_arn])
     function = step_function(
         scope, "ModelMetrics", module="model_metrics", policy=policy,
         description=f"Writes the model-quality report of each run of pipeline {pipeline_name}",
         purpose="It writes one report to S3 per run, from the pipeline's Lambda step",
-        timeout=Duration.seconds(60))
-    if bucket.encryption_key is not None and function.role is not None:
-        # SSE-KMS: a data key to write, decrypt to read.
-        bucket.encryption_key.grant(function.role, "kms:GenerateDataKey", "kms:Decrypt")
-    if benchmark is not None:
-        benchmark.grant_read_decision(function)
+        timeout=Duration.seconds(60), role=role)
+    if role is None:
+        if bucket.encryption_key is not None and function.role is not None:
+            bucket.encryption_key.grant(function.role, *key_actions)
+        if benchmark is not None:
+            benchmark.grant_read_decision(function)
     return function

@@ -76,7 +76,7 @@ class TrainingPipeline(PipelineBase):
         if registration is not None:
             self.registration = bind_registration(self, self._subject, registration, job,
                                                   self._registration_metadata(registration),
-                                                  self.bucket)
+                                                  self.bucket, self._handler_role())
         self.parameters = {p.name: p for p in unique_parameters(
             [*job.parameters, *(self.registration.parameters if self.registration else [])])}
 

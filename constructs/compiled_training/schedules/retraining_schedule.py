@@ -30,11 +30,13 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 
 from compiled_training.pipelines.base import PipelineBase
+from compiled_training.pipelines.governance import attach_to_given_role
 from compiled_training.pipelines.named_pipeline import pipeline_metric
 from compiled_training.schedules.expressions import validate_expression
 from compiled_training.spec.job import ParameterType
 from compiled_training.spec.typecheck import check_arguments
 from compiled_training.wiring.acknowledgements import acknowledge, skip_checkov
+from compiled_training.wiring.policy import InlinePolicy
 from constructs import Construct
 
 # EventBridge Scheduler's SageMakerPipelineParameters: at most 200 entries, each value
@@ -89,6 +91,7 @@ class RetrainingSchedule(Construct):
         max_event_age: Duration | None = None,
         topic: sns.ITopic | None = None,
         notify_on_success: bool | None = None,
+        role: iam.IRole | None = None,
     ) -> None:
         """
         :param pipeline: the pipeline to start; its ``pipeline_arn`` is what the status rule
@@ -116,6 +119,12 @@ class RetrainingSchedule(Construct):
         :param max_event_age: when omitted, 6 hours; older starts go to the dead-letter queue.
         :param topic: when omitted, an SNS topic encrypted with a new customer-managed key.
         :param notify_on_success: when omitted, only failed and stopped runs are reported.
+        :param role: the role EventBridge Scheduler starts the pipeline as; when omitted,
+            aws-cdk-lib's one role for the stack's SageMaker schedule targets. Given, as
+            aws-cdk-lib's constructs take one: a role made in the app or imported mutable gets
+            the grants (start this pipeline, send to this schedule's dead-letter queue); an
+            imported, immutable one gets nothing, and a warning lists the statements to grant
+            it. It must trust scheduler.amazonaws.com.
         """
         check_arguments(RetrainingSchedule.__init__, locals(), whole_minutes=["flexible_window"])
         super().__init__(scope, construct_id)
@@ -167,6 +176,13 @@ class RetrainingSchedule(Construct):
         self.topic = topic or self._topic()
         self.dead_letter_queue = self._dead_letter_queue()
         group = _team_group(self, team)
+        if role is not None:
+            # The grants the target makes (aws-cdk-lib's SageMakerStartPipelineExecution),
+            # as statements: an immutable role takes them silently, the warning lists them.
+            policy = InlinePolicy()
+            policy.allow(["sagemaker:StartPipelineExecution"], [pipeline.pipeline_arn])
+            policy.allow(["sqs:SendMessage"], [self.dead_letter_queue.queue_arn])
+            attach_to_given_role(self, "role", role, policy, pipeline.pipeline_name)
         self.schedule = scheduler.Schedule(
             self,
             "Resource",
@@ -188,6 +204,7 @@ class RetrainingSchedule(Construct):
                 dead_letter_queue=self.dead_letter_queue,
                 retry_attempts=attempts,
                 max_event_age=max_event_age or Duration.hours(6),
+                role=role,
             ),
         )
         # The group is referenced by its literal name, which makes no dependency by itself.

@@ -3,7 +3,7 @@ its code asset, and the function a pipeline's Lambda step invokes."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,7 +21,12 @@ from compiled_training.wiring.policy import InlinePolicy
 from constructs import Construct
 
 if TYPE_CHECKING:
+    from aws_cdk import aws_iam as iam
     from aws_cdk import aws_lambda as lambda_
+
+LAMBDA = "lambda.amazonaws.com"
+RoleMaker = Callable[[InlinePolicy, str, str], "iam.IRole"]
+"""Gives the role a function runs as, from its policy, construct id and description."""
 
 HANDLERS_DIR = Path(handlers.__file__).parent
 
@@ -41,23 +46,27 @@ def handler_code(module: str) -> lambda_.Code:
 
 def step_function(scope: Construct, name: str, *, module: str, policy: InlinePolicy,
                   description: str, purpose: str, timeout: Duration,
-                  environment: Mapping[str, str] | None = None) -> lambda_.Function:
+                  environment: Mapping[str, str] | None = None,
+                  role: RoleMaker | None = None) -> lambda_.Function:
     """``module``'s handler as the function of a pipeline's Lambda step: a role with
     ``policy`` and the writing of its own logs, kept a year. Construct ids ``<name>Logs``,
-    ``<name>Role``, ``<name>Function``; ``purpose`` is what checkov's skips say it does."""
+    ``<name>Role``, ``<name>Function``; ``purpose`` is what checkov's skips say it does.
+    ``role`` gives the role (a user's, with the policy attached); when omitted, one of its
+    own trusting Lambda."""
     from aws_cdk import aws_lambda as lambda_
     from aws_cdk import aws_logs as logs
 
     log_group = logs.LogGroup(scope, f"{name}Logs", retention=logs.RetentionDays.ONE_YEAR,
                               removal_policy=RemovalPolicy.RETAIN)
     policy.allow(["logs:CreateLogStream", "logs:PutLogEvents"], [log_group.log_group_arn])
-    role = policy.role(scope, f"{name}Role", description, service="lambda.amazonaws.com")
+    make_role = role or (lambda p, construct_id, text: p.role(scope, construct_id, text,
+                                                              service=LAMBDA))
     function = lambda_.Function(
         scope, f"{name}Function",
         runtime=lambda_.Runtime.PYTHON_3_14,
         code=handler_code(module),
         handler=f"{module}.handler",
-        role=role,
+        role=make_role(policy, f"{name}Role", description),
         log_group=log_group,
         timeout=timeout,
         environment=dict(environment) if environment is not None else None,
