@@ -11,6 +11,8 @@ handler, which answers CloudFormation; nothing polls.
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_ecr as ecr
@@ -31,6 +33,7 @@ from compiled_training.wiring.acknowledgements import (
     skip_checkov_for_function,
 )
 from compiled_training.wiring.functions import handler_code
+from compiled_training.wiring.policy import ImmutableRoleWarning, attached_policy
 from constructs import Construct
 
 # EventBridge's detail-type for a build's end, which the handler tells apart from a CloudFormation
@@ -72,19 +75,41 @@ class ImageBuilder(Construct):
     ID = "CompiledTrainingImageBuilder"
 
     @classmethod
-    def of(cls, scope: Construct) -> ImageBuilder:
-        """The builder of ``scope``'s stack, created with its first image."""
+    def of(cls, scope: Construct, *, build_role: iam.IRole | None = None,
+           build_handler_role: iam.IRole | None = None) -> ImageBuilder:
+        """The builder of ``scope``'s stack, created with its first image (and the roles that
+        image gives: every image of the stack must give the same)."""
         stack = Stack.of(scope)
         existing = stack.node.try_find_child(cls.ID)
         if existing is None:
-            return cls(stack, cls.ID)
+            return cls(stack, cls.ID, build_role=build_role,
+                       build_handler_role=build_handler_role)
         assert isinstance(existing, cls), f"{stack.node.path}/{cls.ID} is not an ImageBuilder"
+        given = {"build_role": build_role, "build_handler_role": build_handler_role}
+        for prop, role in given.items():
+            if role is not existing.given_roles[prop]:
+                raise ValueError(
+                    f"RuntimeImage {scope.node.path}: {prop} must be the one the stack's other "
+                    f"runtime images give ({_described(existing.given_roles[prop])}): they "
+                    f"share one image build project and handler, got {_described(role)}")
         return existing
 
-    def __init__(self, scope: Construct, construct_id: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *,
+                 build_role: iam.IRole | None = None,
+                 build_handler_role: iam.IRole | None = None) -> None:
         super().__init__(scope, construct_id)
+        self.given_roles = {"build_role": build_role,
+                            "build_handler_role": build_handler_role}
+        # What each given role is granted, as statements: an imported, immutable role takes
+        # grants silently, so a warning lists them (read when it is written, with every
+        # image's).
+        self._granted: dict[str, list[dict[str, Any]]] = {prop: [] for prop in self.given_roles}
         self.project = self._project()
         self.handler = self._handler()
+        for prop, role in self.given_roles.items():
+            if role is not None and attached_policy(role) is None:
+                self.node.add_validation(ImmutableRoleWarning(self, prop, role,
+                                                              self._granted[prop]))
         self.rule = events.Rule(
             self, "BuildEnded",
             description="Reports each ended runtime image build to CloudFormation",
@@ -101,18 +126,42 @@ class ImageBuilder(Construct):
         to its repository; the handler looks up tags in that repository."""
         # The one object, where Asset.grant_read would open the whole asset bucket.
         context.bucket.grant_read(self.project, context.s3_object_key)
-        self.project.add_to_role_policy(iam.PolicyStatement(
-            actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer",
-                     "ecr:BatchCheckLayerAvailability"],
-            resources=[dlc_repository_arn]))
+        self._grant("build_role", self.project, ["ecr:BatchGetImage",
+                                                 "ecr:GetDownloadUrlForLayer",
+                                                 "ecr:BatchCheckLayerAvailability"],
+                    [dlc_repository_arn])
         repository.grant_push(self.project)
-        self.handler.add_to_role_policy(iam.PolicyStatement(
-            actions=["ecr:DescribeImages"], resources=[repository.repository_arn]))
+        self._grant("build_handler_role", self.handler, ["ecr:DescribeImages"],
+                    [repository.repository_arn])
+        if self.given_roles["build_role"] is not None:
+            # What the two CDK grants above give (Bucket.grant_read, Repository.grant_push).
+            bucket = context.bucket.bucket_arn
+            self._list("build_role", ["s3:GetObject*", "s3:GetBucket*", "s3:List*"],
+                       [bucket, f"{bucket}/{context.s3_object_key}"])
+            self._list("build_role", ["ecr:CompleteLayerUpload", "ecr:UploadLayerPart",
+                                      "ecr:InitiateLayerUpload",
+                                      "ecr:BatchCheckLayerAvailability", "ecr:PutImage"],
+                       [repository.repository_arn])
+            self._list("build_role", ["ecr:GetAuthorizationToken"], ["*"])
+
+    def _grant(self, prop: str, grantee: codebuild.Project | lambda_.Function,
+               actions: list[str], resources: list[str]) -> None:
+        """One statement for the role of ``grantee`` (``prop``'s, when given)."""
+        grantee.add_to_role_policy(iam.PolicyStatement(actions=actions, resources=resources))
+        self._list(prop, actions, resources)
+
+    def _list(self, prop: str, actions: list[str], resources: list[str]) -> None:
+        statement = {"Effect": "Allow", "Action": actions, "Resource": resources}
+        # Once each, as aws-cdk-lib writes a policy (the token grant comes with every push).
+        if self.given_roles[prop] is not None and statement not in self._granted[prop]:
+            self._granted[prop].append(statement)
 
     def _project(self) -> codebuild.Project:
         stack = Stack.of(self)
         log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.THREE_MONTHS,
                                   removal_policy=RemovalPolicy.DESTROY)
+        key = kms.Key(self, "Key", enable_key_rotation=True,
+                      description=f"Encrypts the runtime image builds of {stack.node.path}")
         skip_checkov(log_group, LOG_GROUP_WITHOUT_KMS)
         project = codebuild.Project(
             self, "Project",
@@ -123,19 +172,22 @@ class ImageBuilder(Construct):
                 privileged=True,  # docker build needs the Docker daemon
             ),
             build_spec=codebuild.BuildSpec.from_object(BUILD_SPEC),
-            encryption_key=kms.Key(self, "Key", enable_key_rotation=True,
-                                   description="Encrypts the runtime image builds of "
-                                               f"{stack.node.path}"),
+            encryption_key=key,
             timeout=BUILD_TIMEOUT,
             queued_timeout=QUEUED_TIMEOUT,
             logging=codebuild.LoggingOptions(cloud_watch=codebuild.CloudWatchLoggingOptions(
                 log_group=log_group)),
+            role=self.given_roles["build_role"],
         )
+        if self.given_roles["build_role"] is not None:
+            self._list_project_grants(project, log_group, key)
         acknowledge(project, "AwsSolutions-CB3",
                     "docker build runs the Docker daemon, which needs privileged mode.")
         assert project.role is not None
-        policy = project.role.node.find_child("DefaultPolicy").node.default_child
-        assert policy is not None
+        default_policy = attached_policy(project.role)
+        policy = default_policy.node.default_child if default_policy else None
+        if policy is None:
+            return project  # an immutable role: nothing of the app's to acknowledge
         acknowledge_wildcards(policy, {
             "*": "ecr:GetAuthorizationToken supports no resource-level permission; pushes "
                  "and pulls are limited to the images' own repositories and DLC repositories.",
@@ -157,6 +209,26 @@ class ImageBuilder(Construct):
             acknowledge(policy, f"AwsSolutions-IAM5[Action::{action}]", why)
         return project
 
+    def _list_project_grants(self, project: codebuild.Project, log_group: logs.LogGroup,
+                             key: kms.Key) -> None:
+        """What aws-cdk-lib's Project grants its role: its logs (the group given, and
+        CodeBuild's default group), its report groups, its key."""
+        stack = Stack.of(self)
+        default_group = stack.format_arn(service="logs", resource="log-group",
+                                         resource_name=f"/aws/codebuild/{project.project_name}",
+                                         arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        self._list("build_role", ["logs:CreateLogStream", "logs:PutLogEvents"],
+                   [log_group.log_group_arn])
+        self._list("build_role", ["logs:CreateLogGroup", "logs:CreateLogStream",
+                                  "logs:PutLogEvents"], [default_group, f"{default_group}:*"])
+        self._list("build_role", ["codebuild:CreateReportGroup", "codebuild:CreateReport",
+                                  "codebuild:UpdateReport", "codebuild:BatchPutTestCases",
+                                  "codebuild:BatchPutCodeCoverages"],
+                   [stack.format_arn(service="codebuild", resource="report-group",
+                                     resource_name=f"{project.project_name}-*")])
+        self._list("build_role", ["kms:Decrypt", "kms:Encrypt", "kms:ReEncrypt*",
+                                  "kms:GenerateDataKey*"], [key.key_arn])
+
     def _handler(self) -> lambda_.Function:
         # Its own log group, kept a year: else Lambda makes one that keeps logs forever, or CDK
         # one of its own under @aws-cdk/aws-lambda:useCdkManagedLogGroup, differing by app.
@@ -174,14 +246,20 @@ class ImageBuilder(Construct):
                         "to CloudFormation",
             # Its one project, never one named by a request.
             environment={"PROJECT_NAME": self.project.project_name},
+            role=self.given_roles["build_handler_role"],
         )
-        function.add_to_role_policy(iam.PolicyStatement(
-            actions=["codebuild:StartBuild", "codebuild:BatchGetBuilds"],
-            resources=[self.project.project_arn]))
-        acknowledge(function, "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:"
-                              "policy/service-role/AWSLambdaBasicExecutionRole]",
-                    "The AWS-managed basic execution role only lets the function write its "
-                    "own logs.")
+        self._grant("build_handler_role", function, ["codebuild:StartBuild",
+                                               "codebuild:BatchGetBuilds"],
+                    [self.project.project_arn])
+        if self.given_roles["build_handler_role"] is None:
+            acknowledge(function, "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:"
+                                  "policy/service-role/AWSLambdaBasicExecutionRole]",
+                        "The AWS-managed basic execution role only lets the function write "
+                        "its own logs.")
+        else:
+            # A given role gets no managed policy from aws-cdk-lib: its own logs, granted.
+            self._grant("build_handler_role", function,
+                        ["logs:CreateLogStream", "logs:PutLogEvents"], [log_group.log_group_arn])
         skip_checkov_for_function(
             function, "The runtime images' custom resource: it starts one CodeBuild build "
                       "per image and reports its end",
@@ -193,3 +271,7 @@ class ImageBuilder(Construct):
         assert isinstance(cfn_function, lambda_.CfnFunction)
         allow_redundant_role_dependency(cfn_function)
         return function
+
+
+def _described(role: iam.IRole | None) -> str:
+    return "none: roles of its own" if role is None else f"role {role.node.path}"

@@ -77,6 +77,8 @@ class RuntimeImage(Construct):
         removal_policy: RemovalPolicy | None = None,
         instance_type: str | None = None,
         dockerfile_dir: str | Path | None = None,
+        build_role: iam.IRole | None = None,
+        build_handler_role: iam.IRole | None = None,
     ) -> None:
         """
         :param framework: selects the base DLC, with ``compiler``.
@@ -101,9 +103,19 @@ class RuntimeImage(Construct):
             when omitted, the library's ``training-compiler`` Dockerfile for Training Compiler,
             ``neuron-xla`` for ``neuron_xla`` and ``torch-compile`` otherwise (``images/`` in
             its repository).
+        :param build_role: cloud mode: the role the stack's image build project runs as
+            (it must trust codebuild.amazonaws.com); when omitted, one of its own. Given, as
+            aws-cdk-lib's ``Project`` takes one: a role made in the app or imported mutable
+            gets the grants (each image's context, base image and repository); an imported,
+            immutable one gets nothing, and a warning lists the statements to grant it. The
+            project is the stack's, so every runtime image of a stack gives the same role.
+        :param build_handler_role: cloud mode: the role of the function that starts the
+            builds and reports them to CloudFormation (it must trust lambda.amazonaws.com);
+            as ``build_role`` otherwise.
         """
         check_arguments(RuntimeImage.__init__, locals())
         super().__init__(scope, construct_id)
+        self._given_roles = (build_role, build_handler_role)
         where = f"RuntimeImage {self.node.path}"
         self.build_mode = build_mode or BuildMode.CLOUD
         if not framework.is_deep_learning:
@@ -130,9 +142,11 @@ class RuntimeImage(Construct):
             raise ValueError(f"{where}: repository_name must be 2-256 characters of lowercase "
                              "letters, digits and . _ - / separators (ECR's rule), got "
                              f"{repository_name!r}")
-        if self.build_mode is BuildMode.LOCAL and (repository or repository_name or kms_key):
-            raise ValueError(f"{where}: repository, repository_name and kms_key apply to cloud "
-                             "builds; a local build pushes to the CDK bootstrap asset repository")
+        if self.build_mode is BuildMode.LOCAL and (repository or repository_name or kms_key
+                                                   or build_role or build_handler_role):
+            raise ValueError(f"{where}: repository, repository_name, kms_key, build_role and "
+                             "build_handler_role apply to cloud builds; a local build pushes to "
+                             "the CDK bootstrap asset repository")
 
         self.context_dir, self.tag = stage_context(folder, {"BASE_IMAGE": self.dlc.path})
         stack = Stack.of(self)
@@ -189,7 +203,8 @@ class RuntimeImage(Construct):
         return repository
 
     def _build_on_deploy(self) -> CustomResource:
-        builder = ImageBuilder.of(self)
+        builder = ImageBuilder.of(self, build_role=self._given_roles[0],
+                                  build_handler_role=self._given_roles[1])
         # The stack's one project, shared with its other images.
         self.build_project: codebuild.IProject = builder.project
         context = s3_assets.Asset(self, "Context", path=str(self.context_dir))

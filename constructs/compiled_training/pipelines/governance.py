@@ -4,18 +4,17 @@ the account issues that the app may not change, the statements to grant it."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import jsii
-from aws_cdk import Annotations, IAnyProducer, IListProducer, IResolveContext, Stack
+from aws_cdk import IAnyProducer, IListProducer, IResolveContext
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
 from compiled_training.definition import validation
 from compiled_training.pipelines.limits import watch_shared_role
 from compiled_training.pipelines.named_pipeline import NamedPipeline
-from compiled_training.wiring.policy import InlinePolicy
+from compiled_training.wiring.policy import ImmutableRoleWarning, InlinePolicy
 from constructs import Construct, IValidation
 
 PIPELINE_TAG = "compiled-training:pipeline"
@@ -86,28 +85,6 @@ def attach_to_given_role(owner: Construct, prop: str, role: iam.IRole,
     else:
         watch_shared_role(role, pipeline_name)
     return role
-
-
-@jsii.implements(IValidation)
-class ImmutableRoleWarning:
-    """The statements an imported, immutable role needs, as a warning a security team can
-    copy: CloudFormation's form of the references (Ref, Fn::GetAtt), for a reader to fill."""
-
-    def __init__(self, owner: Construct, prop: str, role: iam.IRole,
-                 statements: list[dict[str, Any]]) -> None:
-        self._owner, self._prop, self._role = owner, prop, role
-        self._statements = statements
-
-    def validate(self) -> list[str]:
-        kind = type(self._owner).__name__
-        document = json.dumps(Stack.of(self._owner).resolve(
-            {"Version": "2012-10-17", "Statement": self._statements}), sort_keys=True)
-        Annotations.of(self._owner).add_warning_v2(
-            f"compiled-training:{kind}:ImmutableRole",
-            f"{self._prop} {self._role.role_arn} is imported and immutable, so nothing was "
-            f"attached to it; grant it these statements (the policy document, for this "
-            f"{kind} alone): {document}")
-        return []
 
 
 @jsii.implements(IValidation)

@@ -1,10 +1,14 @@
-"""One role's inline policy, with the reason for every wildcard it grants."""
+"""One role's inline policy, with the reason for every wildcard it grants; and for a role a user
+gives that takes no grants (imported, immutable), the warning that lists them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
+import jsii
+from aws_cdk import Annotations, Stack
 from aws_cdk import aws_iam as iam
 
 from compiled_training.wiring.acknowledgements import acknowledge_wildcards
@@ -14,7 +18,7 @@ from compiled_training.wiring.stack_reads import (
     service_principal,
     stack_of,
 )
-from constructs import Construct
+from constructs import Construct, IConstruct, IValidation
 
 SAGEMAKER = "sagemaker.amazonaws.com"
 
@@ -91,9 +95,38 @@ class InlinePolicy:
         which takes them silently), for the user to grant."""
         for statement in self.statements:
             role.add_to_principal_policy(iam.PolicyStatement.from_json(statement))
-        policy = role.node.try_find_child("DefaultPolicy") or role.node.try_find_child("Policy")
+        policy = attached_policy(role)
         if policy is None:
             return list(self.statements)
         if self.wildcards and policy.node.default_child is not None:
             acknowledge_wildcards(policy.node.default_child, self.wildcards)
+        return []
+
+
+def attached_policy(role: iam.IRole) -> IConstruct | None:
+    """The policy aws-cdk-lib attaches a role's grants to: a role made in the app has its
+    default policy, an imported mutable one a policy of its own; an imported, immutable one
+    takes grants silently and has none."""
+    return role.node.try_find_child("DefaultPolicy") or role.node.try_find_child("Policy")
+
+
+@jsii.implements(IValidation)
+class ImmutableRoleWarning:
+    """The statements an imported, immutable role needs, as a warning a security team can
+    copy: CloudFormation's form of the references (Ref, Fn::GetAtt), for a reader to fill."""
+
+    def __init__(self, owner: Construct, prop: str, role: iam.IRole,
+                 statements: list[dict[str, Any]]) -> None:
+        self._owner, self._prop, self._role = owner, prop, role
+        self._statements = statements
+
+    def validate(self) -> list[str]:
+        kind = type(self._owner).__name__
+        document = json.dumps(Stack.of(self._owner).resolve(
+            {"Version": "2012-10-17", "Statement": self._statements}), sort_keys=True)
+        Annotations.of(self._owner).add_warning_v2(
+            f"compiled-training:{kind}:ImmutableRole",
+            f"{self._prop} {self._role.role_arn} is imported and immutable, so nothing was "
+            f"attached to it; grant it these statements (the policy document, for this "
+            f"{kind} alone): {document}")
         return []
