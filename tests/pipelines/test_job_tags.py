@@ -24,11 +24,10 @@ from tests.pipelines.test_compiler_benchmark import _benchmark
 
 
 def _pipeline(stack: cdk.Stack, source_dir, **props) -> TrainingPipeline:
+    props = {"channels": [InputChannel("train", "s3://team-data/bert/train/")], **props}
     return TrainingPipeline(stack, "Bert", framework=Framework.pytorch("2.9.0"),
                             compiler=Compiler.torch_compile(), instance_type="ml.g5.12xlarge",
-                            source_dir=source_dir, entry_point="train.py",
-                            channels=[InputChannel("train", "s3://team-data/bert/train/")],
-                            **props)
+                            source_dir=source_dir, entry_point="train.py", **props)
 
 
 def _job_tags(template: dict) -> dict[str, list[dict[str, str]]]:
@@ -117,3 +116,34 @@ def test_tags_sagemaker_would_refuse_fail_the_synth_naming_them(source_dir, tags
     _pipeline(stack, source_dir, tags=tags)
     with pytest.raises(Exception, match=re.escape(message)):
         cdk.App.of(stack).synth()
+
+
+def test_registered_versions_take_their_groups_tags_which_carry_the_tags(source_dir):
+    # CreateModelPackage refuses Tags for a version in a group ("uses the tags associated
+    # with the model group": botocore's documentation of the shape, read here), so the
+    # RegisterModel step carries none and the group the stack creates carries them.
+    from compiled_training import ModelRegistration
+    from tests.helpers import botocore_sagemaker_model
+
+    documented = botocore_sagemaker_model().operation_model(
+        "CreateModelPackage").input_shape.members["Tags"].documentation
+    assert "uses the tags associated with the model group" in documented
+    assert "you cannot supply a <code>tag</code> argument" in documented
+    stack = new_stack()
+    cdk.Tags.of(stack).add("cost-center", "ml-42")
+    _pipeline(stack, source_dir, tags={"owner": "nlp-team"}, pipeline_name="bert-registered",
+              channels=[InputChannel("train", "s3://team-data/bert/train/"),
+                        InputChannel("validation", "s3://team-data/bert/validation/")],
+              registration=ModelRegistration(
+                  model_package_group_name="bert-classifier",
+                  inference_image_uri="123456789012.dkr.ecr.us-east-1.amazonaws.com/serve:1"))
+    template = Template.from_stack(stack).to_json()
+    (definition,) = definitions(template)
+    steps = [*definition["Steps"], *(s for step in definition["Steps"]
+                                     for s in step["Arguments"].get("IfSteps", []))]
+    (register,) = [s for s in steps if s["Type"] == "RegisterModel"]
+    assert "Tags" not in register["Arguments"]
+    (group,) = [r for r in template["Resources"].values()
+                if r["Type"] == "AWS::SageMaker::ModelPackageGroup"]
+    assert group["Properties"]["Tags"] == [{"Key": "cost-center", "Value": "ml-42"},
+                                           {"Key": "owner", "Value": "nlp-team"}]
