@@ -33,8 +33,9 @@ from compiled_training.pipelines.governance import (
     PIPELINE_TAG,
     JobTagKeys,
     JobTags,
-    JobTagsValidation,
+    JobTagSet,
     attach_to_given_role,
+    watch_job_tags,
     with_job_tags,
 )
 from compiled_training.pipelines.limits import watch_stack
@@ -127,8 +128,7 @@ class PipelineBase(NamedPipeline):
         self.prefix = f"s3://{bucket_name(self.bucket)}/{self.pipeline_name}"
         for key, value in sorted((options.get("tags") or {}).items()):
             Tags.of(self).add(key, value)
-        self._job_tags = JobTagsValidation(self)
-        self.node.add_validation(self._job_tags)
+        self._job_tags = JobTagSet(self)
         watch_stack(self._stack)
         self._encryption_given = options.get("inter_container_encryption")
         self._given_roles: dict[str, iam.IRole | None] = {
@@ -174,8 +174,7 @@ class PipelineBase(NamedPipeline):
         spot, source_dir = options.get("spot"), options.get("source_dir")
         volume_size_gib, max_attempts = options.get("volume_size_gib"), options.get("max_attempts")
         encryption = options.get("inter_container_encryption")
-        subnet_ids, group_ids = vpc_config(self, self._subject, options.get("vpc"),
-                                           options.get("vpc_subnets"),
+        subnet_ids, group_ids = vpc_config(self, options.get("vpc"), options.get("vpc_subnets"),
                                            options.get("security_groups"))
         return TrainingJob(
             pipeline_name=self.pipeline_name,
@@ -237,7 +236,8 @@ class PipelineBase(NamedPipeline):
         warnings: dict[tuple[str, str], list[str]] = {}
         for arm, job in jobs.items():
             findings = validation.check(job)
-            findings.raise_errors(f"{self._subject} ({arm} arm)" if arm else self._subject)
+            if findings.errors:
+                findings.raise_errors(f"{self._subject} ({arm} arm)" if arm else self._subject)
             for warning in findings.warnings:
                 warnings.setdefault((warning.rule, warning.message), []).append(arm)
         for (rule, message), arms in warnings.items():
@@ -255,7 +255,8 @@ class PipelineBase(NamedPipeline):
         taken_by = names.get(key)
         findings = validation.check_pipeline(definition, description, self.pipeline_name,
                                              path(taken_by) if taken_by else None)
-        findings.raise_errors(self._subject)
+        if findings.errors:
+            findings.raise_errors(self._subject)
         names[key] = self
 
     def _execution_policy(self, policy: InlinePolicy, jobs: Sequence[TrainingJob],
@@ -357,7 +358,7 @@ class PipelineBase(NamedPipeline):
             policy.allow(["sagemaker:AddTags"], [jobs], why=why, conditions={
                 "StringEquals": {**own_tag, "sagemaker:TaggingAction": f"Create{verb}"},
                 "ForAllValues:StringLike": {
-                    "aws:TagKeys": Lazy.uncached_list(JobTagKeys(self._job_tags))},
+                    "aws:TagKeys": Lazy.list(JobTagKeys(self._job_tags))},
             })
             policy.allow([f"sagemaker:Describe{verb}", f"sagemaker:Stop{verb}"], [jobs],
                          why=why, conditions={"StringEquals": {
@@ -397,9 +398,10 @@ class PipelineBase(NamedPipeline):
             pipeline_description=description,
             role_arn=pipeline_role.role_arn,
             pipeline_definition={"PipelineDefinitionBody": stack.to_json_string(
-                with_job_tags(definition, Lazy.uncached_any(JobTags(self._job_tags))))},
+                with_job_tags(definition, Lazy.any(JobTags(self._job_tags))))},
         )
         self._resource.add_metadata("compiled-training", summary)
+        watch_job_tags(stack, self._job_tags)
         return pipeline_role
 
     def _code_asset(self, source_dir: Path) -> s3_assets.Asset:

@@ -4,18 +4,18 @@ the account issues that the app may not change, the statements to grant it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import jsii
-from aws_cdk import IAnyProducer, IListProducer, IResolveContext
+from aws_cdk import IStableAnyProducer, IStableListProducer, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
 from compiled_training.definition import validation
 from compiled_training.pipelines.limits import watch_shared_role
-from compiled_training.pipelines.named_pipeline import NamedPipeline
 from compiled_training.wiring.policy import ImmutableRoleWarning, InlinePolicy
-from constructs import Construct, IValidation
+from compiled_training.wiring.stack_reads import once
+from constructs import Construct, IValidation, Node
 
 PIPELINE_TAG = "compiled-training:pipeline"
 # SageMaker's tags on a job (the API's Tag shapes and its documented limit of 50 a resource).
@@ -23,18 +23,6 @@ MAX_JOB_TAGS = 50
 RESERVED_TAG_PREFIX = "aws:"
 # The requests that create jobs, by step type: their Arguments take Tags.
 TAGGED_STEPS = ("Training", "Processing")
-
-
-def job_tags(pipeline: NamedPipeline) -> dict[str, str]:
-    """The tags every job of the pipeline carries: those set on its resource (by
-    ``Tags.of(scope)`` at any level above it, or its ``tags`` prop), and the library's own,
-    which nothing overrides. Read at synthesis, once the tag aspects have run."""
-    return dict(sorted({**_given_tags(pipeline), PIPELINE_TAG: pipeline.pipeline_name}.items()))
-
-
-def _given_tags(pipeline: NamedPipeline) -> dict[str, str]:
-    resource = pipeline.node.try_find_child("Resource")
-    return dict(resource.tags.tag_values()) if isinstance(resource, sagemaker.CfnPipeline) else {}
 
 
 def with_job_tags(definition: dict[str, Any], tags: Any) -> dict[str, Any]:
@@ -55,21 +43,25 @@ def with_job_tags(definition: dict[str, Any], tags: Any) -> dict[str, Any]:
     return {**definition, "Steps": steps(definition["Steps"])}
 
 
-@jsii.implements(IAnyProducer)
+@jsii.implements(IStableAnyProducer)
 class JobTags:
-    def __init__(self, tag_set: JobTagsValidation) -> None:
+    """The Tags of a job request (produced once: the value is cached, as the tags are)."""
+
+    def __init__(self, tag_set: JobTagSet) -> None:
         self._tag_set = tag_set
 
-    def produce(self, context: IResolveContext) -> Any:
+    def produce(self) -> Any:
         return [{"Key": k, "Value": v} for k, v in self._tag_set.tags().items()]
 
 
-@jsii.implements(IListProducer)
+@jsii.implements(IStableListProducer)
 class JobTagKeys:
-    def __init__(self, tag_set: JobTagsValidation) -> None:
+    """The tag keys the pipeline role may add to its jobs (and SageMaker's own)."""
+
+    def __init__(self, tag_set: JobTagSet) -> None:
         self._tag_set = tag_set
 
-    def produce(self, context: IResolveContext) -> list[str]:
+    def produce(self) -> list[str]:
         return [*self._tag_set.tags(), "sagemaker:*"]
 
 
@@ -87,23 +79,64 @@ def attach_to_given_role(owner: Construct, prop: str, role: iam.IRole,
     return role
 
 
+class TaggedPipeline(Protocol):
+    """A pipeline whose jobs carry its tags (a `PipelineBase`, which builds on this module)."""
+
+    @property
+    def node(self) -> Node: ...
+    @property
+    def pipeline_name(self) -> str: ...
+    @property
+    def resource(self) -> sagemaker.CfnPipeline: ...
+
+
+def watch_job_tags(stack: Stack, tag_set: JobTagSet) -> None:
+    """Checks a pipeline's job tags (once its resource exists) with every other pipeline's
+    of the stack, by one validation of the stack: one call into the CDK a stack, not three a
+    pipeline."""
+    tag_sets: list[JobTagSet] = once(stack, "job tag sets", list)
+    if not tag_sets:
+        stack.node.add_validation(_JobTagsValidation(tag_sets))
+    tag_sets.append(tag_set)
+
+
 @jsii.implements(IValidation)
-class JobTagsValidation:
-    """The jobs' tags, checked against SageMaker's rules once the tag aspects have run, and
-    from then on read once for every step and statement that carries them."""
-
-    def __init__(self, pipeline: NamedPipeline) -> None:
-        self._pipeline = pipeline
-        self._checked: dict[str, str] | None = None
-
-    def tags(self) -> dict[str, str]:
-        """The tags as checked; read live where something resolves before the check."""
-        return self._checked if self._checked is not None else job_tags(self._pipeline)
+class _JobTagsValidation:
+    def __init__(self, tag_sets: list[JobTagSet]) -> None:
+        self._tag_sets = tag_sets
 
     def validate(self) -> list[str]:
-        tags = self._checked = job_tags(self._pipeline)
+        return [problem for tag_set in self._tag_sets for problem in tag_set.problems()]
+
+
+class JobTagSet:
+    """The tags every job of the pipeline carries, checked against SageMaker's rules: those
+    set on its resource (by ``Tags.of(scope)`` at any level above it, or its ``tags`` prop),
+    and the library's own, which nothing overrides.
+
+    Read once, at synthesis (the first to resolve a step or statement that carries them, or
+    the check), when the tag aspects have run: every pipeline in a stack would otherwise ask
+    the CDK for its tags once for each reader."""
+
+    def __init__(self, pipeline: TaggedPipeline) -> None:
+        self._pipeline = pipeline
+        self._read: tuple[dict[str, str], dict[str, str]] | None = None
+
+    def _given_and_all(self) -> tuple[dict[str, str], dict[str, str]]:
+        if self._read is None:
+            resource = self._pipeline.resource
+            given = dict(resource.tags.tag_values())
+            self._read = given, dict(sorted({**given,
+                                             PIPELINE_TAG: self._pipeline.pipeline_name}.items()))
+        return self._read
+
+    def tags(self) -> dict[str, str]:
+        return self._given_and_all()[1]
+
+    def problems(self) -> list[str]:
+        given, tags = self._given_and_all()
         problems = []
-        if PIPELINE_TAG in _given_tags(self._pipeline):
+        if PIPELINE_TAG in given:
             problems.append(f"tag key {PIPELINE_TAG!r} is the library's own: its value, the "
                             f"pipeline's name, is what the pipeline role's permissions on its "
                             f"jobs are conditioned on")
@@ -118,6 +151,8 @@ class JobTagsValidation:
         if len(tags) > MAX_JOB_TAGS:
             problems.append(f"its jobs would carry {len(tags)} tags (with the library's own "
                             f"{PIPELINE_TAG!r}), over SageMaker's {MAX_JOB_TAGS}")
+        if not problems:
+            return []
         subject = f"{type(self._pipeline).__name__} {self._pipeline.node.path}"
         return [f"{subject}: {problem} (tags reach every job the pipeline creates)"
                 for problem in problems]

@@ -16,16 +16,15 @@ if TYPE_CHECKING:
 
 def vpc_config(
     pipeline: NamedPipeline,
-    subject: str,
     vpc: ec2.IVpc | None,
     subnets: ec2.SubnetSelection | None,
     groups: Sequence[ec2.ISecurityGroup] | None,
 ) -> tuple[list[str], list[str]]:
-    """The subnets and security groups of the pipeline's jobs (``subject`` names it in
-    errors): the vpc's private subnets, and a group of its own, when not given."""
+    """The subnets and security groups of the pipeline's jobs: the vpc's private subnets, and
+    a group of its own, when not given."""
     if vpc is None:
         if subnets is not None or groups:
-            raise ValueError(f"{subject}: vpc_subnets and security_groups need a vpc")
+            raise ValueError(f"{_subject(pipeline)}: vpc_subnets and security_groups need a vpc")
         return [], []
     from aws_cdk import aws_ec2 as ec2
 
@@ -41,7 +40,7 @@ def vpc_config(
     except RuntimeError as error:  # the CDK's own refusal, from across jsii
         reason = str(error).splitlines()[0].removeprefix("Error: ")
         raise ValueError(
-            f"{subject}: vpc_subnets selects no subnets in the vpc ({reason}); when "
+            f"{_subject(pipeline)}: vpc_subnets selects no subnets in the vpc ({reason}); when "
             "omitted, the vpc's PRIVATE_WITH_EGRESS subnets") from None
     isolated = {subnet.subnet_id for subnet in vpc.isolated_subnets}
     if isolated & set(selected.subnet_ids):
@@ -59,3 +58,9 @@ def vpc_config(
         group.add_ingress_rule(group, ec2.Port.all_traffic(), "between training nodes")
         groups = [group]
     return list(selected.subnet_ids), [g.security_group_id for g in groups]
+
+
+def _subject(pipeline: NamedPipeline) -> str:
+    """How errors name the pipeline (its path: a round trip to the CDK, made for errors
+    only)."""
+    return f"{type(pipeline).__name__} {pipeline.node.path}"
