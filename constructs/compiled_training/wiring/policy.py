@@ -15,6 +15,7 @@ from compiled_training.wiring.acknowledgements import acknowledge_wildcards
 from compiled_training.wiring.stack_reads import (
     account,
     aws_partition,
+    once,
     service_principal,
     stack_of,
 )
@@ -93,13 +94,21 @@ class InlinePolicy:
         made in the app: its default policy; an imported, mutable one: a policy attached to
         it); returns them all where nothing could be attached (an imported, immutable role,
         which takes them silently), for the user to grant."""
-        for statement in self.statements:
-            role.add_to_principal_policy(iam.PolicyStatement.from_json(statement))
-        policy = attached_policy(role)
+        if not self.statements:
+            return []
+        first, *rest = (iam.PolicyStatement.from_json(s) for s in self.statements)
+        role.add_to_principal_policy(first)  # makes the policy where there is none yet
+        policy = once(role, "attached policy", lambda: attached_policy(role))
         if policy is None:
             return list(self.statements)
-        if self.wildcards and policy.node.default_child is not None:
-            acknowledge_wildcards(policy.node.default_child, self.wildcards)
+        if rest:
+            # The rest in one call: what add_to_principal_policy does with each (a role's
+            # grants go to that policy), without a round trip to the CDK per statement.
+            assert isinstance(policy, iam.Policy), policy.node.path
+            policy.add_statements(*rest)
+        resource = once(policy, "resource", lambda: policy.node.default_child)
+        if self.wildcards and resource is not None:
+            acknowledge_wildcards(resource, self.wildcards)
         return []
 
 
