@@ -12,6 +12,7 @@ it (it must not quietly allow)."""
 from __future__ import annotations
 
 import fnmatch
+import json
 from typing import Any
 
 ALLOW, IMPLICIT_DENY, EXPLICIT_DENY = "Allow", "ImplicitDeny", "ExplicitDeny"
@@ -25,6 +26,18 @@ def decide(statements: list[dict[str, Any]], action: str, resource: str,
     if any(s["Effect"] == "Deny" for s in applying):
         return EXPLICIT_DENY
     return ALLOW if any(s["Effect"] == "Allow" for s in applying) else IMPLICIT_DENY
+
+
+def as_iam_reads(statements: list[dict[str, Any]]) -> list[str]:
+    """Statements as comparable text, read as IAM reads them: a statement's order in its
+    policy, and the order of its actions and resources, mean nothing; one action or
+    resource is a list of one."""
+    def as_set(value: Any) -> list[Any]:
+        return sorted(_listed(value), key=json.dumps)
+
+    return sorted(json.dumps({**s, "Action": as_set(s["Action"]),
+                              "Resource": as_set(s["Resource"])}, sort_keys=True)
+                  for s in statements)
 
 
 def _listed(value: Any) -> list[Any]:

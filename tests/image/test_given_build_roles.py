@@ -17,6 +17,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from compiled_training import BuildMode, Compiler, Framework, RuntimeImage
 from tests.helpers import new_stack
+from tests.iam_policy import as_iam_reads
 
 BUILD_ARN = "arn:aws:iam::123456789012:role/image-builds"
 HANDLER_ARN = "arn:aws:iam::123456789012:role/image-build-handler"
@@ -33,15 +34,6 @@ def _immutable(stack: cdk.Stack) -> dict:
     return {"build_role": iam.Role.from_role_arn(stack, "Builds", BUILD_ARN, mutable=False),
             "build_handler_role": iam.Role.from_role_arn(stack, "BuildHandler", HANDLER_ARN,
                                                          mutable=False)}
-
-
-def _as_iam_reads(statements: list[dict]) -> list[str]:
-    def as_list(value):
-        return sorted(value, key=json.dumps) if isinstance(value, list) else [value]
-
-    return sorted(json.dumps({**s, "Action": as_list(s["Action"]),
-                              "Resource": as_list(s["Resource"])}, sort_keys=True)
-                  for s in statements)
 
 
 def _granted_by_cdk(role_prefix: str) -> list[dict]:
@@ -71,7 +63,7 @@ def test_immutable_roles_run_the_builds_with_every_grant_listed():
         prop = warning.entry.data.split(" ", 1)[0]
         document = re.search(r"alone\): (\{.*\}) \[ack:", warning.entry.data)[1]
         warned[prop] = json.loads(document)["Statement"]
-    assert _as_iam_reads(warned["build_role"]) == _as_iam_reads(
+    assert as_iam_reads(warned["build_role"]) == as_iam_reads(
         _granted_by_cdk("CompiledTrainingImageBuilderProjectRole"))
     # The created handler role writes its logs through AWS's basic execution policy; a given
     # role is granted its own log group instead.
@@ -80,8 +72,8 @@ def test_immutable_roles_run_the_builds_with_every_grant_listed():
     assert own_logs[0]["Resource"] == [{"Fn::GetAtt": [
         [k for k in template.find_resources("AWS::Logs::LogGroup") if "HandlerLogs" in k][0],
         "Arn"]}]
-    assert _as_iam_reads([s for s in warned["build_handler_role"] if s not in own_logs]) == \
-        _as_iam_reads(_granted_by_cdk("CompiledTrainingImageBuilderHandlerServiceRole"))
+    assert as_iam_reads([s for s in warned["build_handler_role"] if s not in own_logs]) == \
+        as_iam_reads(_granted_by_cdk("CompiledTrainingImageBuilderHandlerServiceRole"))
 
 
 def test_a_build_role_made_in_the_app_gets_the_grants():
@@ -93,8 +85,8 @@ def test_a_build_role_made_in_the_app_gets_the_grants():
     assert not [k for k in roles if k.startswith("CompiledTrainingImageBuilderProjectRole")]
     (policy,) = [p for k, p in template.find_resources("AWS::IAM::Policy").items()
                  if k.startswith("BuildsDefaultPolicy")]
-    assert _as_iam_reads(policy["Properties"]["PolicyDocument"]["Statement"]) == \
-        _as_iam_reads(_granted_by_cdk("CompiledTrainingImageBuilderProjectRole"))
+    assert as_iam_reads(policy["Properties"]["PolicyDocument"]["Statement"]) == \
+        as_iam_reads(_granted_by_cdk("CompiledTrainingImageBuilderProjectRole"))
     assert Annotations.from_stack(stack).find_warning(
         "*", Match.string_like_regexp("immutable")) == []
 

@@ -17,6 +17,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from compiled_training import Compiler, Framework, InputChannel, TrainingPipeline
 from tests.helpers import SAMPLE_ENTRY_POINT, definitions, new_stack
+from tests.iam_policy import as_iam_reads
 from tests.pipelines.test_compiler_benchmark import _benchmark
 
 EXECUTION_ARN = "arn:aws:iam::123456789012:role/ml-execution"
@@ -183,16 +184,6 @@ def _registered_with_benchmark(stack: cdk.Stack, source_dir, **roles) -> Trainin
                                        gate_threshold=0.9, benchmark=benchmark), **roles)
 
 
-def _granted(statements: list[dict]) -> list[str]:
-    """Statements compared as IAM reads them: actions and resources as sets."""
-    def as_list(value):
-        return sorted(value, key=json.dumps) if isinstance(value, list) else [value]
-
-    return sorted(json.dumps({**s, "Action": as_list(s["Action"]),
-                              "Resource": as_list(s["Resource"])}, sort_keys=True)
-                  for s in statements)
-
-
 def test_lambda_steps_run_as_the_given_handler_role_with_every_grant_listed(source_dir):
     stack = new_stack()
     handler = iam.Role.from_role_arn(stack, "Handlers", HANDLER_ARN, mutable=False)
@@ -223,7 +214,7 @@ def test_lambda_steps_run_as_the_given_handler_role_with_every_grant_listed(sour
         for policy in policies.values():
             if policy["Properties"]["Roles"] == [{"Ref": role_id}]:
                 statements += policy["Properties"]["PolicyDocument"]["Statement"]
-        assert _granted(warned[owner]) == _granted(statements), owner
+        assert as_iam_reads(warned[owner]) == as_iam_reads(statements), owner
     kms_reads = [s for s in warned["Bert"] if "kms:Decrypt" in s["Action"]]
     ssm_reads = [s for s in warned["Bert"] if "ssm:GetParameter" in s["Action"]]
     assert len(kms_reads) == len(ssm_reads) == 1
