@@ -87,6 +87,13 @@ def test_a_build_role_made_in_the_app_gets_the_grants():
                  if k.startswith("BuildsDefaultPolicy")]
     assert as_iam_reads(policy["Properties"]["PolicyDocument"]["Statement"]) == \
         as_iam_reads(_granted_by_cdk("CompiledTrainingImageBuilderProjectRole"))
+    # Each build starts once the role's policy holds its grants: the policy is the role's,
+    # outside the project the build otherwise waits for.
+    (policy_id,) = [k for k in template.find_resources("AWS::IAM::Policy")
+                    if k.startswith("BuildsDefaultPolicy")]
+    builds = template.find_resources("Custom::RuntimeImageBuild")
+    assert len(builds) == 2
+    assert all(policy_id in build["DependsOn"] for build in builds.values())
     assert Annotations.from_stack(stack).find_warning(
         "*", Match.string_like_regexp("immutable")) == []
 

@@ -147,3 +147,26 @@ def test_registered_versions_take_their_groups_tags_which_carry_the_tags(source_
                 if r["Type"] == "AWS::SageMaker::ModelPackageGroup"]
     assert group["Properties"]["Tags"] == [{"Key": "cost-center", "Value": "ml-42"},
                                            {"Key": "owner", "Value": "nlp-team"}]
+
+
+def test_an_aspect_that_resolves_early_does_not_fix_the_tags_before_the_tag_aspects(source_dir):
+    # A policy checker written as an aspect may resolve the roles' policies (and so the
+    # definition's tag keys) while the aspects run, before Tags reaches the pipeline: the tags
+    # are read again until the stack's validation, after every aspect.
+    import jsii
+    from aws_cdk import aws_iam as iam
+
+    @jsii.implements(cdk.IAspect)
+    class ResolvesPolicies:
+        def visit(self, node):
+            if isinstance(node, iam.CfnRole):
+                cdk.Stack.of(node).resolve(node.policies)
+
+    stack = new_stack()
+    cdk.Aspects.of(stack).add(ResolvesPolicies())
+    _pipeline(stack, source_dir, tags={"owner": "nlp-team"})
+    cdk.Tags.of(stack).add("cost-center", "ml-42")
+    template = Template.from_stack(stack).to_json()
+    keys = ["compiled-training:pipeline", "cost-center", "owner"]
+    assert [t["Key"] for t in _job_tags(template)["Train"]] == keys
+    assert _add_tags_keys(template) == [[*keys, "sagemaker:*"]]

@@ -136,21 +136,22 @@ class ImageBuilder(Construct):
         if self.given_roles["build_role"] is not None:
             # What the two CDK grants above give (Bucket.grant_read, Repository.grant_push).
             bucket = context.bucket.bucket_arn
-            self._list("build_role", ["s3:GetObject*", "s3:GetBucket*", "s3:List*"],
-                       [bucket, f"{bucket}/{context.s3_object_key}"])
-            self._list("build_role", ["ecr:CompleteLayerUpload", "ecr:UploadLayerPart",
-                                      "ecr:InitiateLayerUpload",
-                                      "ecr:BatchCheckLayerAvailability", "ecr:PutImage"],
-                       [repository.repository_arn])
-            self._list("build_role", ["ecr:GetAuthorizationToken"], ["*"])
+            self._record_grant("build_role", ["s3:GetObject*", "s3:GetBucket*", "s3:List*"],
+                               [bucket, f"{bucket}/{context.s3_object_key}"])
+            push = ["ecr:CompleteLayerUpload", "ecr:UploadLayerPart", "ecr:InitiateLayerUpload",
+                    "ecr:BatchCheckLayerAvailability", "ecr:PutImage"]
+            self._record_grant("build_role", push, [repository.repository_arn])
+            self._record_grant("build_role", ["ecr:GetAuthorizationToken"], ["*"])
 
     def _grant(self, prop: str, grantee: codebuild.Project | lambda_.Function,
                actions: list[str], resources: list[str]) -> None:
         """One statement for the role of ``grantee`` (``prop``'s, when given)."""
         grantee.add_to_role_policy(iam.PolicyStatement(actions=actions, resources=resources))
-        self._list(prop, actions, resources)
+        self._record_grant(prop, actions, resources)
 
-    def _list(self, prop: str, actions: list[str], resources: list[str]) -> None:
+    def _record_grant(self, prop: str, actions: list[str], resources: list[str]) -> None:
+        """Records a grant to ``prop``'s role, when given, for the warning an immutable one
+        gets."""
         statement = {"Effect": "Allow", "Action": actions, "Resource": resources}
         # Once each, as aws-cdk-lib writes a policy (the token grant comes with every push).
         if self.given_roles[prop] is not None and statement not in self._granted[prop]:
@@ -217,17 +218,20 @@ class ImageBuilder(Construct):
         default_group = stack.format_arn(service="logs", resource="log-group",
                                          resource_name=f"/aws/codebuild/{project.project_name}",
                                          arn_format=ArnFormat.COLON_RESOURCE_NAME)
-        self._list("build_role", ["logs:CreateLogStream", "logs:PutLogEvents"],
-                   [log_group.log_group_arn])
-        self._list("build_role", ["logs:CreateLogGroup", "logs:CreateLogStream",
-                                  "logs:PutLogEvents"], [default_group, f"{default_group}:*"])
-        self._list("build_role", ["codebuild:CreateReportGroup", "codebuild:CreateReport",
-                                  "codebuild:UpdateReport", "codebuild:BatchPutTestCases",
-                                  "codebuild:BatchPutCodeCoverages"],
-                   [stack.format_arn(service="codebuild", resource="report-group",
-                                     resource_name=f"{project.project_name}-*")])
-        self._list("build_role", ["kms:Decrypt", "kms:Encrypt", "kms:ReEncrypt*",
-                                  "kms:GenerateDataKey*"], [key.key_arn])
+        self._record_grant("build_role", ["logs:CreateLogStream", "logs:PutLogEvents"],
+                           [log_group.log_group_arn])
+        self._record_grant("build_role",
+                           ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
+                           [default_group, f"{default_group}:*"])
+        reports = ["codebuild:CreateReportGroup", "codebuild:CreateReport",
+                   "codebuild:UpdateReport", "codebuild:BatchPutTestCases",
+                   "codebuild:BatchPutCodeCoverages"]
+        self._record_grant("build_role", reports, [stack.format_arn(
+            service="codebuild", resource="report-group",
+            resource_name=f"{project.project_name}-*")])
+        self._record_grant("build_role",
+                           ["kms:Decrypt", "kms:Encrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*"],
+                           [key.key_arn])
 
     def _handler(self) -> lambda_.Function:
         # Its own log group, kept a year: else Lambda makes one that keeps logs forever, or CDK

@@ -115,7 +115,7 @@ class RuntimeImage(Construct):
         """
         check_arguments(RuntimeImage.__init__, locals())
         super().__init__(scope, construct_id)
-        self._given_roles = (build_role, build_handler_role)
+        self._build_role, self._build_handler_role = build_role, build_handler_role
         where = f"RuntimeImage {self.node.path}"
         self.build_mode = build_mode or BuildMode.CLOUD
         if not framework.is_deep_learning:
@@ -203,8 +203,8 @@ class RuntimeImage(Construct):
         return repository
 
     def _build_on_deploy(self) -> CustomResource:
-        builder = ImageBuilder.of(self, build_role=self._given_roles[0],
-                                  build_handler_role=self._given_roles[1])
+        builder = ImageBuilder.of(self, build_role=self._build_role,
+                                  build_handler_role=self._build_handler_role)
         # The stack's one project, shared with its other images.
         self.build_project: codebuild.IProject = builder.project
         context = s3_assets.Asset(self, "Context", path=str(self.context_dir))
@@ -228,8 +228,10 @@ class RuntimeImage(Construct):
             },
         )
         # The build's grants, and the rule that reports its end, exist before it starts (the
-        # handler's own grants come with the function, which the service token references).
-        build.node.add_dependency(builder.project, builder.rule)
+        # handler's own grants come with the function, which the service token references). A
+        # given role's grants are a policy of its own, outside the project and the function.
+        build.node.add_dependency(builder.project, builder.rule, *(
+            role for role in builder.given_roles.values() if role is not None))
         return build
 
 

@@ -53,8 +53,8 @@ from compiled_training.spec.job import (
     TrainingJob,
 )
 from compiled_training.wiring.assets import asset_location, bucket_name, shared_archive_asset
-from compiled_training.wiring.functions import LAMBDA, RoleMaker
-from compiled_training.wiring.policy import SAGEMAKER, InlinePolicy
+from compiled_training.wiring.functions import RoleMaker
+from compiled_training.wiring.policy import InlinePolicy
 from compiled_training.wiring.stack_reads import (
     account,
     app_root,
@@ -358,7 +358,7 @@ class PipelineBase(NamedPipeline):
             policy.allow(["sagemaker:AddTags"], [jobs], why=why, conditions={
                 "StringEquals": {**own_tag, "sagemaker:TaggingAction": f"Create{verb}"},
                 "ForAllValues:StringLike": {
-                    "aws:TagKeys": Lazy.list(JobTagKeys(self._job_tags))},
+                    "aws:TagKeys": Lazy.uncached_list(JobTagKeys(self._job_tags))},
             })
             policy.allow([f"sagemaker:Describe{verb}", f"sagemaker:Stop{verb}"], [jobs],
                          why=why, conditions={"StringEquals": {
@@ -370,12 +370,10 @@ class PipelineBase(NamedPipeline):
     def _role(self, prop: str, policy: InlinePolicy, construct_id: str,
               description: str) -> iam.IRole:
         """The role given as ``prop`` with the policy's statements attached, or a role of its
-        own (``handler_role``: a Lambda step's); an imported, immutable role gets a warning
-        listing the statements to grant."""
+        own; an imported, immutable role gets a warning listing the statements to grant."""
         given = self._given_roles[prop]
         if given is None:
-            return policy.role(self, construct_id, description,
-                               service=LAMBDA if prop == "handler_role" else SAGEMAKER)
+            return policy.role(self, construct_id, description)
         return attach_to_given_role(self, prop, given, policy, self.pipeline_name)
 
     def _handler_role(self) -> RoleMaker | None:
@@ -398,7 +396,7 @@ class PipelineBase(NamedPipeline):
             pipeline_description=description,
             role_arn=pipeline_role.role_arn,
             pipeline_definition={"PipelineDefinitionBody": stack.to_json_string(
-                with_job_tags(definition, Lazy.any(JobTags(self._job_tags))))},
+                with_job_tags(definition, Lazy.uncached_any(JobTags(self._job_tags))))},
         )
         self._resource.add_metadata("compiled-training", summary)
         watch_job_tags(stack, self._job_tags)

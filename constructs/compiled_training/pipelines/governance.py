@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 import jsii
-from aws_cdk import IStableAnyProducer, IStableListProducer, Stack
+from aws_cdk import IAnyProducer, IListProducer, IResolveContext, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
@@ -43,25 +43,25 @@ def with_job_tags(definition: dict[str, Any], tags: Any) -> dict[str, Any]:
     return {**definition, "Steps": steps(definition["Steps"])}
 
 
-@jsii.implements(IStableAnyProducer)
+@jsii.implements(IAnyProducer)
 class JobTags:
-    """The Tags of a job request (produced once: the value is cached, as the tags are)."""
+    """The Tags of a job request."""
 
     def __init__(self, tag_set: JobTagSet) -> None:
         self._tag_set = tag_set
 
-    def produce(self) -> Any:
+    def produce(self, context: IResolveContext) -> Any:
         return [{"Key": k, "Value": v} for k, v in self._tag_set.tags().items()]
 
 
-@jsii.implements(IStableListProducer)
+@jsii.implements(IListProducer)
 class JobTagKeys:
     """The tag keys the pipeline role may add to its jobs (and SageMaker's own)."""
 
     def __init__(self, tag_set: JobTagSet) -> None:
         self._tag_set = tag_set
 
-    def produce(self) -> list[str]:
+    def produce(self, context: IResolveContext) -> list[str]:
         return [*self._tag_set.tags(), "sagemaker:*"]
 
 
@@ -106,7 +106,7 @@ class _JobTagsValidation:
         self._tag_sets = tag_sets
 
     def validate(self) -> list[str]:
-        return [problem for tag_set in self._tag_sets for problem in tag_set.problems()]
+        return [problem for tag_set in self._tag_sets for problem in tag_set.freeze()]
 
 
 class JobTagSet:
@@ -114,24 +114,29 @@ class JobTagSet:
     set on its resource (by ``Tags.of(scope)`` at any level above it, or its ``tags`` prop),
     and the library's own, which nothing overrides.
 
-    Read once, at synthesis (the first to resolve a step or statement that carries them, or
-    the check), when the tag aspects have run: every pipeline in a stack would otherwise ask
-    the CDK for its tags once for each reader."""
+    Read live until the stack's validation, which runs once every aspect has (the tag
+    aspects, and any that resolves the definition or a policy early, as a policy checker
+    may), freezes them: from then on the template and the tree read them without a round
+    trip to the CDK."""
 
     def __init__(self, pipeline: TaggedPipeline) -> None:
         self._pipeline = pipeline
-        self._read: tuple[dict[str, str], dict[str, str]] | None = None
+        self._frozen: tuple[dict[str, str], dict[str, str]] | None = None
 
     def _given_and_all(self) -> tuple[dict[str, str], dict[str, str]]:
-        if self._read is None:
-            resource = self._pipeline.resource
-            given = dict(resource.tags.tag_values())
-            self._read = given, dict(sorted({**given,
-                                             PIPELINE_TAG: self._pipeline.pipeline_name}.items()))
-        return self._read
+        if self._frozen is not None:
+            return self._frozen
+        tag_manager = once(self._pipeline, "tag manager", lambda: self._pipeline.resource.tags)
+        given = dict(tag_manager.tag_values())
+        return given, dict(sorted({**given, PIPELINE_TAG: self._pipeline.pipeline_name}.items()))
 
     def tags(self) -> dict[str, str]:
         return self._given_and_all()[1]
+
+    def freeze(self) -> list[str]:
+        """Reads the tags for the last time; what SageMaker would refuse of them."""
+        self._frozen = self._given_and_all()
+        return self.problems()
 
     def problems(self) -> list[str]:
         given, tags = self._given_and_all()

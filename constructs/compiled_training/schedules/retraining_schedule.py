@@ -30,13 +30,12 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 
 from compiled_training.pipelines.base import PipelineBase
-from compiled_training.pipelines.governance import attach_to_given_role
 from compiled_training.pipelines.named_pipeline import pipeline_metric
 from compiled_training.schedules.expressions import validate_expression
 from compiled_training.spec.job import ParameterType
 from compiled_training.spec.typecheck import check_arguments
 from compiled_training.wiring.acknowledgements import acknowledge, skip_checkov
-from compiled_training.wiring.policy import InlinePolicy
+from compiled_training.wiring.policy import ImmutableRoleWarning, attached_policy
 from constructs import Construct
 
 # EventBridge Scheduler's SageMakerPipelineParameters: at most 200 entries, each value
@@ -176,13 +175,7 @@ class RetrainingSchedule(Construct):
         self.topic = topic or self._topic()
         self.dead_letter_queue = self._dead_letter_queue()
         group = _team_group(self, team)
-        if role is not None:
-            # The grants the target makes (aws-cdk-lib's SageMakerStartPipelineExecution),
-            # as statements: an immutable role takes them silently, the warning lists them.
-            policy = InlinePolicy()
-            policy.allow(["sagemaker:StartPipelineExecution"], [pipeline.pipeline_arn])
-            policy.allow(["sqs:SendMessage"], [self.dead_letter_queue.queue_arn])
-            attach_to_given_role(self, "role", role, policy, pipeline.pipeline_name)
+
         self.schedule = scheduler.Schedule(
             self,
             "Resource",
@@ -207,6 +200,14 @@ class RetrainingSchedule(Construct):
                 role=role,
             ),
         )
+        if role is not None and attached_policy(role) is None:
+            # The target's grants (aws-cdk-lib's SageMakerStartPipelineExecution) went nowhere:
+            # an immutable role takes them silently, so the warning lists them.
+            self.node.add_validation(ImmutableRoleWarning(self, "role", role, [
+                {"Effect": "Allow", "Action": ["sagemaker:StartPipelineExecution"],
+                 "Resource": [pipeline.pipeline_arn]},
+                {"Effect": "Allow", "Action": ["sqs:SendMessage"],
+                 "Resource": [self.dead_letter_queue.queue_arn]}]))
         # The group is referenced by its literal name, which makes no dependency by itself.
         self.schedule.node.add_dependency(group)
         self.dead_letter_alarm = cloudwatch.Alarm(

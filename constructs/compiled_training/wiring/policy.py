@@ -99,13 +99,15 @@ class InlinePolicy:
         first, *rest = (iam.PolicyStatement.from_json(s) for s in self.statements)
         role.add_to_principal_policy(first)  # makes the policy where there is none yet
         policy = once(role, "attached policy", lambda: attached_policy(role))
-        if policy is None:
-            return list(self.statements)
-        if rest:
+        if isinstance(policy, iam.Policy):
             # The rest in one call: what add_to_principal_policy does with each (a role's
             # grants go to that policy), without a round trip to the CDK per statement.
-            assert isinstance(policy, iam.Policy), policy.node.path
             policy.add_statements(*rest)
+        else:  # a role that keeps its grants elsewhere (or drops them): one by one
+            for statement in rest:
+                role.add_to_principal_policy(statement)
+        if policy is None:
+            return list(self.statements)
         resource = once(policy, "resource", lambda: policy.node.default_child)
         if self.wildcards and resource is not None:
             acknowledge_wildcards(resource, self.wildcards)
