@@ -1,6 +1,6 @@
 """What a governed account asks of a pipeline: its tags on every job it creates (cost
-allocation), read once the tag aspects have run and held to SageMaker's rules, and, for a role
-the account issues that the app may not change, the statements to grant it."""
+allocation), final once every aspect has run and held to SageMaker's rules, and, for a role the
+account issues that the app may not change, the statements to grant it."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ PIPELINE_TAG = "compiled-training:pipeline"
 # SageMaker's tags on a job (the API's Tag shapes and its documented limit of 50 a resource).
 MAX_JOB_TAGS = 50
 RESERVED_TAG_PREFIX = "aws:"
-# The requests that create jobs, by step type: their Arguments take Tags.
+# The requests that create jobs, by step type: their Arguments take Tags. Not RegisterModel:
+# CreateModelPackage refuses Tags for a version in a group, which takes the group's.
 TAGGED_STEPS = ("Training", "Processing")
 
 
