@@ -173,7 +173,6 @@ class PipelineBase(NamedPipeline):
         runtime_seconds = ONE_DAY_SECONDS if max_runtime is None else int(max_runtime.to_seconds())
         spot, source_dir = options.get("spot"), options.get("source_dir")
         volume_size_gib, max_attempts = options.get("volume_size_gib"), options.get("max_attempts")
-        encryption = options.get("inter_container_encryption")
         subnet_ids, group_ids = vpc_config(self, options.get("vpc"), options.get("vpc_subnets"),
                                            options.get("security_groups"))
         return TrainingJob(
@@ -204,12 +203,17 @@ class PipelineBase(NamedPipeline):
             subnet_ids=subnet_ids,
             security_group_ids=group_ids,
             network_isolation=bool(options.get("network_isolation")),
-            inter_container_encryption=(
-                self.instance_count > 1 if encryption is None else encryption),
+            inter_container_encryption=self._encrypts_between(self.instance_count),
             max_attempts=3 if max_attempts is None else max_attempts,
             tags={PIPELINE_TAG: self.pipeline_name},
             compile_cache_s3_uri=f"{self.prefix}/{NEURON_COMPILE_CACHE}/",
         )
+
+    def _encrypts_between(self, instance_count: int) -> bool:
+        """Inter-container encryption for a job on ``instance_count`` instances: as given,
+        or on wherever there is more than one."""
+        given = self._encryption_given
+        return instance_count > 1 if given is None else given
 
     @property
     def _subject(self) -> str:

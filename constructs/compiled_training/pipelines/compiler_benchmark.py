@@ -280,12 +280,10 @@ class CompilerBenchmark(PipelineBase):
             image = TrainingImage.dlc().bind(self, policy, framework=framework,
                                              compiler=arm.compiler,
                                              instance_type=arm.instance_type)
-            encryption = self._encryption_given
             job = replace(common, compiler=arm.compiler, framework=framework,
                           instance_type=arm.instance_type, instance_count=arm.instance_count,
                           # As a pipeline on the arm's own instances would set it.
-                          inter_container_encryption=(arm.instance_count > 1
-                                                      if encryption is None else encryption),
+                          inter_container_encryption=self._encrypts_between(arm.instance_count),
                           distribution=arm.distribution or self._arm_distribution(arm, framework),
                           image_uri=image.image_uri, step_name=arm_step_name(name),
                           hyperparameters={**common.hyperparameters, **overrides},
@@ -351,18 +349,18 @@ class CompilerBenchmark(PipelineBase):
                   quality_tolerance: float | None, extra_arms: Sequence[BenchmarkArm]) -> None:
         problems = []
         taken = [contract.ARM_BASELINE, contract.ARM_COMPILER, contract.ARM_COMPILER_LARGE_BATCH]
+        steps = {arm_step_name(name): name for name in taken}
         for arm in extra_arms:
-            steps = {arm_step_name(name): name for name in taken}
+            step = arm_step_name(arm.name)
             if not _ARM_NAME.fullmatch(arm.name):
                 problems.append(f"arms: name must be 1 to 41 characters, words of lower-case "
                                 f"letters and digits joined by single hyphens, starting with a "
                                 f"letter, got {arm.name!r}")
-            elif arm_step_name(arm.name) in steps:
-                problems.append(f"arms: name {arm.name!r} is taken (its step "
-                                f"{arm_step_name(arm.name)} is arm "
-                                f"{steps[arm_step_name(arm.name)]!r}'s; taken: "
-                                f"{', '.join(taken)})")
+            elif step in steps:
+                problems.append(f"arms: name {arm.name!r} is taken (its step {step} is arm "
+                                f"{steps[step]!r}'s; taken: {', '.join(taken)})")
             taken.append(arm.name)
+            steps.setdefault(step, arm.name)
         if compiler.kind is CompilerKind.NONE:
             problems.append("compiler must be Compiler.training_compiler() or "
                             "Compiler.torch_compile(): the benchmark compares it with no "

@@ -14,7 +14,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from compiled_training.definition import validation
 from compiled_training.pipelines.limits import watch_shared_role
 from compiled_training.wiring.policy import ImmutableRoleWarning, InlinePolicy
-from compiled_training.wiring.stack_reads import once
+from compiled_training.wiring.stack_reads import collected, once
 from constructs import Construct, IValidation, Node
 
 PIPELINE_TAG = "compiled-training:pipeline"
@@ -95,10 +95,7 @@ def watch_job_tags(stack: Stack, tag_set: JobTagSet) -> None:
     """Checks a pipeline's job tags (once its resource exists) with every other pipeline's
     of the stack, by one validation of the stack: one call into the CDK a stack, not three a
     pipeline."""
-    tag_sets: list[JobTagSet] = once(stack, "job tag sets", list)
-    if not tag_sets:
-        stack.node.add_validation(_JobTagsValidation(tag_sets))
-    tag_sets.append(tag_set)
+    collected(stack, "job tag sets", _JobTagsValidation).append(tag_set)
 
 
 @jsii.implements(IValidation)

@@ -11,7 +11,7 @@ import jsii
 from aws_cdk import CfnResource, Stack
 from aws_cdk import aws_iam as iam
 
-from compiled_training.wiring.stack_reads import once
+from compiled_training.wiring.stack_reads import collected, once
 from constructs import IConstruct, IValidation
 
 MAX_RESOURCES_PER_STACK = 500
@@ -27,9 +27,8 @@ def watch_stack(stack: Stack) -> None:
 
 def watch_shared_role(role: iam.IRole, pipeline: str) -> None:
     """Counts the pipelines a given role serves and checks its managed policies once."""
-    served: list[str] = once(role, "pipelines served", list)
-    if not served:
-        role.node.add_validation(_RolePolicies(role, served))
+    served: list[str] = collected(role, "pipelines served",
+                                  lambda served: _RolePolicies(role, served))
     served.append(pipeline)
 
 

@@ -35,7 +35,7 @@ from compiled_training.schedules.expressions import validate_expression
 from compiled_training.spec.job import ParameterType
 from compiled_training.spec.typecheck import check_arguments
 from compiled_training.wiring.acknowledgements import acknowledge, skip_checkov
-from compiled_training.wiring.policy import ImmutableRoleWarning, attached_policy
+from compiled_training.wiring.policy import ImmutableRoleWarning, InlinePolicy, attached_policy
 from constructs import Construct
 
 # EventBridge Scheduler's SageMakerPipelineParameters: at most 200 entries, each value
@@ -203,11 +203,10 @@ class RetrainingSchedule(Construct):
         if role is not None and attached_policy(role) is None:
             # The target's grants (aws-cdk-lib's SageMakerStartPipelineExecution) went nowhere:
             # an immutable role takes them silently, so the warning lists them.
-            self.node.add_validation(ImmutableRoleWarning(self, "role", role, [
-                {"Effect": "Allow", "Action": ["sagemaker:StartPipelineExecution"],
-                 "Resource": [pipeline.pipeline_arn]},
-                {"Effect": "Allow", "Action": ["sqs:SendMessage"],
-                 "Resource": [self.dead_letter_queue.queue_arn]}]))
+            listed = InlinePolicy()
+            listed.allow(["sagemaker:StartPipelineExecution"], [pipeline.pipeline_arn])
+            listed.allow(["sqs:SendMessage"], [self.dead_letter_queue.queue_arn])
+            self.node.add_validation(ImmutableRoleWarning(self, "role", role, listed.statements))
         # The group is referenced by its literal name, which makes no dependency by itself.
         self.schedule.node.add_dependency(group)
         self.dead_letter_alarm = cloudwatch.Alarm(

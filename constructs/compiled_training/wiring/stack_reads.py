@@ -18,7 +18,7 @@ from weakref import WeakKeyDictionary
 from aws_cdk import Aws, Stack
 from aws_cdk import aws_iam as iam
 
-from constructs import IConstruct
+from constructs import IConstruct, IValidation
 
 T = TypeVar("T")
 _READS: WeakKeyDictionary[Any, dict[Hashable, Any]] = WeakKeyDictionary()
@@ -32,6 +32,19 @@ def once(owner: Any, key: Hashable, read: Callable[[], T]) -> T:
         reads[key] = read()
     value: T = reads[key]
     return value
+
+
+def collected(owner: IConstruct, key: Hashable,
+              validation: Callable[[list[T]], IValidation]) -> list[T]:
+    """The list ``owner`` collects under ``key`` (pipelines add to it as they are made); the
+    first call adds ``validation(the list)`` to ``owner``, which reads it as it is at
+    synthesis: one validation for all, not one each."""
+    def start() -> list[T]:
+        items: list[T] = []
+        owner.node.add_validation(validation(items))
+        return items
+
+    return once(owner, key, start)
 
 
 @functools.cache
