@@ -32,7 +32,6 @@ from compiled_training.definition.training import execution_scoped
 from compiled_training.pipelines.governance import (
     PIPELINE_TAG,
     JobTagKeys,
-    JobTags,
     JobTagSet,
     attach_to_given_role,
     watch_job_tags,
@@ -126,9 +125,10 @@ class PipelineBase(NamedPipeline):
         self.bucket = options.get("output_bucket") or TrainingOutputBucket.of_stack(
             self, self.kms_key)
         self.prefix = f"s3://{bucket_name(self.bucket)}/{self.pipeline_name}"
-        for key, value in sorted((options.get("tags") or {}).items()):
+        tags = options.get("tags") or {}
+        for key, value in sorted(tags.items()):
             Tags.of(self).add(key, value)
-        self._job_tags = JobTagSet(self)
+        self._job_tags = JobTagSet(self, tags)
         watch_stack(self._stack)
         self._encryption_given = options.get("inter_container_encryption")
         self._given_roles: dict[str, iam.IRole | None] = {
@@ -347,6 +347,10 @@ class PipelineBase(NamedPipeline):
         """Creates, describes and stops only its own jobs; passes only their role."""
         policy = InlinePolicy()
         verbs = {"training-job": "TrainingJob", "processing-job": "ProcessingJob"}
+        # Its own role's policy is written again if the tag aspects change the keys
+        # (`_create_pipeline`); a given role's is not the pipeline's to rewrite: read there.
+        tag_keys = (self._job_tags.tag_keys if self._given_roles["pipeline_role"] is None
+                    else Lazy.uncached_list(JobTagKeys(self._job_tags)))
         for kind in job_kinds:
             jobs = format_arn(self._stack, service="sagemaker", resource=kind, resource_name="*")
             why = ("Pipelines name jobs at run time; the tag conditions limit create, describe "
@@ -362,7 +366,7 @@ class PipelineBase(NamedPipeline):
             policy.allow(["sagemaker:AddTags"], [jobs], why=why, conditions={
                 "StringEquals": {**own_tag, "sagemaker:TaggingAction": f"Create{verb}"},
                 "ForAllValues:StringLike": {
-                    "aws:TagKeys": Lazy.uncached_list(JobTagKeys(self._job_tags))},
+                    "aws:TagKeys": tag_keys},
             })
             policy.allow([f"sagemaker:Describe{verb}", f"sagemaker:Stop{verb}"], [jobs],
                          why=why, conditions={"StringEquals": {
@@ -393,17 +397,27 @@ class PipelineBase(NamedPipeline):
         self._check_pipeline(definition, description)
         pipeline_role = self._role("pipeline_role", pipeline_policy, "PipelineRole",
                                    f"Runs SageMaker pipeline {self.pipeline_name}")
-        stack = self._stack
+        stack, tag_set = self._stack, self._job_tags
+
+        def definition_body() -> dict[str, str]:
+            return {"PipelineDefinitionBody": stack.to_json_string(
+                with_job_tags(definition, tag_set.job_tags))}
+
         self._resource = sagemaker.CfnPipeline(
             self, "Resource",
             pipeline_name=self.pipeline_name,
             pipeline_description=description,
             role_arn=pipeline_role.role_arn,
-            pipeline_definition={"PipelineDefinitionBody": stack.to_json_string(
-                with_job_tags(definition, Lazy.uncached_any(JobTags(self._job_tags))))},
+            pipeline_definition=definition_body(),
         )
         self._resource.add_metadata("compiled-training", summary)
-        watch_job_tags(stack, self._job_tags)
+        # Where the tag aspects change the tags, the definition and the role's policy are
+        # written again (`JobTagSet`).
+        tag_set.write_with(lambda: setattr(self._resource, "pipeline_definition",
+                                           definition_body()))
+        if self._given_roles["pipeline_role"] is None:
+            tag_set.write_with(lambda: pipeline_policy.write_again(pipeline_role))
+        watch_job_tags(stack, tag_set)
         return pipeline_role
 
     def _code_asset(self, source_dir: Path) -> s3_assets.Asset:

@@ -4,10 +4,11 @@ account issues that the app may not change, the statements to grant it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import jsii
-from aws_cdk import IAnyProducer, IListProducer, IResolveContext, Stack
+from aws_cdk import IListProducer, IResolveContext, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
@@ -27,7 +28,7 @@ TAGGED_STEPS = ("Training", "Processing")
 
 
 def with_job_tags(definition: dict[str, Any], tags: Any) -> dict[str, Any]:
-    """The definition with ``tags`` (a token) as the Tags of every request that creates a
+    """The definition with ``tags`` as the Tags of every request that creates a
     job, in a condition's branches too."""
     def steps(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out = []
@@ -44,26 +45,16 @@ def with_job_tags(definition: dict[str, Any], tags: Any) -> dict[str, Any]:
     return {**definition, "Steps": steps(definition["Steps"])}
 
 
-@jsii.implements(IAnyProducer)
-class JobTags:
-    """The Tags of a job request."""
-
-    def __init__(self, tag_set: JobTagSet) -> None:
-        self._tag_set = tag_set
-
-    def produce(self, context: IResolveContext) -> Any:
-        return [{"Key": k, "Value": v} for k, v in self._tag_set.tags().items()]
-
-
 @jsii.implements(IListProducer)
 class JobTagKeys:
-    """The tag keys the pipeline role may add to its jobs (and SageMaker's own)."""
+    """The tag keys a role the user gives may add to the pipeline's jobs, read at synthesis: the
+    statement goes into the role's own policy, where the pipeline cannot write it again."""
 
     def __init__(self, tag_set: JobTagSet) -> None:
         self._tag_set = tag_set
 
     def produce(self, context: IResolveContext) -> list[str]:
-        return [*self._tag_set.tags(), "sagemaker:*"]
+        return self._tag_set.keys()
 
 
 def attach_to_given_role(owner: Construct, prop: str, role: iam.IRole,
@@ -112,32 +103,64 @@ class JobTagSet:
     set on its resource (by ``Tags.of(scope)`` at any level above it, or its ``tags`` prop),
     and the library's own, which nothing overrides.
 
-    Read live until the stack's validation, which runs once every aspect has (the tag
-    aspects, and any that resolves the definition or a policy early, as a policy checker
-    may), freezes them: from then on the template and the tree read them without a round
-    trip to the CDK."""
+    The definition and the pipeline role's policy are written with the tags known when the
+    pipeline is made (its ``tags`` prop, and the library's own), as values: ``job_tags`` and
+    ``tag_keys``. ``Tags.of`` applies as an aspect, at synthesis, and an aspect may change
+    them; the stack's validation, which runs once every aspect has, reads the final tags
+    and, where they differ, updates both lists in place and calls each writer
+    (`write_with`) to put them in the template again. A value, not a token: CDK resolves a
+    template three times (preparing, writing it, the tree), and a token would be a round
+    trip to this process each time, for each pipeline."""
 
-    def __init__(self, pipeline: TaggedPipeline) -> None:
+    def __init__(self, pipeline: TaggedPipeline, known: Mapping[str, str]) -> None:
         self._pipeline = pipeline
-        self._frozen: tuple[dict[str, str], dict[str, str]] | None = None
+        self._frozen = False
+        self._given: dict[str, str] = {}
+        self.job_tags: list[dict[str, str]] = []
+        """The Tags of every request that creates a job."""
+        self.tag_keys: list[str] = []
+        """The tag keys the pipeline role may add to its jobs (and SageMaker's own)."""
+        self._writers: list[Callable[[], None]] = []
+        self._set(known)
 
-    def _given_and_all(self) -> tuple[dict[str, str], dict[str, str]]:
-        if self._frozen is not None:
-            return self._frozen
-        tag_manager = once(self._pipeline, "tag manager", lambda: self._pipeline.resource.tags)
-        given = dict(tag_manager.tag_values())
-        return given, dict(sorted({**given, PIPELINE_TAG: self._pipeline.pipeline_name}.items()))
+    def write_with(self, writer: Callable[[], None]) -> None:
+        """``writer`` writes ``job_tags`` or ``tag_keys`` into the template again when the
+        aspects changed them."""
+        self._writers.append(writer)
 
-    def tags(self) -> dict[str, str]:
-        return self._given_and_all()[1]
+    def keys(self) -> list[str]:
+        """``tag_keys`` as they are now: read again until frozen."""
+        if self._frozen:
+            return list(self.tag_keys)
+        return [*self._with_own(self._read()), "sagemaker:*"]
 
     def freeze(self) -> list[str]:
-        """Reads the tags for the last time; what SageMaker would refuse of them."""
-        self._frozen = self._given_and_all()
+        """Reads the tags for the last time, writes them again where they changed; what
+        SageMaker would refuse of them."""
+        final = self._read()
+        self._frozen = True
+        if final != self._given:
+            self._set(final)
+            for write in self._writers:
+                write()
         return self.problems()
 
+    def _read(self) -> dict[str, str]:
+        tag_manager = once(self._pipeline, "tag manager", lambda: self._pipeline.resource.tags)
+        return dict(tag_manager.tag_values())
+
+    def _with_own(self, given: Mapping[str, str]) -> dict[str, str]:
+        return dict(sorted({**given, PIPELINE_TAG: self._pipeline.pipeline_name}.items()))
+
+    def _set(self, given: Mapping[str, str]) -> None:
+        self._given = dict(given)
+        tags = self._with_own(given)
+        self.job_tags[:] = [{"Key": key, "Value": value} for key, value in tags.items()]
+        self.tag_keys[:] = [*tags, "sagemaker:*"]
+
     def problems(self) -> list[str]:
-        given, tags = self._given_and_all()
+        given = self._given
+        tags = {tag["Key"]: tag["Value"] for tag in self.job_tags}
         problems = []
         if PIPELINE_TAG in given:
             problems.append(f"tag key {PIPELINE_TAG!r} is the library's own: its value, the "

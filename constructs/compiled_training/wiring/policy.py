@@ -22,6 +22,7 @@ from compiled_training.wiring.stack_reads import (
 from constructs import Construct, IConstruct, IValidation
 
 SAGEMAKER = "sagemaker.amazonaws.com"
+POLICY_NAME = "Permissions"
 
 
 class InlinePolicy:
@@ -79,15 +80,22 @@ class InlinePolicy:
             scope, construct_id,
             assumed_by=service_principal(stack, service, conditions),
             description=description,
-            # One document from JSON: one call into jsii instead of one per statement.
-            inline_policies={"Permissions": iam.PolicyDocument.from_json(
-                {"Version": "2012-10-17", "Statement": self.statements})},
+            inline_policies={POLICY_NAME: self._document()},
         )
         if self.wildcards:
-            resource = role.node.default_child
-            assert resource is not None
-            acknowledge_wildcards(resource, self.wildcards, stack=stack)
+            acknowledge_wildcards(_resource(role), self.wildcards, stack=stack)
         return role
+
+    def write_again(self, role: iam.IRole) -> None:
+        """Writes the statements into ``role`` (made by `role`) again: values in them changed
+        in place since (the tag keys, which the tag aspects decide)."""
+        _resource(role).policies = [iam.CfnRole.PolicyProperty(
+            policy_name=POLICY_NAME, policy_document=self._document())]
+
+    def _document(self) -> iam.PolicyDocument:
+        # One document from JSON: one call into jsii instead of one per statement.
+        return iam.PolicyDocument.from_json(
+            {"Version": "2012-10-17", "Statement": self.statements})
 
     def attach_to(self, role: iam.IRole) -> list[dict[str, Any]]:
         """Adds the statements to a role given by the user, as aws-cdk-lib's grants do (a role
@@ -112,6 +120,13 @@ class InlinePolicy:
         if self.wildcards and resource is not None:
             acknowledge_wildcards(resource, self.wildcards)
         return []
+
+
+def _resource(role: iam.IRole) -> iam.CfnRole:
+    """The ``AWS::IAM::Role`` of a role made by `InlinePolicy.role`."""
+    resource = once(role, "resource", lambda: role.node.default_child)
+    assert isinstance(resource, iam.CfnRole), resource
+    return resource
 
 
 def attached_policy(role: iam.IRole) -> IConstruct | None:
