@@ -23,9 +23,10 @@ from tests.helpers import (
 from tests.pipelines.test_compiler_benchmark import _benchmark
 
 
-def _pipeline(stack: cdk.Stack, source_dir, **props) -> TrainingPipeline:
+def _pipeline(stack: cdk.Stack, source_dir, construct_id: str = "Bert",
+              **props) -> TrainingPipeline:
     props = {"channels": [InputChannel("train", "s3://team-data/bert/train/")], **props}
-    return TrainingPipeline(stack, "Bert", framework=Framework.pytorch("2.9.0"),
+    return TrainingPipeline(stack, construct_id, framework=Framework.pytorch("2.9.0"),
                             compiler=Compiler.torch_compile(), instance_type="ml.g5.12xlarge",
                             source_dir=source_dir, entry_point="train.py", **props)
 
@@ -170,3 +171,42 @@ def test_an_aspect_that_resolves_early_does_not_fix_the_tags_before_the_tag_aspe
     keys = ["compiled-training:pipeline", "cost-center", "owner"]
     assert [t["Key"] for t in _job_tags(template)["Train"]] == keys
     assert _add_tags_keys(template) == [[*keys, "sagemaker:*"]]
+
+
+def test_a_tag_an_aspect_removes_leaves_the_definition_and_the_policy(source_dir):
+    # Written with the tags prop when the pipeline is made, written again once the aspects
+    # have run: a RemoveTag aspect takes the key out of both.
+    stack = new_stack()
+    _pipeline(stack, source_dir, tags={"owner": "nlp-team", "draft": "yes"})
+    cdk.Tags.of(stack).remove("draft")
+    template = Template.from_stack(stack).to_json()
+    keys = ["compiled-training:pipeline", "owner"]
+    assert [t["Key"] for t in _job_tags(template)["Train"]] == keys
+    assert _add_tags_keys(template) == [[*keys, "sagemaker:*"]]
+
+
+def test_the_tags_call_back_into_python_once_a_stack_not_at_each_resolution(source_dir,
+                                                                              monkeypatch):
+    # Every value Python produces at synthesis is a round trip from CDK's Node process, each
+    # time CDK resolves it: a template is resolved three times (preparing, writing it, the
+    # tree). The tags are values in the template; the stack's validation reads them once
+    # the aspects have run, and writes them again where they changed, in one call back for
+    # the stack whatever the number of pipelines.
+    import jsii._kernel as kernel
+
+    callbacks = []
+    handle = kernel._handle_callback
+    monkeypatch.setattr(kernel, "_handle_callback",
+                        lambda *args: (callbacks.append(args), handle(*args))[1])
+    counts = []
+    for pipelines in (1, 3):
+        stack = new_stack()
+        cdk.Tags.of(stack).add("cost-center", "ml-42")
+        for index in range(pipelines):
+            _pipeline(stack, source_dir, f"Bert{index}", tags={"owner": f"team-{index}"})
+        callbacks.clear()
+        template = Template.from_stack(stack).to_json()
+        counts.append(len(callbacks))
+        assert [_add_tags_keys(template)] == [
+            [[PIPELINE_TAG, "cost-center", "owner", "sagemaker:*"]] * pipelines]
+    assert counts[0] == counts[1]
