@@ -318,10 +318,9 @@ def main() -> int:
         "millisecond), so what cannot change is read once (`wiring/stack_reads.py`), and the",
         "tags are values written again, where the tag aspects changed them, by one validation",
         "of the stack (a token would call back into Python at each of CDK's three resolutions).",
-        "What it does not mean: on",
-        "2 shared cores a loaded machine moves both sides by tenths of a second (the load",
-        "averages and the range of the rounds say how much), so ratios within about 0.1 of each",
-        "other are not different.",
+        "What it does not mean: on 2 shared cores a loaded machine moves both sides by tenths",
+        "of a second (the load averages and the range of the rounds say how much), so ratios",
+        "within about 0.1 of each other are not different.",
     ]
     table = "\n".join(lines) + "\n"
     print(table)
