@@ -5,6 +5,7 @@ pipeline role may add exactly those keys, as the job is created."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import aws_cdk as cdk
@@ -210,3 +211,41 @@ def test_the_tags_call_back_into_python_once_a_stack_not_at_each_resolution(sour
         assert [_add_tags_keys(template)] == [
             [[PIPELINE_TAG, "cost-center", "owner", "sagemaker:*"]] * pipelines]
     assert counts[0] == counts[1]
+
+
+def test_roles_customize_roles_keeps_out_of_the_template_list_the_tags_prop_keys(source_dir,
+                                                                                  tmp_path):
+    # iam.Role.customize_roles: no role in the template, aws-cdk-lib's report lists each
+    # role's policy for the account's administrators to create it (with the pipeline role's
+    # tag keys, from the tags prop).
+    from aws_cdk import aws_iam as iam
+
+    app = cdk.App(outdir=str(tmp_path))
+    iam.Role.customize_roles(app)
+    stack = cdk.Stack(app, "Governed", env=cdk.Environment(account="123456789012",
+                                                           region="us-east-1"))
+    _pipeline(stack, source_dir, tags={"cost-center": "ml-42"})
+    template = Template.from_stack(stack).to_json()
+    assert not [r for r in template["Resources"].values() if r["Type"] == "AWS::IAM::Role"]
+    report = json.loads((tmp_path / "iam-policy-report.json").read_text())
+    (runner,) = [r for r in report["roles"] if r["roleConstructPath"] == "Governed/Bert/PipelineRole"]
+    assert [s["Condition"]["ForAllValues:StringLike"]["aws:TagKeys"]
+            for s in runner["identityPolicyStatements"] if s["Action"] == "sagemaker:AddTags"] \
+        == [[PIPELINE_TAG, "cost-center", "sagemaker:*"]]
+
+
+def test_tags_set_above_a_role_customize_roles_keeps_out_fail_the_synth_saying_why(source_dir):
+    # Its report is written from the policy as the pipeline was made: keys Tags.of adds at
+    # synthesis cannot reach it, and a role created from it would refuse them at run time.
+    from aws_cdk import aws_iam as iam
+
+    app = cdk.App()
+    iam.Role.customize_roles(app)
+    stack = cdk.Stack(app, "Governed", env=cdk.Environment(account="123456789012",
+                                                           region="us-east-1"))
+    cdk.Tags.of(stack).add("cost-center", "ml-42")
+    _pipeline(stack, source_dir)
+    with pytest.raises(Exception, match=re.escape(
+            "iam.Role.customize_roles keeps role Governed/Bert/PipelineRole out of the "
+            "template") + ".*give them with the pipeline's tags prop"):
+        app.synth()

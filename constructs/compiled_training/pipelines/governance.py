@@ -120,12 +120,12 @@ class JobTagSet:
         """The Tags of every request that creates a job."""
         self.tag_keys: list[str] = []
         """The tag keys the pipeline role may add to its jobs (and SageMaker's own)."""
-        self._writers: list[Callable[[], None]] = []
+        self._writers: list[Callable[[], str | None]] = []
         self._set(known)
 
-    def write_with(self, writer: Callable[[], None]) -> None:
+    def write_with(self, writer: Callable[[], str | None]) -> None:
         """``writer`` writes ``job_tags`` or ``tag_keys`` into the template again when the
-        aspects changed them."""
+        aspects changed them; it returns why it could not, or None."""
         self._writers.append(writer)
 
     def keys(self) -> list[str]:
@@ -139,11 +139,11 @@ class JobTagSet:
         SageMaker would refuse of them."""
         final = self._read()
         self._frozen = True
+        unwritten = []
         if final != self._given:
             self._set(final)
-            for write in self._writers:
-                write()
-        return self.problems()
+            unwritten = [problem for write in self._writers if (problem := write())]
+        return self.problems(unwritten)
 
     def _read(self) -> dict[str, str]:
         tag_manager = once(self._pipeline, "tag manager", lambda: self._pipeline.resource.tags)
@@ -158,10 +158,10 @@ class JobTagSet:
         self.job_tags[:] = [{"Key": key, "Value": value} for key, value in tags.items()]
         self.tag_keys[:] = [*tags, "sagemaker:*"]
 
-    def problems(self) -> list[str]:
+    def problems(self, unwritten: list[str] | None = None) -> list[str]:
         given = self._given
         tags = {tag["Key"]: tag["Value"] for tag in self.job_tags}
-        problems = []
+        problems = list(unwritten or [])
         if PIPELINE_TAG in given:
             problems.append(f"tag key {PIPELINE_TAG!r} is the library's own: its value, the "
                             f"pipeline's name, is what the pipeline role's permissions on its "

@@ -82,15 +82,27 @@ class InlinePolicy:
             description=description,
             inline_policies={POLICY_NAME: self._document()},
         )
-        if self.wildcards:
-            acknowledge_wildcards(_resource(role), self.wildcards, stack=stack)
+        resource = _resource(role)
+        # None: Role.customize_roles keeps the role out of the template (a report lists its
+        # policy), and cdk-nag finds nothing to acknowledge.
+        if self.wildcards and resource is not None:
+            acknowledge_wildcards(resource, self.wildcards, stack=stack)
         return role
 
-    def write_again(self, role: iam.IRole) -> None:
+    def write_again(self, role: iam.IRole) -> str | None:
         """Writes the statements into ``role`` (made by `role`) again: values in them changed
-        in place since (the tag keys, which the tag aspects decide)."""
-        _resource(role).policies = [iam.CfnRole.PolicyProperty(
+        in place since (the tag keys, which the tag aspects decide). Where
+        ``iam.Role.customize_roles`` keeps the role out of the template, aws-cdk-lib's report
+        lists the statements as first written: why they are not the final ones."""
+        resource = _resource(role)
+        if resource is None:
+            return (f"iam.Role.customize_roles keeps role {role.node.path} out of the template, "
+                    f"and its report lists the statements as the pipeline was made: tags set by "
+                    f"Tags.of above it (the tag keys its jobs may take) cannot reach it; give "
+                    f"them with the pipeline's tags prop")
+        resource.policies = [iam.CfnRole.PolicyProperty(
             policy_name=POLICY_NAME, policy_document=self._document())]
+        return None
 
     def _document(self) -> iam.PolicyDocument:
         # One document from JSON: one call into jsii instead of one per statement.
@@ -122,11 +134,11 @@ class InlinePolicy:
         return []
 
 
-def _resource(role: iam.IRole) -> iam.CfnRole:
-    """The ``AWS::IAM::Role`` of a role made by `InlinePolicy.role`."""
+def _resource(role: iam.IRole) -> iam.CfnRole | None:
+    """The ``AWS::IAM::Role`` of a role made by `InlinePolicy.role`; None where
+    ``iam.Role.customize_roles`` keeps it out of the template."""
     resource = once(role, "resource", lambda: role.node.default_child)
-    assert isinstance(resource, iam.CfnRole), resource
-    return resource
+    return resource if isinstance(resource, iam.CfnRole) else None
 
 
 def attached_policy(role: iam.IRole) -> IConstruct | None:
