@@ -411,12 +411,15 @@ class PipelineBase(NamedPipeline):
             pipeline_definition=definition_body(),
         )
         self._resource.add_metadata("compiled-training", summary)
-        # Where the tag aspects change the tags, the definition and the role's policy are
-        # written again (`JobTagSet`).
+        # Where the tag aspects change the tags, the definition is written again, and so is
+        # the policy of a role of its own where they change the keys (`JobTagSet`). An edit
+        # of these two properties through the escape hatch is overwritten then: use
+        # add_property_override.
         tag_set.write_with(lambda: setattr(self._resource, "pipeline_definition",
                                            definition_body()))
         if self._given_roles["pipeline_role"] is None:
-            tag_set.write_with(lambda: pipeline_policy.write_again(pipeline_role))
+            tag_set.write_with(lambda: pipeline_policy.write_again(pipeline_role),
+                               keys_only=True)
         watch_job_tags(stack, tag_set)
         return pipeline_role
 

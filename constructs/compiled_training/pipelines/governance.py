@@ -120,13 +120,13 @@ class JobTagSet:
         """The Tags of every request that creates a job."""
         self.tag_keys: list[str] = []
         """The tag keys the pipeline role may add to its jobs (and SageMaker's own)."""
-        self._writers: list[Callable[[], str | None]] = []
+        self._writers: list[tuple[Callable[[], str | None], bool]] = []
         self._set(known)
 
-    def write_with(self, writer: Callable[[], str | None]) -> None:
-        """``writer`` writes ``job_tags`` or ``tag_keys`` into the template again when the
-        aspects changed them; it returns why it could not, or None."""
-        self._writers.append(writer)
+    def write_with(self, writer: Callable[[], str | None], *, keys_only: bool = False) -> None:
+        """``writer`` writes ``job_tags`` (``keys_only``: ``tag_keys``) into the template again
+        when the aspects changed them; it returns why it could not, or None."""
+        self._writers.append((writer, keys_only))
 
     def keys(self) -> list[str]:
         """``tag_keys`` as they are now: read again until frozen."""
@@ -135,14 +135,17 @@ class JobTagSet:
         return [*self._with_own(self._read()), "sagemaker:*"]
 
     def freeze(self) -> list[str]:
-        """Reads the tags for the last time, writes them again where they changed; what
-        SageMaker would refuse of them."""
+        """Reads the tags once the aspects have run (at each synth), writes them again where
+        they changed; what SageMaker would refuse of them."""
         final = self._read()
         self._frozen = True
         unwritten = []
         if final != self._given:
+            keys = list(self.tag_keys)
             self._set(final)
-            unwritten = [problem for write in self._writers if (problem := write())]
+            unwritten = [problem for write, keys_only in self._writers
+                         if not keys_only or keys != self.tag_keys
+                         if (problem := write())]
         return self.problems(unwritten)
 
     def _read(self) -> dict[str, str]:

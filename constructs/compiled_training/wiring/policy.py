@@ -97,9 +97,10 @@ class InlinePolicy:
         resource = _resource(role)
         if resource is None:
             return (f"iam.Role.customize_roles keeps role {role.node.path} out of the template, "
-                    f"and its report lists the statements as the pipeline was made: tags set by "
-                    f"Tags.of above it (the tag keys its jobs may take) cannot reach it; give "
-                    f"them with the pipeline's tags prop")
+                    f"and its report lists the statements as the pipeline was made: the tag "
+                    f"keys an aspect changed (Tags.of above it adds, RemoveTag takes away) "
+                    f"cannot reach the keys its jobs may take; give the tags with the "
+                    f"pipeline's tags prop")
         resource.policies = [iam.CfnRole.PolicyProperty(
             policy_name=POLICY_NAME, policy_document=self._document())]
         return None
