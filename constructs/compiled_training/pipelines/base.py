@@ -38,7 +38,7 @@ from compiled_training.pipelines.governance import (
     with_job_tags,
 )
 from compiled_training.pipelines.limits import watch_stack
-from compiled_training.pipelines.named_pipeline import ImportedPipeline, NamedPipeline
+from compiled_training.pipelines.named_pipeline import ImportedPipeline, NamedPipeline, subject
 from compiled_training.pipelines.network import vpc_config
 from compiled_training.pipelines.options import TrainingJobOptions
 from compiled_training.pipelines.output_bucket import TrainingOutputBucket
@@ -217,7 +217,7 @@ class PipelineBase(NamedPipeline):
 
     @property
     def _subject(self) -> str:
-        return f"{type(self).__name__} {path(self)}"
+        return subject(self)
 
     def _warn_if_named_by_path(self, *moves: str) -> None:
         """A name derived from the construct path changes with the construct's id or place, and

@@ -143,10 +143,11 @@ class JobTagSet:
         if final != self._given:
             keys = list(self.tag_keys)
             self._set(final)
-            unwritten = [problem for write, keys_only in self._writers
-                         if not keys_only or keys != self.tag_keys
-                         if (problem := write())]
-        return self.problems(unwritten)
+            for write, keys_only in self._writers:
+                problem = None if keys_only and keys == self.tag_keys else write()
+                if problem:
+                    unwritten.append(problem)
+        return self._problems(unwritten)
 
     def _read(self) -> dict[str, str]:
         tag_manager = once(self._pipeline, "tag manager", lambda: self._pipeline.resource.tags)
@@ -161,10 +162,10 @@ class JobTagSet:
         self.job_tags[:] = [{"Key": key, "Value": value} for key, value in tags.items()]
         self.tag_keys[:] = [*tags, "sagemaker:*"]
 
-    def problems(self, unwritten: list[str] | None = None) -> list[str]:
+    def _problems(self, unwritten: list[str]) -> list[str]:
         given = self._given
         tags = {tag["Key"]: tag["Value"] for tag in self.job_tags}
-        problems = list(unwritten or [])
+        problems = list(unwritten)
         if PIPELINE_TAG in given:
             problems.append(f"tag key {PIPELINE_TAG!r} is the library's own: its value, the "
                             f"pipeline's name, is what the pipeline role's permissions on its "
@@ -182,6 +183,7 @@ class JobTagSet:
                             f"{PIPELINE_TAG!r}), over SageMaker's {MAX_JOB_TAGS}")
         if not problems:
             return []
+        # named_pipeline.subject's wording, read through the protocol (base.py imports this)
         subject = f"{type(self._pipeline).__name__} {self._pipeline.node.path}"
         return [f"{subject}: {problem} (tags reach every job the pipeline creates)"
                 for problem in problems]

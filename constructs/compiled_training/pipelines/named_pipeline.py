@@ -11,8 +11,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.interfaces import aws_sagemaker as sagemaker_refs
 
-from compiled_training.wiring.stack_reads import format_arn, stack_of
-from constructs import Construct
+from compiled_training.wiring.stack_reads import format_arn, path, stack_of
+from constructs import Construct, IConstruct
 
 if TYPE_CHECKING:  # loaded by the first metric: a synth that asks for none skips its module
     from aws_cdk import aws_cloudwatch as cloudwatch
@@ -78,6 +78,12 @@ class ImportedPipeline(NamedPipeline):
     def __init__(self, scope: Construct, construct_id: str, *, pipeline_name: str) -> None:
         super().__init__(scope, construct_id)
         self._pipeline_name = pipeline_name
+
+
+def subject(pipeline: IConstruct) -> str:
+    """How errors name a pipeline: its class and path (the path a round trip to the CDK, read
+    once, where an error needs it)."""
+    return f"{type(pipeline).__name__} {path(pipeline)}"
 
 
 def grant_start(pipeline: sagemaker.IPipeline, grantee: iam.IGrantable) -> iam.Grant:

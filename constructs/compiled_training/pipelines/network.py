@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from aws_cdk import Annotations
 
 from compiled_training.catalog.aws_names import SECURITY_GROUP_DESCRIPTION_MAX, held_to
-from compiled_training.pipelines.named_pipeline import NamedPipeline
+from compiled_training.pipelines.named_pipeline import NamedPipeline, subject
 
 if TYPE_CHECKING:
     from aws_cdk import aws_ec2 as ec2  # loaded by the maker of a VPC given
@@ -24,7 +24,7 @@ def vpc_config(
     a group of its own, when not given."""
     if vpc is None:
         if subnets is not None or groups:
-            raise ValueError(f"{_subject(pipeline)}: vpc_subnets and security_groups need a vpc")
+            raise ValueError(f"{subject(pipeline)}: vpc_subnets and security_groups need a vpc")
         return [], []
     from aws_cdk import aws_ec2 as ec2
 
@@ -40,7 +40,7 @@ def vpc_config(
     except RuntimeError as error:  # the CDK's own refusal, from across jsii
         reason = str(error).splitlines()[0].removeprefix("Error: ")
         raise ValueError(
-            f"{_subject(pipeline)}: vpc_subnets selects no subnets in the vpc ({reason}); when "
+            f"{subject(pipeline)}: vpc_subnets selects no subnets in the vpc ({reason}); when "
             "omitted, the vpc's PRIVATE_WITH_EGRESS subnets") from None
     isolated = {subnet.subnet_id for subnet in vpc.isolated_subnets}
     if isolated & set(selected.subnet_ids):
@@ -58,9 +58,3 @@ def vpc_config(
         group.add_ingress_rule(group, ec2.Port.all_traffic(), "between training nodes")
         groups = [group]
     return list(selected.subnet_ids), [g.security_group_id for g in groups]
-
-
-def _subject(pipeline: NamedPipeline) -> str:
-    """How errors name the pipeline (its path: a round trip to the CDK, made for errors
-    only)."""
-    return f"{type(pipeline).__name__} {pipeline.node.path}"

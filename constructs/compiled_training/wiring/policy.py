@@ -15,6 +15,7 @@ from compiled_training.wiring.acknowledgements import acknowledge_wildcards
 from compiled_training.wiring.stack_reads import (
     account,
     aws_partition,
+    default_child,
     once,
     service_principal,
     stack_of,
@@ -129,7 +130,7 @@ class InlinePolicy:
                 role.add_to_principal_policy(statement)
         if policy is None:
             return list(self.statements)
-        resource = once(policy, "resource", lambda: policy.node.default_child)
+        resource = default_child(policy)
         if self.wildcards and resource is not None:
             acknowledge_wildcards(resource, self.wildcards)
         return []
@@ -138,7 +139,7 @@ class InlinePolicy:
 def _resource(role: iam.IRole) -> iam.CfnRole | None:
     """The ``AWS::IAM::Role`` of a role made by `InlinePolicy.role`; None where
     ``iam.Role.customize_roles`` keeps it out of the template."""
-    resource = once(role, "resource", lambda: role.node.default_child)
+    resource = default_child(role)
     return resource if isinstance(resource, iam.CfnRole) else None
 
 

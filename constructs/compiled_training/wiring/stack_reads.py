@@ -85,6 +85,11 @@ def path(construct: IConstruct) -> str:
     return once(construct, "path", lambda: construct.node.path)
 
 
+def default_child(construct: IConstruct) -> IConstruct | None:
+    """``construct.node.default_child`` (its CloudFormation resource), read once."""
+    return once(construct, "default child", lambda: construct.node.default_child)
+
+
 def role_arn(role: iam.IRole) -> str:
     """``role.role_arn``: a job's role and the pipeline role's pass grant both name it."""
     return once(role, "role_arn", lambda: role.role_arn)
