@@ -14,9 +14,10 @@ from aws_cdk import aws_sagemaker as sagemaker
 
 from compiled_training.definition import validation
 from compiled_training.pipelines.limits import watch_shared_role
+from compiled_training.pipelines.named_pipeline import subject
 from compiled_training.wiring.policy import ImmutableRoleWarning, InlinePolicy
 from compiled_training.wiring.stack_reads import collected, once
-from constructs import Construct, IValidation, Node
+from constructs import Construct, IConstruct, IValidation
 
 PIPELINE_TAG = "compiled-training:pipeline"
 # SageMaker's tags on a job (the API's Tag shapes and its documented limit of 50 a resource).
@@ -71,11 +72,9 @@ def attach_to_given_role(owner: Construct, prop: str, role: iam.IRole,
     return role
 
 
-class TaggedPipeline(Protocol):
+class TaggedPipeline(IConstruct, Protocol):
     """A pipeline whose jobs carry its tags (a `PipelineBase`, which builds on this module)."""
 
-    @property
-    def node(self) -> Node: ...
     @property
     def pipeline_name(self) -> str: ...
     @property
@@ -132,7 +131,7 @@ class JobTagSet:
         """``tag_keys`` as they are now: read again until frozen."""
         if self._frozen:
             return list(self.tag_keys)
-        return [*self._with_own(self._read()), "sagemaker:*"]
+        return _keys(self._with_own(self._read()))
 
     def freeze(self) -> list[str]:
         """Reads the tags once the aspects have run (at each synth), writes them again where
@@ -160,11 +159,11 @@ class JobTagSet:
         self._given = dict(given)
         tags = self._with_own(given)
         self.job_tags[:] = [{"Key": key, "Value": value} for key, value in tags.items()]
-        self.tag_keys[:] = [*tags, "sagemaker:*"]
+        self.tag_keys[:] = _keys(tags)
 
     def _problems(self, unwritten: list[str]) -> list[str]:
         given = self._given
-        tags = {tag["Key"]: tag["Value"] for tag in self.job_tags}
+        tags = self._with_own(given)
         problems = list(unwritten)
         if PIPELINE_TAG in given:
             problems.append(f"tag key {PIPELINE_TAG!r} is the library's own: its value, the "
@@ -183,7 +182,10 @@ class JobTagSet:
                             f"{PIPELINE_TAG!r}), over SageMaker's {MAX_JOB_TAGS}")
         if not problems:
             return []
-        # named_pipeline.subject's wording, read through the protocol (base.py imports this)
-        subject = f"{type(self._pipeline).__name__} {self._pipeline.node.path}"
-        return [f"{subject}: {problem} (tags reach every job the pipeline creates)"
-                for problem in problems]
+        return [f"{subject(self._pipeline)}: {problem} (tags reach every job the pipeline "
+                f"creates)" for problem in problems]
+
+
+def _keys(tags: Mapping[str, str]) -> list[str]:
+    """The tag keys a pipeline role may add to its jobs: the pipeline's, and SageMaker's own."""
+    return [*tags, "sagemaker:*"]
