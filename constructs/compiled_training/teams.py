@@ -222,7 +222,7 @@ def _check_entry(fail: Callable[[str, str], TeamConfigError], where: str,
 def _props(config: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
     name = config["framework"]
     if name not in FRAMEWORKS:
-        raise ValueError(f"framework must be one of {', '.join(FRAMEWORKS)}, got {name!r}")
+        raise ValueError(contract.not_one_of("framework", name, FRAMEWORKS))
     version = config["framework_version"]
     if name == "pytorch":
         framework = Framework.pytorch(version, py_version=config.get("py_version"))
@@ -306,8 +306,7 @@ def _enum_values(config: Mapping[str, Any], enums: Mapping[str, type[Enum]],
         if key in config:
             allowed = [member.value for member in enum]
             if config[key] not in allowed:
-                raise ValueError(f"{where}{key} must be one of {', '.join(allowed)}, "
-                                 f"got {config[key]!r}")
+                raise ValueError(contract.not_one_of(f"{where}{key}", config[key], allowed))
             values[key] = enum(config[key])
     return values
 
@@ -406,8 +405,7 @@ def _runtime_image_props(config: Mapping[str, Any]) -> dict[str, Any]:
                              f"{', '.join(allowed)}")
         choices = allowed[key]
         if choices is not None and value not in choices:
-            raise ValueError(f"runtime_image.{key} must be one of {', '.join(choices)}, "
-                             f"got {value!r}")
+            raise ValueError(contract.not_one_of(f"runtime_image.{key}", value, choices))
     props: dict[str, Any] = {"repository_name": config.get("repository_name")}
     if "build_mode" in config:
         props["build_mode"] = BuildMode(config["build_mode"])

@@ -57,8 +57,8 @@ class Thresholds:
 
     def __post_init__(self) -> None:
         if self.quality_metric not in contract.QUALITY_METRICS:
-            raise ValueError(f"quality_metric must be one of "
-                             f"{', '.join(contract.QUALITY_METRICS)}, got {self.quality_metric!r}")
+            raise ValueError(contract.not_one_of("quality_metric", self.quality_metric,
+                                                 contract.QUALITY_METRICS))
         if self.speedup < 0 or self.quality_tolerance < 0:
             raise ValueError(f"thresholds must not be negative, got speedup {self.speedup} "
                              f"and quality tolerance {self.quality_tolerance}")

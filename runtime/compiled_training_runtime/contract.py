@@ -8,9 +8,10 @@ the constructs.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 # --- The compiler: one vocabulary for the API (`CompilerKind`, cdk.json), the runtime, the
 # CLI and the documents they write. Training Compiler runs the graph through XLA; that is its
@@ -24,11 +25,25 @@ COMPILERS = (COMPILER_TRAINING_COMPILER, COMPILER_TORCH_COMPILE, COMPILER_NEURON
              COMPILER_NONE)
 
 
+def did_you_mean(value: object, allowed: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` with the allowed value closest to a misspelled one, or ""."""
+    close = difflib.get_close_matches(str(value), list(allowed), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def not_one_of(field: str, value: object, allowed: Iterable[str]) -> str:
+    """The message for a value outside a closed set: the field, every allowed value, what was
+    given and the closest allowed value to it. Every closed set on both sides says it so."""
+    allowed = list(allowed)
+    return (f"{field} must be one of {', '.join(allowed)}, got {value!r}"
+            f"{did_you_mean(value, allowed)}")
+
+
 def check_compiler(value: str, field: str, allowed: tuple[str, ...] = COMPILERS) -> str:
     """``value`` when it is one of the ``allowed`` compiler names; otherwise a ValueError
     naming ``field``, the value and the names allowed."""
     if value not in allowed:
-        raise ValueError(f"{field} must be one of {', '.join(allowed)}, got {value!r}")
+        raise ValueError(not_one_of(field, value, allowed))
     return value
 
 
@@ -76,8 +91,7 @@ def scaled_learning_rate(learning_rate: float, base_batch_size: int, batch_size:
     """The learning rate tuned at ``base_batch_size``, moved to ``batch_size``: what the
     runtime trains with and what the advisor recommends with a larger batch."""
     if rule not in LR_SCALING_RULES:
-        raise ValueError(f"{HP_LR_SCALING} must be one of {', '.join(LR_SCALING_RULES)}, "
-                         f"got {rule!r}")
+        raise ValueError(not_one_of(HP_LR_SCALING, rule, LR_SCALING_RULES))
     ratio = batch_size / base_batch_size
     return learning_rate * {"linear": ratio, "sqrt": math.sqrt(ratio), "none": 1.0}[rule]
 
@@ -104,7 +118,7 @@ _NUMBER = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 def metric_regex(name: str) -> str:
     """The regex SageMaker applies to the job's log to extract one metric."""
     if name not in METRIC_NAMES:
-        raise ValueError(f"metric name must be one of {', '.join(METRIC_NAMES)}, got {name!r}")
+        raise ValueError(not_one_of("metric name", name, METRIC_NAMES))
     return re.escape(METRIC_LINE_PREFIX) + r".*\b" + re.escape(name) + "=" + _NUMBER
 
 

@@ -113,8 +113,8 @@ def parse_hyperparameters(hps: dict[str, Any]) -> TrainingConfig:
     for name, allowed in (("precision", PRECISIONS), (contract.HP_LR_SCALING,
                                                       contract.LR_SCALING_RULES)):
         if getattr(config, name) not in allowed:
-            raise InputError(f"hyperparameter {name!r} must be one of {', '.join(allowed)}, "
-                             f"got {getattr(config, name)!r}")
+            raise InputError(contract.not_one_of(f"hyperparameter {name!r}",
+                                                 getattr(config, name), allowed))
     for name in ("epochs", "batch_size", "gradient_accumulation_steps", "max_seq_length",
                  "log_every", "checkpoint_every"):
         if getattr(config, name) < 1:

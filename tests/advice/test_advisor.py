@@ -292,7 +292,7 @@ def test_a_training_compiler_job_is_sent_to_benchmark_on_trainium_by_awss_claim(
     assessment = assess_workload(_with(DOCUMENTS, framework_version="1.13.1"))
     assert (assessment.verdict, assessment.compiler) == (Verdict.ENABLE,
                                                          CompilerKind.TRAINING_COMPILER)
-    assert str(assessment.decision) == "BENCHMARK on ml.trn1.32xlarge with neuron_xla"
+    assert str(assessment.decision) == "BENCHMARK on ml.trn1.32xlarge with neuron-xla"
     per_run = assessment.dollars_per_run
     options = {(o.instance_type, o.compiler): o for o in assessment.options}
     # AWS's claims against the GPU's eager run: Trn1 up to 50 % less, Trn2 1/1.4 at best;
@@ -313,7 +313,7 @@ def test_a_training_compiler_job_is_sent_to_benchmark_on_trainium_by_awss_claim(
 
 def test_torch_compile_at_its_published_gain_keeps_the_job_on_its_gpu():
     assessment = assess_workload(_with(DOCUMENTS, framework_version="2.9.0"))
-    assert str(assessment.decision) == "ENABLE on ml.g5.48xlarge with torch_compile"
+    assert str(assessment.decision) == "ENABLE on ml.g5.48xlarge with torch-compile"
     assert assessment.decision.reason.endswith("the GPU's is the lowest")
     # Trainium was costed all the same, and a benchmark arm is what would settle it.
     assert any(o.instance_type == "ml.trn1.32xlarge" for o in assessment.options)

@@ -28,7 +28,11 @@ from typing import Any
 import pytest
 
 from compiled_training import Compiler, Distribution, Framework, Parameter
-from compiled_training.catalog.dlc import resolve_dlc
+from compiled_training.catalog.dlc import (
+    launches_torchrun,
+    resolve_dlc,
+    sdk_torch_distributed_versions,
+)
 from compiled_training.catalog.instances import accelerator, gpus_per_instance
 from compiled_training.definition.training import build_definition
 from compiled_training.definition.validation import check, default_distribution, known_instance_type
@@ -49,6 +53,8 @@ FRAMEWORKS = [
     ("pytorch", "1.12", None, "py38"), ("pytorch", "1.12.0", None, "py38"),
     ("pytorch", "1.13", None, "py39"), ("pytorch", "1.13.1", None, "py39"),
     ("pytorch", "2.1", None, "py310"), ("pytorch", "2.1.0", None, "py310"),
+    # An image the SDK's torch_distributed list leaves out (it names 2.4.1, which has none).
+    ("pytorch", "2.4", None, "py311"), ("pytorch", "2.4.0", None, "py311"),
     ("huggingface", "4.11", "1.9", "py38"), ("huggingface", "4.11.0", "1.9.0", "py38"),
     ("huggingface", "4.17", "1.10", "py38"), ("huggingface", "4.17.0", "1.10.2", "py38"),
     ("huggingface", "4.21", "1.11", "py38"), ("huggingface", "4.21.1", "1.11.0", "py38"),
@@ -101,23 +107,26 @@ def _our_distribution(case: SdkCase) -> Distribution:
                                 case.instance_count)
 
 
-def _our_job(case: SdkCase) -> TrainingJob:
-    framework = _framework(case)
+def _image_uri(case: SdkCase) -> str:
+    """The DLC this library resolves for the case, or "" where it has none."""
     try:
-        image = resolve_dlc(framework, case.compiled, case.instance_type)
-        image_uri = f"{image.account(REGION)}.dkr.ecr.{REGION}.amazonaws.com/{image.path}"
+        image = resolve_dlc(_framework(case), case.compiled, case.instance_type)
     except ValueError:
-        image_uri = ""  # the rules report why
+        return ""  # the rules report why
+    return f"{image.account(REGION)}.dkr.ecr.{REGION}.amazonaws.com/{image.path}"
+
+
+def _our_job(case: SdkCase) -> TrainingJob:
     return TrainingJob(
         pipeline_name="parity",
-        framework=framework,
+        framework=_framework(case),
         compiler=_compiler(case),
         distribution=_our_distribution(case),
         instance_type=case.instance_type,
         instance_count=case.instance_count,
         volume_size_gib=30,
         max_runtime_seconds=86400,
-        image_uri=image_uri,
+        image_uri=_image_uri(case),
         role_arn=ROLE,
         region=REGION,
         output_s3_uri=SDK_OUTPUT,
@@ -164,6 +173,9 @@ class Difference:
     applies: Callable[[SdkCase], bool]
     refused_with: str | None = None
     """The error (a regex) this library gives where the SDK accepts; None: it accepts."""
+    oracle: Callable[[SdkCase], dict[str, Any] | None] | None = None
+    """Where this library accepts what the SDK refuses: the step the SDK builds when asked
+    the way its own rules allow, which this library's must equal."""
 
 
 def _defaults_to_pytorchxla(case: SdkCase) -> bool:
@@ -175,7 +187,24 @@ def _defaults_to_pytorchxla(case: SdkCase) -> bool:
         return False
 
 
+def _torchrun_past_the_sdks_list(case: SdkCase) -> bool:
+    return (case.distribution is Distribution.TORCH_DISTRIBUTED and not case.compiled
+            and accelerator(case.instance_type) == "nvidia" and bool(_image_uri(case))
+            and launches_torchrun(case.version)
+            and case.version not in sdk_torch_distributed_versions())
+
+
 DIFFERENCES = [
+    Difference(
+        "torchrun on every PyTorch DLC from 1.13.1",
+        "The SDK launches torch_distributed only for the versions it lists (full spellings, "
+        "to 2.8.0: not '2.1' nor 2.4.0, which have images), and skips that list when an image "
+        "is given. What launches torchrun is the images' toolkit (sagemaker-pytorch-training's "
+        "TorchDistributedRunner, in every PyTorch training DLC from 1.13.1: catalog/dlc.py "
+        "cites it), so this library accepts every such image and sends what the SDK sends "
+        "given that image.",
+        _torchrun_past_the_sdks_list,
+        oracle=lambda case: sdk_training_arguments(case, SOURCE, image_uri=_image_uri(case))),
     Difference(
         "pytorchxla by default",
         "A Training Compiler job on more than one GPU (several instances, or one multi-GPU "
@@ -242,15 +271,18 @@ def test_matrix_covers_every_training_compiler_spelling_the_sdk_knows():
 def test_matrix_has_both_verdicts_and_every_difference_is_real():
     assert {_sdk(case) is not None for case in MATRIX} == {True, False}
     for difference in DIFFERENCES:
-        # Each named difference has at least one case the SDK accepts: the list is not stale.
-        assert any(difference.applies(c) and _sdk(c) is not None for c in MATRIX), difference.name
+        # Each named difference changes the outcome of at least one case: the list is not
+        # stale (the SDK accepts what this library refuses or builds otherwise, or refuses
+        # what the oracle shows it builds when asked its own way).
+        assert any(difference.applies(c) and (_sdk(c) is None) == (difference.oracle is not None)
+                   for c in MATRIX), difference.name
 
 
 @pytest.mark.parametrize("case", MATRIX, ids=str)
 def test_accepts_exactly_when_the_sdk_accepts_and_builds_the_same_step(case: SdkCase):
-    sdk = _sdk(case)
     errors = _our_errors(case)
     difference = _difference(case)
+    sdk = difference.oracle(case) if difference and difference.oracle else _sdk(case)
     if difference is not None and difference.refused_with and sdk is not None:
         assert any(re.search(difference.refused_with, e) for e in errors), (
             f"{difference.name}: expected a refusal matching {difference.refused_with!r}, "
@@ -263,7 +295,8 @@ def test_accepts_exactly_when_the_sdk_accepts_and_builds_the_same_step(case: Sdk
         return
     ours = _arguments(case)
     expected_hyperparameters = dict(sdk["HyperParameters"])
-    if difference is not None:  # pytorchxla by default: the SDK's step plus the launcher
+    if difference is not None and difference.oracle is None:
+        # pytorchxla by default: the SDK's step plus the launcher
         assert XLA not in expected_hyperparameters
         expected_hyperparameters[XLA] = "true"
     assert ours["HyperParameters"] == expected_hyperparameters

@@ -195,7 +195,7 @@ def test_neuron_xla_options_are_checked():
 
 
 def test_every_trainium_training_type_the_api_knows_has_its_neuron_cores():
-    from compiled_training.definition.validation import training_instance_types
+    from compiled_training.catalog.instances import training_instance_types
 
     trainium = {t for t in training_instance_types() if neuron.is_trainium(t)}
     assert trainium == set(neuron.NEURON_CORES)

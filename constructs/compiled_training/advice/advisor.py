@@ -36,7 +36,9 @@ from compiled_training.catalog.dlc import training_compiler_releases
 from compiled_training.catalog.instances import (
     TRAINING_COMPILER_FAMILIES,
     accelerator,
+    gpus_per_instance,
     instance_family,
+    is_gpu,
 )
 from compiled_training.catalog.neuron import is_trainium
 from compiled_training.catalog.prices import PRICES_SOURCE
@@ -64,7 +66,7 @@ class Option:
 @dataclass(frozen=True)
 class Decision:
     """The verdict with the accelerator and the compiler it is for:
-    ``BENCHMARK on ml.trn1.32xlarge with neuron_xla``."""
+    ``BENCHMARK on ml.trn1.32xlarge with neuron-xla`` (the CLI's compiler names)."""
 
     verdict: Verdict
     instance_type: str
@@ -74,7 +76,7 @@ class Decision:
 
     def __str__(self) -> str:
         return (f"{self.verdict.value} on {self.instance_type} with "
-                f"{self.compiler.value.replace('-', '_')}")
+                f"{self.compiler.value}")
 
 
 @dataclass(frozen=True)
@@ -428,4 +430,21 @@ def _notes(profile: WorkloadProfile, compiler: CompilerKind, category: str, verd
                      "job to PyTorch 2.x makes torch.compile its compiler (about "
                      f"{move.speedup[0]:g}-{move.speedup[1]:g}x for {category} in PyTorch 2.0's "
                      "figures) on current DLCs")
+    if launcher_needed := _launcher_note(profile, compiler):
+        notes.append(launcher_needed)
     return notes
+
+
+def _launcher_note(profile: WorkloadProfile, compiler: CompilerKind) -> str | None:
+    """What a deep-learning job on several GPUs needs so that each of them trains."""
+    gpus = profile.instance_count * gpus_per_instance(profile.instance_type)
+    if (profile.framework not in PYTORCH_FRAMEWORKS or not is_gpu(profile.instance_type)
+            or gpus == 1):
+        return None
+    launcher = ("pytorchxla, the compiler's launcher" if compiler is CompilerKind.TRAINING_COMPILER
+                else "torch_distributed: torchrun")
+    return (f"launch it on all {gpus} GPUs ({profile.instance_count} x {profile.instance_type}) "
+            f"with a distribution ({launcher}, one process per GPU): with none, SageMaker starts "
+            f"one process per instance and {gpus - profile.instance_count} GPUs sit idle"
+            + (f" while the {profile.instance_count} instances train separate models"
+               if profile.instance_count > 1 else ""))

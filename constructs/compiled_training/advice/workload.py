@@ -8,6 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
+from compiled_training.catalog.instances import instance_type_problem
+from compiled_training_runtime import contract
+
 # Specific names, as a user writes them (lower case; '_' and ' ' read as '-'), by category.
 # ViT counts as vision (TIMM's suite holds it); U-Net as diffusion, the denoiser that Stable
 # Diffusion fine-tunes train.
@@ -30,7 +33,6 @@ PYTORCH_FRAMEWORKS = ("pytorch", "huggingface")
 PRECISIONS = ("fp32", "fp16", "bf16")
 BOTTLENECKS = ("compute", "data-loading", "communication")
 _VERSION = re.compile(r"\d+(\.\d+){0,2}")
-_INSTANCE_TYPE = re.compile(r"ml\.[a-z][a-z0-9-]*\.[a-z0-9-]+")
 
 
 class Verdict(str, Enum):
@@ -72,9 +74,8 @@ class WorkloadProfile:
 
     def __post_init__(self) -> None:
         problems = []
-        if not _INSTANCE_TYPE.fullmatch(self.instance_type):
-            problems.append(f"instance_type must look like 'ml.g5.48xlarge', "
-                            f"got {self.instance_type!r}")
+        if unknown_instance := instance_type_problem(self.instance_type):
+            problems.append(unknown_instance)
         if self.instance_count < 1:
             problems.append(f"instance_count must be at least 1, got {self.instance_count}")
         if not self.hours_per_run > 0:
@@ -82,11 +83,9 @@ class WorkloadProfile:
         if self.runs_per_week < 0:
             problems.append(f"runs_per_week must not be negative, got {self.runs_per_week}")
         if self.precision not in PRECISIONS:
-            problems.append(f"precision must be one of {', '.join(PRECISIONS)}, "
-                            f"got {self.precision!r}")
+            problems.append(contract.not_one_of("precision", self.precision, PRECISIONS))
         if self.bottleneck is not None and self.bottleneck not in BOTTLENECKS:
-            problems.append(f"bottleneck must be one of {', '.join(BOTTLENECKS)}, "
-                            f"got {self.bottleneck!r}")
+            problems.append(contract.not_one_of("bottleneck", self.bottleneck, BOTTLENECKS))
         if self.batch_size is not None and self.batch_size < 1:
             problems.append(f"batch_size must be at least 1, got {self.batch_size}")
         if self.framework_version is not None and not _VERSION.fullmatch(self.framework_version):

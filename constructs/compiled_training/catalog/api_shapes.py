@@ -22,6 +22,8 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from compiled_training_runtime import contract
+
 # Limits in the API's documentation that the model does not carry, by shape name.
 DOCUMENTED_LIMITS: dict[str, dict[str, int]] = {
     # CreateTrainingJob StoppingCondition: "The maximum value is 28 days."
@@ -206,14 +208,16 @@ def shape_problems(value: Any, shape: Any, path: str) -> Iterator[ShapeProblem]:
     elif kind == "string":
         if shape.enum and value not in shape.enum:
             allowed = ", ".join(shape.enum) if len(shape.enum) <= 12 else f"{shape.name} values"
-            yield ShapeProblem(path, f"must be one of {allowed}, got {shown(value)}")
+            yield ShapeProblem(path, f"must be one of {allowed}, got {shown(value)}"
+                                     f"{contract.did_you_mean(value, shape.enum)}")
         elif problem := next(_bounds(path, len(value), limits, " characters", shown(value)),
                              None):
             yield problem
         elif "pattern" in limits and not java_regex(limits["pattern"],
                                                     value.isascii()).fullmatch(value):
             hint = " (a line break is not allowed)" if _LINE_BREAK.search(value) else ""
-            yield ShapeProblem(path, f"must match {limits['pattern']}, got {shown(value)}{hint}")
+            yield ShapeProblem(path, f"must {pattern_in_words(limits['pattern'])}, got "
+                                     f"{shown(value)}{hint}")
     elif kind in _INT_BOUNDS:
         low, high = _INT_BOUNDS[kind]
         yield from _bounds(path, value, {"min": max(limits.get("min", low), low),
@@ -223,6 +227,30 @@ def shape_problems(value: Any, shape: Any, path: str) -> Iterator[ShapeProblem]:
         yield ShapeProblem(path, f"must be a finite number, got {value!r}")
     elif kind in ("float", "double"):
         yield from _bounds(path, value, limits, "")
+
+
+# The model's patterns for the names and texts users write, said in words (tests hold each to
+# a pattern of the model, so a changed one is noticed).
+_ALNUM_HYPHENS = ("hold only letters, digits and hyphens, beginning and ending with a letter "
+                  "or digit")
+PATTERN_WORDS = {
+    "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}": _ALNUM_HYPHENS,
+    "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,119}": _ALNUM_HYPHENS,
+    "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}": _ALNUM_HYPHENS,
+    "[A-Za-z0-9\\.\\-_]+": "hold only letters, digits, '.', '-' and '_'",
+    "([\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*)": "hold only letters, digits, spaces and _ . : / = + - @",
+    "[a-zA-Z_][a-zA-Z0-9_]*": "hold only letters, digits and '_', not beginning with a digit",
+    "[-0-9a-zA-Z]+": "hold only letters, digits and hyphens",
+    "[a-zA-Z0-9:/_-]*": "hold only letters, digits and : / _ -",
+    ".+": "be one line",
+    ".*": "be one line",
+}
+
+
+def pattern_in_words(pattern: str) -> str:
+    """What a value must be to match one of the model's patterns, in words where this module
+    knows them; otherwise the pattern itself."""
+    return PATTERN_WORDS.get(pattern) or f"match the pattern {pattern}"
 
 
 def _of_type(value: Any, kind: str) -> bool:

@@ -75,11 +75,50 @@ def image_config(name: str, scope: str = "training") -> dict[str, Any]:
     return config.get(scope, config)
 
 
+# torchrun is the toolkit's, not the SDK's: every SageMaker PyTorch training DLC from 1.13.1 on
+# installs sagemaker-training (its TorchDistributedRunner) and sagemaker-pytorch-training, which
+# starts that runner whenever `sagemaker_torch_distributed_enabled` is true, whatever the torch
+# version (aws/deep-learning-containers pytorch/training/docker/2.9/py3/cu130/Dockerfile.gpu and
+# 2.10's, their `sagemaker` stage; sagemaker-pytorch-training 3.0.0's training.py; read
+# 2026-11-26). The SDKs' own list (sdk-rules.json) is a validation of theirs that stops at 2.8.0
+# and that they skip when an image is given.
+TORCHRUN_SINCE = "1.13.1"
+"""The first PyTorch whose SageMaker training DLC launches torchrun."""
+
+
 @functools.cache
-def torch_distributed_versions() -> tuple[str, ...]:
-    """The PyTorch versions the SageMaker SDK launches with ``torch_distributed`` on GPUs."""
+def sdk_torch_distributed_versions() -> tuple[str, ...]:
+    """The PyTorch versions the SageMaker SDK launches with ``torch_distributed`` on GPUs
+    without a given image (SDK v3's list, identical to v2's; frozen at 2.8.0)."""
     rules = json.loads((IMAGES / "sdk-rules.json").read_text())
     return tuple(rules["torch_distributed_gpu_versions"])
+
+
+def pytorch_release(version: str) -> str:
+    """A PyTorch version as the image matrix names its release (``2.9`` -> ``2.9.0``)."""
+    config = image_config("pytorch")
+    return str(config.get("version_aliases", {}).get(version, version))
+
+
+def launches_torchrun(pytorch_version: str) -> bool:
+    """Whether a PyTorch version's training image runs ``torch_distributed`` (torchrun)."""
+    return (_release_key(pytorch_release(pytorch_version)) >= _release_key(TORCHRUN_SINCE)
+            or pytorch_version in sdk_torch_distributed_versions())
+
+
+def torch_distributed_versions() -> tuple[str, ...]:
+    """The PyTorch releases with a GPU training DLC that launches torchrun, oldest first."""
+    config = image_config("pytorch")
+    return tuple(version for version, entry in config["versions"].items()
+                 if launches_torchrun(version) and "gpu" in _entry_processors(config, entry))
+
+
+def _entry_processors(config: dict[str, Any], entry: dict[str, Any]) -> list[str]:
+    return list(config.get("processors") or entry.get("processors") or [])
+
+
+def _release_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
 
 
 def training_compiler_releases() -> list[str]:

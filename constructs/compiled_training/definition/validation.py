@@ -7,7 +7,6 @@ SageMaker service model, the API's own description.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,15 +22,17 @@ from compiled_training.catalog.api_shapes import (
     shape_problems,
     shown,
 )
-from compiled_training.catalog.aws_names import s3_uri_problem
-from compiled_training.catalog.dlc import resolve_dlc, torch_distributed_versions
+from compiled_training.catalog.aws_names import s3_uri_problem, split_s3
+from compiled_training.catalog.dlc import TORCHRUN_SINCE, launches_torchrun, resolve_dlc
 from compiled_training.catalog.instances import (
     EFA_INSTANCE_TYPES,
     TRAINING_COMPILER_FAMILIES,
     accelerator,
     gpus_per_instance,
     instance_family,
+    instance_type_problem,
     is_gpu,
+    training_instance_types,
 )
 from compiled_training.definition.entry_point import entry_point_problems
 from compiled_training.definition.training import training_job_arguments
@@ -77,10 +78,6 @@ _PROPS = (
 _PIPELINE_NAMES: WeakKeyDictionary[Any, dict[tuple[str, str, str], Any]] = WeakKeyDictionary()
 
 
-def training_instance_types() -> list[str]:
-    return list(api_shape("TrainingInstanceType").enum)
-
-
 def default_distribution(
     job_compiler: CompilerKind, framework: Framework, instance_type: str, count: int
 ) -> Distribution:
@@ -124,7 +121,7 @@ def check(job: TrainingJob) -> Findings:
     error("pipeline_name", check_api_string("pipeline_name", job.pipeline_name, "PipelineName"))
     _check_resources(job, error)
     _check_hyperparameters(job, error)
-    _check_channels(job, error)
+    _check_channels(job, error, warnings)
     _check_request(job, error, {e.rule for e in errors})
     _check_framework(job, error)
     needs_dlc = not job.image_uri and not job.compiler.is_training_compiler
@@ -160,6 +157,9 @@ def check(job: TrainingJob) -> Findings:
               "(Compiler.training_compiler()); use Distribution.TORCH_DISTRIBUTED otherwise")
     if job.distribution is Distribution.TORCH_DISTRIBUTED:
         _check_torch_distributed(job, error)
+    idle = idle_gpus_message(job)
+    if idle:
+        warnings.append(Finding("IdleGpus", idle))
     smdistributed = job.distribution is Distribution.SMDISTRIBUTED_DATA_PARALLEL
     if smdistributed and not job.compiler.is_training_compiler:
         error("Smdistributed",
@@ -170,10 +170,8 @@ def check(job: TrainingJob) -> Findings:
 
 def _check_resources(job: TrainingJob, error: Any) -> None:
     instance_type = job.instance_type
-    if not is_token(instance_type) and not known_instance_type(instance_type):
-        hint = " (local mode does not exist in a pipeline)" if "local" in instance_type else ""
-        error("instance_type", f"instance_type must be a SageMaker training instance type such as "
-                              f"'ml.g5.48xlarge', got {instance_type!r}{hint}")
+    if not is_token(instance_type):
+        error("instance_type", instance_type_problem(instance_type))
     for field, value, minimum in (
         ("instance_count", job.instance_count, 1),
         ("volume_size_gib", job.volume_size_gib, 1),
@@ -202,7 +200,7 @@ def _check_hyperparameters(job: TrainingJob, error: Any) -> None:
                                      "distribution, entry_point) instead")
 
 
-def _check_channels(job: TrainingJob, error: Any) -> None:
+def _check_channels(job: TrainingJob, error: Any, warnings: list[Finding]) -> None:
     seen: set[str] = set()
     for channel in job.channels:
         if channel.name in seen:
@@ -213,6 +211,21 @@ def _check_channels(job: TrainingJob, error: Any) -> None:
         if problem:
             error("channels", f"channel {channel.name!r} URI {shown(uri)} is not an S3 URI "
                               f"(s3://bucket/key): {problem}")
+        elif not is_token(uri) and (prefix := open_prefix(uri)):
+            warnings.append(Finding("ChannelPrefix", f"channel {channel.name!r} URI {uri!r} "
+                                    f"{prefix}"))
+
+
+def open_prefix(uri: str) -> str | None:
+    """What SageMaker reads for an S3 URI whose last segment looks like a folder but has no
+    trailing '/', or None (a folder with its '/', an object with an extension, a bucket)."""
+    bucket, key = split_s3(uri)
+    last = key.rpartition("/")[2]
+    if not last or "." in last:
+        return None
+    return (f"ends without '/': SageMaker reads every key that begins with {key!r} "
+            f"({key}-2025-11/ and {key}_old.csv included) and the execution role may read "
+            f"s3://{bucket}/{key}*; end it with '/' (s3://{bucket}/{key}/) to mean that folder")
 
 
 def _check_request(job: TrainingJob, error: Any, reported: set[str]) -> None:
@@ -355,6 +368,38 @@ def _check_training_compiler(job: TrainingJob, error: Any, warnings: list[Findin
                                 f"{', '.join(EFA_INSTANCE_TYPES)}"))
 
 
+def idle_gpus(instance_type: str, instance_count: int) -> tuple[int, int]:
+    """(GPUs paid for, GPUs left idle) when SageMaker starts one process per instance, as it
+    does with no distribution."""
+    paid = instance_count * gpus_per_instance(instance_type)
+    return paid, paid - instance_count
+
+
+def idle_gpus_message(job: TrainingJob) -> str | None:
+    """Why a deep-learning job without a launcher wastes what it pays for, and the fix; None
+    where it uses every GPU (a launcher, one GPU on one instance, a built-in algorithm that
+    parallelizes itself, a CPU)."""
+    if (job.distribution is not Distribution.NONE or not job.framework.runs_script
+            or is_token(job.instance_type) or not is_gpu(job.instance_type)
+            or not isinstance(job.instance_count, int)):
+        return None
+    paid, idle = idle_gpus(job.instance_type, job.instance_count)
+    if idle == 0 and job.instance_count == 1:
+        return None
+    launcher = ("Distribution.PYTORCHXLA (Training Compiler's launcher, one process per GPU)"
+                if job.compiler.is_training_compiler and pytorchxla_supported(job.framework)
+                else "Distribution.TORCH_DISTRIBUTED (torchrun, one process per GPU; the "
+                     "script joins the process group, as the README's launch contract says)")
+    waste = [f"{idle} of the {paid} GPUs paid for ({job.instance_count} x "
+             f"{job.instance_type}) stay idle"] if idle else []
+    if job.instance_count > 1:
+        waste.append(f"the {job.instance_count} instances train {job.instance_count} separate "
+                     f"models that never exchange gradients")
+    return (f"distribution is none, so SageMaker starts one process per instance, on one "
+            f"GPU: {' and '.join(waste)}; use {launcher}, or acknowledge this warning where "
+            f"the script itself uses every GPU of its instance")
+
+
 def _check_trainium(job: TrainingJob, error: Any) -> None:
     """Trainium's two paths: the Neuron SDK's PyTorch/XLA (trn1, trn1n, trn2) and native
     TorchNeuron (trn2), each launched by torchrun with one process per NeuronCore."""
@@ -409,12 +454,11 @@ def _check_torch_distributed(job: TrainingJob, error: Any) -> None:
         error("TorchDistributed", f"distribution 'torch_distributed' needs a GPU instance, got "
                                   f"{job.instance_type!r}")
         return
-    supported = torch_distributed_versions()
-    if framework.pytorch_version not in supported:
-        error("TorchDistributed", f"distribution 'torch_distributed' supports PyTorch "
-                                  f"{', '.join(supported)}, got {framework.describe()}")
-
-
+    if not launches_torchrun(framework.pytorch_version):
+        error("TorchDistributed", f"distribution 'torch_distributed' needs PyTorch "
+                                  f"{TORCHRUN_SINCE} or newer (the first SageMaker training "
+                                  f"image whose toolkit launches torchrun), got "
+                                  f"{framework.describe()}")
 
 
 def _trainium(instance_type: str) -> bool:
@@ -437,9 +481,4 @@ def _major(version: str) -> int:
 
 def known_instance_type(instance_type: str) -> bool:
     """A literal instance type the API knows (the instance rule reports the others)."""
-    return not is_token(instance_type) and instance_type in _training_instance_types()
-
-
-@functools.lru_cache(maxsize=1)
-def _training_instance_types() -> frozenset[str]:
-    return frozenset(training_instance_types())
+    return not is_token(instance_type) and instance_type in training_instance_types()

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import jsii
-from aws_cdk import CfnResource, Stack
+from aws_cdk import (
+    CfnResource,
+    IPolicyValidationContext,
+    PolicyValidationPluginReport,
+    PolicyViolation,
+    Stack,
+)
 from aws_cdk import aws_sagemaker as sagemaker
 from cdk_nag import IApplyRule, NagMessageLevel, NagPack, NagRuleCompliance
 
@@ -113,6 +119,21 @@ def _multi_gpu_without_xla(step: TrainingStep) -> bool | None:
         return None
     multi_gpu = step.instance_count > 1 or gpus_per_instance(step.instance_type) > 1
     return not multi_gpu or step.flag(contract.HP_PYTORCH_XLA_MULTI_WORKER)
+
+
+# The switches by which the training toolkit starts a launcher (torchrun, xla_spawn, MPI,
+# SageMaker's data-parallel library) instead of one `python script` per instance.
+_LAUNCHERS = (contract.HP_TORCH_DISTRIBUTED, contract.HP_PYTORCH_XLA_MULTI_WORKER,
+              "sagemaker_distributed_dataparallel_enabled", "sagemaker_mpi_enabled")
+
+
+def _every_gpu_used(step: TrainingStep) -> bool | None:
+    runs_script = "sagemaker_program" in step.hyperparameters
+    if not runs_script or step.training_compiler or not is_gpu(step.instance_type):
+        return None  # a built-in algorithm parallelizes itself; CT4 speaks for the compiler
+    if any(step.flag(launcher) for launcher in _LAUNCHERS):
+        return True
+    return step.instance_count == 1 and gpus_per_instance(step.instance_type) == 1
 
 
 def _workload_rule(
@@ -251,6 +272,13 @@ RULES: tuple[Rule, ...] = (
          "trn2.48xlarge, 2 on trn1.2xlarge) x the instances, over tensor_parallel_size x "
          "pipeline_parallel_size; otherwise the job fails or trains on another batch.",
          _batch_divides),
+    Rule("CT14", NagMessageLevel.WARN,
+         "The training step runs its script on more than one GPU without a launcher.",
+         "With no distribution SageMaker starts one process per instance, on one GPU: the "
+         "other GPUs of each instance sit idle and several instances train separate models. "
+         "Enable torchrun (sagemaker_torch_distributed_enabled, the torch_distributed "
+         "distribution) and have the script join the process group.",
+         _every_gpu_used),
 )
 
 
@@ -310,20 +338,41 @@ def training_steps(node: CfnResource) -> list[TrainingStep]:
 
 
 class CompiledTrainingChecks(NagPack):
-    """Rules CT1-CT13 for pipelines that train with a compiler (CT11-CT13: Neuron on
-    Trainium)."""
+    """Rules CT1-CT14 for pipelines that train deep-learning models, most with a compiler
+    (CT11-CT13: Neuron on Trainium; CT14: GPUs a job pays for and leaves idle).
+
+    Errors fail the synth; warnings and informational findings are reported (in the console
+    and ``validation-report.json``) without failing it, as cdk-nag 2 did: cdk-nag 3's packs
+    fail on any finding, which would make an informational one (CT9) a hard stop."""
 
     def __init__(self, scope: IConstruct | None = None, *, verbose: bool | None = None) -> None:
         super().__init__(scope, verbose=verbose)
         self._pack_name = PACK
+        self._pipelines_checked = 0
 
     @property
     def name(self) -> str:
         return PACK
 
+    def validate(self, context: IPolicyValidationContext) -> PolicyValidationPluginReport:
+        self._pipelines_checked = 0
+        report = super().validate(context)
+        violations = list(report.violations)
+        if not violations:
+            # CDK leaves a plugin that found nothing out of the report; this line shows it ran.
+            violations.append(PolicyViolation(
+                rule_name=f"{PACK}-Summary", severity="info", violating_resources=[],
+                description=f"{PACK} checked {self._pipelines_checked} pipeline"
+                            f"{'' if self._pipelines_checked == 1 else 's'} against "
+                            f"{RULES[0].id}-{RULES[-1].id}: no findings"))
+        return PolicyValidationPluginReport(
+            success=all(v.severity != "error" for v in violations), violations=violations,
+            metadata=report.metadata, plugin_version=report.plugin_version)
+
     def _check_resource(self, node: CfnResource) -> None:
         if not isinstance(node, sagemaker.CfnPipeline):
             return
+        self._pipelines_checked += 1
         for rule in RULES:
             # jsii's protocol declares setters that cdk-nag never calls: read-only suffices.
             self._apply_rule(cast(IApplyRule, _AppliedRule(rule, node)))

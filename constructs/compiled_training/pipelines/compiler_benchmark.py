@@ -379,8 +379,8 @@ class CompilerBenchmark(PipelineBase):
             problems.append(f"channels must include {contract.CHANNEL_VALIDATION!r} (quality "
                             f"is compared on it), got {names}")
         if self.quality_metric not in contract.QUALITY_METRICS:
-            problems.append(f"quality_metric must be one of "
-                            f"{', '.join(contract.QUALITY_METRICS)}, got {self.quality_metric!r}")
+            problems.append(contract.not_one_of("quality_metric", self.quality_metric,
+                                                contract.QUALITY_METRICS))
         for field, value, (low, high) in (
                 ("speedup_threshold", speedup_threshold, SPEEDUP_THRESHOLD_LIMITS),
                 ("quality_tolerance", quality_tolerance, QUALITY_TOLERANCE_LIMITS)):

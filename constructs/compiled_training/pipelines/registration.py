@@ -44,6 +44,7 @@ from compiled_training.wiring.dlc_uri import dlc_image_uri
 from compiled_training.wiring.functions import RoleMaker, step_function
 from compiled_training.wiring.policy import InlinePolicy
 from compiled_training.wiring.stack_reads import format_arn, stack_of
+from compiled_training_runtime import contract
 from constructs import Construct
 
 if TYPE_CHECKING:
@@ -138,8 +139,8 @@ def resolve(where: str, options: ModelRegistration, job: TrainingJob, image_uri:
         problems.append(f"model_package_group_name must be 1-63 letters, digits and hyphens, "
                         f"starting and ending with a letter or digit, got {name!r}")
     if options.approval_status not in APPROVAL_STATUSES:
-        problems.append(f"approval_status must be one of {', '.join(APPROVAL_STATUSES)}, got "
-                        f"{options.approval_status!r}")
+        problems.append(contract.not_one_of("approval_status", options.approval_status,
+                                            APPROVAL_STATUSES))
     declared = declared_metrics(job)
     gate = None
     metric = options.gate_metric

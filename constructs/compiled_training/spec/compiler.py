@@ -47,10 +47,8 @@ class Compiler:
         """``torch.compile`` on a current PyTorch 2.x Deep Learning Container."""
         check_arguments(Compiler.torch_compile, locals())
         if mode not in contract.TORCH_COMPILE_MODES:
-            raise ValueError(
-                f"Compiler.torch_compile mode must be one of "
-                f"{', '.join(contract.TORCH_COMPILE_MODES)}, got {mode!r}"
-            )
+            raise ValueError(contract.not_one_of("Compiler.torch_compile mode", mode,
+                                                 contract.TORCH_COMPILE_MODES))
         return Compiler(CompilerKind.TORCH_COMPILE, mode=mode)
 
     @staticmethod
@@ -71,8 +69,8 @@ class Compiler:
         """
         check_arguments(Compiler.neuron_xla, locals())
         if model_type not in contract.NEURON_MODEL_TYPES:
-            raise ValueError(f"Compiler.neuron_xla model_type must be one of "
-                             f"{', '.join(contract.NEURON_MODEL_TYPES)}, got {model_type!r}")
+            raise ValueError(contract.not_one_of("Compiler.neuron_xla model_type", model_type,
+                                                 contract.NEURON_MODEL_TYPES))
         if precompile_steps < 1:
             raise ValueError(f"Compiler.neuron_xla precompile_steps must be at least 1, got "
                              f"{precompile_steps}")

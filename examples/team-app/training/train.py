@@ -1,0 +1,166 @@
+"""A team's own entry point that keeps compiled-training's whole launch contract.
+
+Plain PyTorch, no compiled-training import: copy it and replace the model and the data. What
+each part is for (the README's "launch contract" lists the same):
+
+- Launchers. SageMaker starts this file one of three ways: ``python train.py ARGS`` (no
+  distribution), ``torchrun ... train.py ARGS`` (``torch_distributed``: one process per GPU,
+  ``WORLD_SIZE``/``RANK``/``LOCAL_RANK`` set) or AWS's ``xla_spawn`` (``pytorchxla``), which
+  imports it as a module and calls ``_mp_fn(index)`` in each process.
+- Arguments. Every hyperparameter arrives as ``--name value``, the library's own switches
+  among them (``--compiled_training_torch_compile true``): read the ones you know and accept
+  the rest (``parse_known_args``). The ``sagemaker_*`` switches come in ``SM_FRAMEWORK_PARAMS``.
+- The compiler. ``Compiler.torch_compile()`` sends ``compiled_training_torch_compile`` (and
+  ``_mode``, ``_backend``): this script compiles its model with them. Training Compiler sends
+  ``sagemaker_training_compiler_enabled``; its images compile through XLA, which this plain
+  script does not use (the library's runtime does).
+- Metrics. SageMaker reads metrics from the log with the regexes the pipeline declares:
+  ``[metrics] name=value`` lines (``train_loss``, ``samples_per_second``, ``validation_loss``,
+  ``validation_accuracy``), the last match being the final value that the registration gate
+  compares. Printed from rank 0 only, every ``log_every`` steps, never a tensor (``.item()``
+  once per logged step, not per step).
+- Checkpoints. ``/opt/ml/checkpoints`` (the base folder's ``checkpoints`` when
+  ``SAGEMAKER_BASE_DIR`` is set) is synced with S3 on spot jobs: save to it and resume from it,
+  and on SIGTERM (a spot interruption) save before exiting.
+- The model goes to ``SM_MODEL_DIR``; SageMaker packs it as ``model.tar.gz``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+BASE = Path(os.environ.get("SAGEMAKER_BASE_DIR", "/opt/ml"))
+CHECKPOINT = BASE / "checkpoints" / "checkpoint.pt"
+
+
+def arguments(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--batch_size", type=int, default=64)
+    parser.add_argument("--learning_rate", type=float, default=1e-3)
+    parser.add_argument("--max_steps", type=int, default=0)  # a pre-compilation step sends it
+    parser.add_argument("--log_every", type=int, default=10)
+    parser.add_argument("--checkpoint_every", type=int, default=50)
+    parser.add_argument("--compiled_training_torch_compile", default="false")
+    parser.add_argument("--compiled_training_torch_compile_mode", default="default")
+    parser.add_argument("--compiled_training_torch_compile_backend", default="inductor")
+    known, _unknown = parser.parse_known_args(argv)  # hyperparameters of other tools
+    return known
+
+
+def load(channel: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """A channel's JSON lines, ``{"features": [...], "label": k}``, as tensors."""
+    folder = Path(os.environ[f"SM_CHANNEL_{channel.upper()}"])
+    rows = [json.loads(line) for path in sorted(folder.glob("*.jsonl"))
+            for line in path.read_text().splitlines() if line.strip()]
+    return (torch.tensor([row["features"] for row in rows], dtype=torch.float32),
+            torch.tensor([row["label"] for row in rows]))
+
+
+def metrics(**values: float) -> None:
+    print("[metrics] " + " ".join(f"{name}={value:.6g}" for name, value in values.items()),
+          flush=True)
+
+
+def main() -> None:
+    args = arguments(sys.argv[1:])
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    if distributed:  # torchrun: one process per GPU
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    rank = dist.get_rank() if distributed else 0
+    world = dist.get_world_size() if distributed else 1
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
+    torch.manual_seed(0)
+
+    features, labels = load("train")
+    model = nn.Sequential(nn.Linear(features.shape[1], 128), nn.ReLU(),
+                          nn.Linear(128, int(labels.max()) + 1)).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.learning_rate)
+    start_step = 0
+    if CHECKPOINT.exists():  # a spot restart: resume where the last checkpoint left off
+        state = torch.load(CHECKPOINT, map_location=device)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        start_step = state["step"]
+    if distributed:
+        model = nn.parallel.DistributedDataParallel(model)
+    step_model = model
+    # The toolkit decodes the "true" SageMaker passes and hands the script "True".
+    if args.compiled_training_torch_compile.lower() == "true":
+        mode = args.compiled_training_torch_compile_mode
+        backend = args.compiled_training_torch_compile_backend
+        if rank == 0:
+            print(f"compiling the step with torch.compile (mode={mode}, backend={backend})")
+        step_model = torch.compile(model, mode=mode, backend=backend)
+
+    stop = {"now": False}
+    signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
+
+    def save(step: int) -> None:
+        if rank == 0:
+            CHECKPOINT.parent.mkdir(parents=True, exist_ok=True)
+            unwrapped = model.module if distributed else model
+            torch.save({"model": unwrapped.state_dict(), "optimizer": optimizer.state_dict(),
+                        "step": step}, CHECKPOINT)
+
+    # Each rank takes its own slice; full batches only, so every step has one shape.
+    shard = torch.arange(rank, len(labels), world)
+    per_epoch = len(shard) // args.batch_size
+    total = args.max_steps or args.epochs * per_epoch
+    step, began = start_step, time.perf_counter()
+    while step < total and not stop["now"]:
+        order = shard[torch.randperm(len(shard), generator=torch.Generator().manual_seed(step))]
+        for first in range(0, per_epoch * args.batch_size, args.batch_size):
+            batch = order[first:first + args.batch_size]
+            x, y = features[batch].to(device), labels[batch].to(device)
+            loss = nn.functional.cross_entropy(step_model(x), y)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            step += 1
+            if step % args.log_every == 0 and rank == 0:
+                seconds = time.perf_counter() - began
+                metrics(step=step, train_loss=loss.item(),
+                        samples_per_second=args.log_every * args.batch_size * world / seconds)
+                began = time.perf_counter()
+            if step % args.checkpoint_every == 0:
+                save(step)
+            if step >= total or stop["now"]:
+                break
+    if stop["now"]:
+        save(step)
+        sys.exit(143)  # interrupted: SageMaker restarts the job from the checkpoint
+
+    if rank == 0:
+        validation_x, validation_y = load("validation")
+        model.eval()
+        with torch.no_grad():
+            logits = model(validation_x.to(device))
+            loss = nn.functional.cross_entropy(logits, validation_y.to(device))
+            accuracy = (logits.argmax(1).cpu() == validation_y).float().mean()
+        metrics(step=step, validation_loss=loss.item(), validation_accuracy=accuracy.item())
+        unwrapped = model.module if distributed else model
+        model_dir = Path(os.environ.get("SM_MODEL_DIR", BASE / "model"))
+        model_dir.mkdir(parents=True, exist_ok=True)
+        torch.save(unwrapped.state_dict(), model_dir / "model.pt")
+    if distributed:
+        dist.destroy_process_group()
+
+
+def _mp_fn(index: int) -> None:  # AWS's xla_spawn (pytorchxla) calls this in each process
+    main()
+
+
+if __name__ == "__main__":
+    main()

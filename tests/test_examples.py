@@ -1,0 +1,112 @@
+"""examples/team-app: a team's own app and entry point, as the README points newcomers to.
+
+Synthesized as a user runs it (its own process, its own cdk.json's flags) through the same
+validators as the reference platform; its ``train.py`` trained as SageMaker launches it: the
+real training toolkit with the PyTorch DLCs' launcher logic, under torchrun with two ranks on
+this CPU (a stand-in ``nvidia-smi`` gives the toolkit its GPU count; gloo stands in for NCCL),
+on scikit-learn's bundled digits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compiled_training.definition.sourcedir import build_sourcedir
+from compiled_training_runtime import contract
+from compiled_training_runtime.local import digits, job_folder
+from tests.helpers import ROOT, cfn_lint, definitions, substitute_expressions
+from tests.runtime.harness import run_with_toolkit
+
+EXAMPLE = ROOT / "examples" / "team-app"
+
+
+@pytest.fixture(scope="module")
+def example_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example synthesized in its own process, from its own folder, as ``cdk synth``
+    runs it (``python app.py`` with the CLI's output folder and its cdk.json's context)."""
+    out = tmp_path_factory.mktemp("example.out")
+    context = json.loads((EXAMPLE / "cdk.json").read_text())["context"]
+    env = {**os.environ, "CDK_OUTDIR": str(out), "CDK_CONTEXT_JSON": json.dumps(context),
+           "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+    result = subprocess.run([sys.executable, "app.py"], cwd=EXAMPLE, env=env,
+                            capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return out
+
+
+def _template(out: Path) -> dict[str, Any]:
+    return dict(json.loads((out / "RankingTraining.template.json").read_text()))
+
+
+def test_its_cdk_json_carries_every_flag_the_pinned_cdk_recommends():
+    import aws_cdk
+
+    jsii = Path(aws_cdk.__file__).parent / "_jsii"
+    (bundle,) = jsii.glob("aws-cdk-lib@*.jsii.tgz")
+    with tarfile.open(bundle) as archive:
+        member = archive.extractfile("package/recommended-feature-flags.json")
+        assert member is not None
+        recommended = json.loads(member.read())
+    assert json.loads((EXAMPLE / "cdk.json").read_text())["context"] == recommended
+
+
+def test_the_example_synthesizes_clean(example_out):
+    template_path = example_out / "RankingTraining.template.json"
+    assert cfn_lint(str(template_path)) == []
+    report = json.loads((example_out / "validation-report.json").read_text())
+    plugins = {p["pluginName"]: p for p in report["pluginReports"]}
+    assert {name: p["conclusion"] for name, p in plugins.items()} == {
+        "AwsSolutions": "success", "CompiledTraining": "success"}
+    # The pack ran and found nothing: its summary line says so.
+    assert [v["ruleName"] for v in plugins["CompiledTraining"]["violations"]] == [
+        "CompiledTraining-Summary"]
+    # No synth warning was left to acknowledge (no idle GPU, no folder-like channel URI).
+    metadata = json.loads((example_out / "RankingTraining.metadata.json").read_text())
+    assert not [entry for entries in metadata.values() for entry in entries
+                if entry["type"] == "aws:cdk:warning"]
+
+
+def test_its_entry_point_trains_under_torchrun_as_the_pipeline_launches_it(example_out,
+                                                                          tmp_path):
+    (definition,) = definitions(_template(example_out))
+    defaults = {p["Name"]: p["DefaultValue"] for p in definition["Parameters"]}
+    (step,) = [s for s in definition["Steps"] if s["Type"] == "Training"]
+    arguments = substitute_expressions(step["Arguments"], defaults)
+    hyperparameters = dict(arguments["HyperParameters"])
+    assert hyperparameters[contract.HP_TORCH_DISTRIBUTED] == "true"
+    assert hyperparameters[contract.HP_TORCH_COMPILE] == "true"
+    code = tmp_path / "sourcedir.tar.gz"
+    code.write_bytes(build_sourcedir(EXAMPLE / "training"))
+    hyperparameters["sagemaker_submit_directory"] = json.dumps(str(code))
+    # Fewer steps than the pipeline's 3 epochs; everything else as the pipeline sends it.
+    hyperparameters.update(max_steps="40", log_every="10", checkpoint_every="20")
+    train, validation = digits()
+    base = job_folder(tmp_path / "opt_ml", hyperparameters, train=train, validation=validation)
+
+    result = run_with_toolkit(base, gpus=2)
+
+    logs = result.stdout + result.stderr
+    assert result.returncode == 0, logs[-6000:]
+    assert re.search(r"torchrun --nnodes 1 --nproc_per_node 2 train\.py ", logs)
+    # The compiler switch reached the script, which compiled its step with the job's settings.
+    assert "compiling the step with torch.compile (mode=default, backend=inductor)" in logs
+    # SageMaker's metric extraction: each declared regex over the logs, the last match final.
+    declared = {m["Name"]: m["Regex"] for m in arguments["AlgorithmSpecification"][
+        "MetricDefinitions"]}
+    final = {name: float(re.findall(regex, logs)[-1]) for name, regex in declared.items()}
+    assert set(final) == set(contract.METRIC_NAMES)
+    # The gate compares validation_accuracy: digits are learnt well past chance in 40 steps.
+    assert final["validation_accuracy"] > 0.5
+    assert (base / "model" / "model.pt").is_file()
+    assert (base / "checkpoints" / "checkpoint.pt").is_file()
+    # Rank 0 alone reports: one final line, not one a rank.
+    assert len(re.findall(declared["validation_accuracy"], logs)) == 1
