@@ -26,9 +26,25 @@ COMPILERS = (COMPILER_TRAINING_COMPILER, COMPILER_TORCH_COMPILE, COMPILER_NEURON
 
 
 def did_you_mean(value: object, allowed: Iterable[str]) -> str:
-    """`` (did you mean 'x'?)`` with the allowed value closest to a misspelled one, or ""."""
-    close = difflib.get_close_matches(str(value), list(allowed), n=1, cutoff=0.75)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    """`` (did you mean 'x'?)`` with the allowed value closest to a misspelled one, or "".
+    Equally close values are told apart by the longer shared end (``m6i.12xlarge`` is
+    ``ml.m6i.12xlarge``, not ``ml.r6i.12xlarge``), then by their order in ``allowed``."""
+    text, choices = str(value), list(allowed)
+    close = difflib.get_close_matches(text, choices, n=5, cutoff=0.75)
+    if not close:
+        return ""
+
+    def closeness(choice: str) -> tuple[float, int, int]:
+        ratio = difflib.SequenceMatcher(None, text, choice).ratio()
+        return round(ratio, 9), _shared(text[::-1], choice[::-1]), _shared(text, choice)
+
+    best = max(close, key=lambda choice: (closeness(choice), -choices.index(choice)))
+    return f" (did you mean {best!r}?)"
+
+
+def _shared(a: str, b: str) -> int:
+    """The length of the prefix two strings share."""
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
 def not_one_of(field: str, value: object, allowed: Iterable[str]) -> str:

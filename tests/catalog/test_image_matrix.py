@@ -18,7 +18,9 @@ from compiled_training import Framework
 from compiled_training.catalog.dlc import (
     IMAGES,
     image_config,
+    launches_torchrun,
     resolve_dlc,
+    sdk_torch_distributed_versions,
     torch_distributed_versions,
 )
 from scripts.image_matrix import CONFIGS, RULES
@@ -41,9 +43,21 @@ def test_shipped_file_is_the_sdk_v3_configuration_byte_for_byte(sdk_v3_core, nam
     assert source["files"][f"{name}.json"]["sha256"] == hashlib.sha256(shipped).hexdigest()
 
 
-def test_torch_distributed_versions_are_the_sdk_v3s(sdk_v3_core):
-    assert list(torch_distributed_versions()) == read_rules(sdk_v3_core / "fw_utils.py")
+def test_the_sdks_torch_distributed_list_is_the_sdk_v3s(sdk_v3_core):
+    assert list(sdk_torch_distributed_versions()) == read_rules(sdk_v3_core / "fw_utils.py")
     assert json.loads((IMAGES / RULES).read_text())["torch_distributed_gpu_versions"]
+
+
+def test_torchrun_runs_on_every_gpu_training_image_from_1_13_1_and_on_the_sdks_list():
+    # The images' toolkit launches torchrun from 1.13.1 on (catalog/dlc.py cites it): every
+    # GPU image since, 2.9.0 and 2.10.0 past the SDKs' list included, and nothing older.
+    images = image_config("pytorch")["versions"]
+    assert list(torch_distributed_versions()) == [
+        v for v in images if tuple(map(int, v.split("."))) >= (1, 13, 1)]
+    assert {"2.9.0", "2.10.0"} <= set(torch_distributed_versions())
+    assert all(launches_torchrun(v) for v in sdk_torch_distributed_versions())
+    assert not any(launches_torchrun(v) for v in ("1.12.1", "1.12", "1.11.0", "1.8.1"))
+    assert launches_torchrun("2.9") and launches_torchrun("1.13")  # short spellings
 
 
 def test_nothing_unlisted_ships():

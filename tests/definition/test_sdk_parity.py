@@ -34,8 +34,9 @@ from compiled_training.catalog.dlc import (
     sdk_torch_distributed_versions,
 )
 from compiled_training.catalog.instances import accelerator, gpus_per_instance
+from compiled_training.definition.launchers import default_distribution
 from compiled_training.definition.training import build_definition
-from compiled_training.definition.validation import check, default_distribution, known_instance_type
+from compiled_training.definition.validation import check, known_instance_type
 from compiled_training.spec.job import TrainingJob
 from compiled_training_runtime import contract
 from tests.definition.sdk_oracle import SDK_OUTPUT, SdkCase, sdk_training_arguments
@@ -188,10 +189,10 @@ def _defaults_to_pytorchxla(case: SdkCase) -> bool:
 
 
 def _torchrun_past_the_sdks_list(case: SdkCase) -> bool:
+    torch = str(case.pytorch_version or case.version)
     return (case.distribution is Distribution.TORCH_DISTRIBUTED and not case.compiled
             and accelerator(case.instance_type) == "nvidia" and bool(_image_uri(case))
-            and launches_torchrun(case.version)
-            and case.version not in sdk_torch_distributed_versions())
+            and launches_torchrun(torch) and torch not in sdk_torch_distributed_versions())
 
 
 DIFFERENCES = [
@@ -360,3 +361,19 @@ def test_a_neuron_xla_job_on_trainium_sends_what_the_sdk_sends_given_the_image()
         "NEURON_COMPILE_CACHE_URL": "s3://output-bucket/parity/neuron-compile-cache/"}
     assert ours["AlgorithmSpecification"] == sdk["AlgorithmSpecification"]
     assert ours["ResourceConfig"]["InstanceType"] == sdk["ResourceConfig"]["InstanceType"]
+
+
+@pytest.mark.parametrize(("version", "py_version"), [("2.9.0", "py312"), ("2.10.0", "py313")])
+def test_torchrun_past_the_sdks_list_sends_what_the_sdk_sends_given_the_image(version, py_version):
+    """PyTorch 2.9 and 2.10: images neither SDK v2 (frozen at 2.8.0) resolves nor lists for
+    torch_distributed; given the image, as its own rule allows, it builds the same step."""
+    case = SdkCase("pytorch", version, None, py_version, "ml.g5.12xlarge", 2,
+                   Distribution.TORCH_DISTRIBUTED, False)
+    assert _our_errors(case) == []
+    assert sdk_training_arguments(case, SOURCE) is None  # no image of its own
+    sdk = sdk_training_arguments(case, SOURCE, image_uri=_image_uri(case))
+    assert sdk is not None
+    ours = _arguments(case)
+    assert ours["HyperParameters"] == sdk["HyperParameters"]
+    assert ours["HyperParameters"]["sagemaker_torch_distributed_enabled"] == "true"
+    assert ours["AlgorithmSpecification"] == sdk["AlgorithmSpecification"]

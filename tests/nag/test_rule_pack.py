@@ -30,19 +30,27 @@ COMPLIANT_STEP = {
 }
 
 
-def _findings(tmp_path: Path, build) -> dict[str, str]:
-    """Rule id -> level of every CompiledTraining finding in the app's validation report."""
+def _synth(tmp_path: Path, build) -> tuple[bool, dict]:
+    """Whether the app's synth failed, and the pack's section of its validation report."""
     stack = new_stack(outdir=tmp_path)
     app = stack.node.root
     cdk.Validations.of(app).add_plugins(CompiledTrainingChecks(app))
     build(stack)
+    failed = False
     try:
         app.synth()
     except Exception as error:  # ValidationFailed comes through jsii as a RuntimeError
         assert "ValidationFailed" in str(error)
+        failed = True
     report = json.loads((tmp_path / "validation-report.json").read_text())
-    return {v["ruleName"]: v["severity"]
-            for p in report["pluginReports"] for v in p.get("violations", [])}
+    (section,) = [p for p in report["pluginReports"] if p["pluginName"] == "CompiledTraining"]
+    return failed, section
+
+
+def _findings(tmp_path: Path, build) -> dict[str, str]:
+    """Rule id -> level of every CompiledTraining finding (the summary line aside)."""
+    return {v["ruleName"]: v["severity"] for v in _synth(tmp_path, build)[1]["violations"]
+            if v["ruleName"] != "CompiledTraining-Summary"}
 
 
 # Neuron's PyTorch/XLA path on Trainium, as a hand-built pipeline writes it: the NeuronX
@@ -55,6 +63,15 @@ NEURON_STEP = {
                         "global_batch_size": "256", "micro_batch_size": "2"},
     "Environment": {"NEURON_CC_FLAGS": "--model-type=transformer",
                     "NEURON_COMPILE_CACHE_URL": "s3://b/p/neuron-compile-cache/"},
+}
+
+
+# A script on a 4-GPU instance with no launcher, as an SDK pipeline with no distribution writes it.
+EAGER_STEP = {
+    "AlgorithmSpecification": {"TrainingImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.9.0-gpu-py312",
+                               "TrainingInputMode": "File"},
+    "ResourceConfig": {"InstanceType": "ml.g5.12xlarge", "InstanceCount": 1, "VolumeSizeInGB": 30},
+    "HyperParameters": {"sagemaker_program": '"train.py"', "epochs": "3"},
 }
 
 
@@ -100,11 +117,13 @@ NON_COMPLIANT = {
     # 32 NeuronCores x 2 (micro batch) = 64 a step: 100 does not divide.
     "CT13": _raw({"HyperParameters": {**NEURON_STEP["HyperParameters"],
                                       "global_batch_size": "100"}}, base=NEURON_STEP),
+    "CT14": _raw({"AlgorithmSpecification": {**EAGER_STEP["AlgorithmSpecification"]}},
+                 base=EAGER_STEP),
 }
 
 
 def test_every_rule_has_id_info_explanation_and_level():
-    assert [r.id for r in RULES] == [f"CT{i}" for i in range(1, 14)]
+    assert [r.id for r in RULES] == [f"CT{i}" for i in range(1, 15)]
     for rule in RULES:
         assert rule.info and rule.explanation and rule.level
 
@@ -113,6 +132,72 @@ def test_every_rule_has_id_info_explanation_and_level():
 def test_non_compliant_pipeline_is_reported(tmp_path, rule_id):
     findings = _findings(tmp_path, NON_COMPLIANT[rule_id])
     assert f"CompiledTraining-{rule_id}" in findings
+
+
+@pytest.mark.parametrize("changes", [
+    {"HyperParameters": {**EAGER_STEP["HyperParameters"],
+                         "sagemaker_torch_distributed_enabled": "true"}},
+    {"ResourceConfig": {**EAGER_STEP["ResourceConfig"], "InstanceType": "ml.g5.2xlarge"}},
+])
+def test_a_script_on_every_gpu_or_on_one_gpu_leaves_none_idle(tmp_path, changes):
+    assert _findings(tmp_path, _raw(changes, base=EAGER_STEP)) == {}
+
+
+def test_a_built_in_algorithm_on_several_gpus_is_not_held_to_the_launcher_rule(tmp_path):
+    step = {"AlgorithmSpecification": {
+        "TrainingImage": "683313688378.dkr.ecr.us-east-1.amazonaws.com/sagemaker-xgboost:1.7-1",
+        "TrainingInputMode": "File"}, "HyperParameters": {"num_round": "100"},
+        "ResourceConfig": {**EAGER_STEP["ResourceConfig"], "InstanceCount": 2}}
+    assert _findings(tmp_path, _raw(step, base=EAGER_STEP)) == {}
+
+
+def test_only_errors_fail_the_synth_and_warnings_are_reported(tmp_path):
+    failed, section = _synth(tmp_path, NON_COMPLIANT["CT14"])
+    assert not failed and section["conclusion"] == "success"
+    assert [(v["ruleName"], v["severity"]) for v in section["violations"]] == [
+        ("CompiledTraining-CT14", "warning")]
+
+
+def test_an_error_still_fails_the_synth(tmp_path):
+    failed, section = _synth(tmp_path, NON_COMPLIANT["CT1"])
+    assert failed and section["conclusion"] == "failure"
+
+
+def test_the_report_shows_the_pack_ran_where_it_found_nothing(tmp_path):
+    failed, section = _synth(tmp_path, _raw({}, base=EAGER_STEP | {"ResourceConfig": {
+        **EAGER_STEP["ResourceConfig"], "InstanceType": "ml.g5.2xlarge"}}))
+    assert not failed and section["conclusion"] == "success"
+    assert [(v["ruleName"], v["severity"], v["description"]) for v in section["violations"]] == [
+        ("CompiledTraining-Summary", "info",
+         "CompiledTraining checked 1 pipeline against CT1-CT14: no findings")]
+
+
+def test_a_training_compiler_pipeline_synthesizes_with_its_frozen_notice(tmp_path, source_dir):
+    # A newcomer's first pipeline: CT9 is informational and never fails the synth.
+    def build(stack):
+        TrainingPipeline(stack, "Bert", pipeline_name="bert", framework=Framework.pytorch("1.13.1"),
+                         compiler=Compiler.training_compiler(), instance_type="ml.g5.48xlarge",
+                         source_dir=source_dir, entry_point="train.py")
+    failed, section = _synth(tmp_path, build)
+    assert not failed
+    assert [v["ruleName"] for v in section["violations"]] == ["CompiledTraining-CT9"]
+
+
+def test_an_acknowledged_finding_leaves_the_report_as_acknowledged(tmp_path, source_dir):
+    # The README's one line, on the pipeline, with its reason.
+    def build(stack):
+        pipeline = TrainingPipeline(
+            stack, "Bert", pipeline_name="bert", framework=Framework.pytorch("1.13.1"),
+            compiler=Compiler.training_compiler(), instance_type="ml.g5.48xlarge",
+            source_dir=source_dir, entry_point="train.py")
+        cdk.Validations.of(pipeline).acknowledge(cdk.Acknowledgment(
+            id="CompiledTraining::CompiledTraining-CT9",
+            reason="We keep Training Compiler's last release until our benchmark says otherwise."))
+    failed, section = _synth(tmp_path, build)
+    assert not failed
+    assert [v["ruleName"] for v in section.get("suppressedViolations", [])] == [
+        "CompiledTraining-CT9"]
+    assert section["violations"] == [] and section["conclusion"] == "success"
 
 
 def test_compliant_raw_pipeline_only_gets_the_frozen_notice(tmp_path):

@@ -340,7 +340,11 @@ def test_every_definition_variant_passes_the_validators(source_dir):
     ({"hyperparameters": {"sagemaker_program": "x.py"}}, r"'sagemaker_program' is reserved"),
     ({"hyperparameters": {"notes": "x" * 2499}}, r"hyperparameters: HyperParameters\['notes'\] must be at most 2500 characters, got '\"x+'\.\.\. \(2501 characters\) \(as sent: with the sagemaker_\* entries compiled-training adds, values JSON-encoded\)$"),
     ({"hyperparameters": {"k" * 257: 1}}, r"hyperparameters: HyperParameters key must be at most 256 characters, got 'k+'\.\.\. \(257 characters\)"),
-    ({"pipeline_name": "bert_training"}, r"pipeline_name must match \[a-zA-Z0-9\]\(-\*\[a-zA-Z0-9\]\)\{0,255\}, got 'bert_training'"),
+    ({"pipeline_name": "bert_training"}, r"pipeline_name must hold only letters, digits and hyphens, beginning and ending with a letter or digit, got 'bert_training'$"),
+    ({"instance_type": "ml.g5.12xlage"}, r"instance_type must be a SageMaker training instance type such as 'ml.g5.48xlarge', got 'ml.g5.12xlage' \(did you mean 'ml.g5.12xlarge'\?\)$"),
+    ({"compiler": Compiler.none(), "framework": Framework.pytorch("1.12.1"),
+      "distribution": Distribution.TORCH_DISTRIBUTED},
+     r"distribution 'torch_distributed' needs PyTorch 1.13.1 or newer \(the first SageMaker training image whose toolkit launches torchrun\), got PyTorch 1.12.1$"),
     ({"pipeline_name": "a" * 257}, r"pipeline_name must be at most 256 characters, got 'aaaa.*\.\.\. \(257 characters\)"),
     ({"channels": [InputChannel("train", "s3://a-bucket/x/"), InputChannel("train", "s3://a-bucket/y/")]},
      r"channel names must be unique, got 'train' twice"),
@@ -379,7 +383,7 @@ def test_fails_with_all_problems_in_one_message(source_dir):
     ({"channels": [InputChannel("train", Parameter.string("TrainUri", "s3://team-data/" + "a" * 1010))]},
      r"channels: InputDataConfig\[0\].DataSource.S3DataSource.S3Uri must be at most 1024 characters"),
     ({"channels": [InputChannel("train!", "s3://team-data/x/")]},
-     r"channels: InputDataConfig\[0\].ChannelName must match \[A-Za-z0-9\\.\\-_\]\+, got 'train!'$"),
+     r"channels: InputDataConfig\[0\].ChannelName must hold only letters, digits, '.', '-' and '_', got 'train!'$"),
     ({"hyperparameters": {"text": "é" * 500}},
      r"hyperparameters: HyperParameters\['text'\] must be at most 2500 characters, got '\"\\\\u00e9.*'\.\.\. \(3002 characters\)"),
     ({"hyperparameters": {f"h{i}": i for i in range(97)}},
@@ -389,7 +393,7 @@ def test_fails_with_all_problems_in_one_message(source_dir):
     ({"description": "x" * 3073},
      r"description must be at most 3072 characters, got 'x+'\.\.\. \(3073 characters\)$"),
     ({"description": "Trains BERT.\nOwner: nlp"},
-     r"description must match \.\*, got 'Trains BERT.\\nOwner: nlp' \(a line break is not allowed\)$"),
+     r"description must be one line, got 'Trains BERT.\\nOwner: nlp' \(a line break is not allowed\)$"),
     # What a template cannot carry: YAML readers (cfn-lint's) refuse these unescaped.
     ({"description": "Trains\x7fBERT"},
      r"description must not contain the control character U\+007F, which a template cannot carry; got 'Trains\\x7fBERT'$"),
@@ -548,6 +552,79 @@ def test_a_name_derived_from_the_construct_path_warns_that_a_rename_strands_the_
         f"{name}/ in the output bucket and leaves its models, outputs and checkpoints under the "
         f"old one; pass pipeline_name='{name}' to keep them "
         r"\[ack: compiled-training:TrainingPipeline:NamedByPath\]$"))
+
+
+@pytest.mark.parametrize("version", ["2.9.0", "2.10.0"])
+def test_current_pytorch_trains_on_every_gpu_under_torchrun(source_dir, version):
+    # The SageMaker SDKs' torch_distributed list stops at 2.8.0; the images' toolkit does not.
+    stack = new_stack()
+    _pipeline(stack, source_dir, framework=Framework.pytorch(version),
+              compiler=Compiler.torch_compile(), instance_type="ml.g5.12xlarge",
+              instance_count=2, distribution=Distribution.TORCH_DISTRIBUTED,
+              pipeline_name="ltr-ranker")
+    hyperparameters = _arguments(stack)["HyperParameters"]
+    assert hyperparameters["sagemaker_torch_distributed_enabled"] == "true"
+    assert hyperparameters["sagemaker_instance_type"] == '"ml.g5.12xlarge"'  # as the SDK sends it
+    assert _arguments(stack)["AlgorithmSpecification"]["TrainingImage"].endswith(
+        f"/pytorch-training:{version}-gpu-{'py312' if version == '2.9.0' else 'py313'}")
+    Annotations.from_stack(stack).has_no_warning("*", Match.any_value())
+
+
+@pytest.mark.parametrize(("overrides", "idle"), [
+    ({"instance_type": "ml.g5.12xlarge", "instance_count": 2},
+     r"6 of the 8 GPUs paid for \(2 x ml.g5.12xlarge\) stay idle and the 2 instances train 2 "
+     r"separate models that never exchange gradients"),
+    ({"instance_type": "ml.p4d.24xlarge"},
+     r"7 of the 8 GPUs paid for \(1 x ml.p4d.24xlarge\) stay idle;"),
+    ({"instance_type": "ml.g5.xlarge", "instance_count": 3},
+     r"the 3 instances train 3 separate models that never exchange gradients;"),
+])
+def test_warns_naming_the_gpus_a_job_without_a_launcher_leaves_idle(source_dir, overrides, idle):
+    stack = new_stack()
+    _pipeline(stack, source_dir, framework=Framework.pytorch("2.9.0"),
+              compiler=Compiler.torch_compile(), pipeline_name="ltr-ranker", **overrides)
+    Annotations.from_stack(stack).has_warning("/Team/Bert", Match.string_like_regexp(
+        r"^distribution is none, so SageMaker starts one process per instance, on one GPU: "
+        + idle + r".*use Distribution.TORCH_DISTRIBUTED \(torchrun, one process per GPU.*"
+        r"\[ack: compiled-training:TrainingPipeline:IdleGpus\]$"))
+
+
+@pytest.mark.parametrize("overrides", [
+    {"instance_type": "ml.g5.xlarge"},  # one GPU on one instance: nothing idles
+    {"instance_type": "ml.g5.12xlarge", "distribution": Distribution.TORCH_DISTRIBUTED},
+    {"instance_type": "ml.m5.xlarge", "compiler": Compiler.none(), "instance_count": 2},
+    {"framework": Framework.xgboost("1.7-1"), "compiler": Compiler.none(), "entry_point": None,
+     "source_dir": None, "instance_type": "ml.g5.12xlarge", "instance_count": 2},
+])
+def test_no_idle_gpu_warning_where_every_gpu_works_or_none_is_paid_for(source_dir, overrides):
+    stack = new_stack()
+    props = {"framework": Framework.pytorch("2.9.0"), "compiler": Compiler.torch_compile(),
+             "pipeline_name": "ltr-ranker", "source_dir": source_dir, **overrides}
+    _pipeline(stack, **props)
+    Annotations.from_stack(stack).has_no_warning("/Team/Bert", Match.string_like_regexp("IdleGpus"))
+
+
+@pytest.mark.parametrize(("uri", "read"), [
+    ("s3://acme-data/ltr/train", "ltr/train"),
+    (Parameter.string("TrainUri", "s3://acme-data/ltr/train"), "ltr/train"),
+    ("s3://acme-data/train", "train"),
+])
+def test_warns_on_a_channel_uri_that_names_a_folder_without_its_slash(source_dir, uri, read):
+    stack = new_stack()
+    _pipeline(stack, source_dir, pipeline_name="ltr", channels=[InputChannel("train", uri)])
+    Annotations.from_stack(stack).has_warning("/Team/Bert", Match.string_like_regexp(
+        f"^channel 'train' URI 's3://acme-data/{read}' ends without '/': SageMaker reads every "
+        f"key that begins with '{read}' .* the execution role may read s3://acme-data/{read}\\*; "
+        f"end it with '/' \\(s3://acme-data/{read}/\\) to mean that folder "
+        r"\[ack: compiled-training:TrainingPipeline:ChannelPrefix\]$"))
+
+
+@pytest.mark.parametrize("uri", ["s3://acme-data/ltr/train/", "s3://acme-data/ltr/train.csv",
+                                 "s3://acme-data/ltr/part-0.jsonl.gz"])
+def test_no_channel_warning_for_a_folder_with_its_slash_or_a_single_object(source_dir, uri):
+    stack = new_stack()
+    _pipeline(stack, source_dir, pipeline_name="ltr", channels=[InputChannel("train", uri)])
+    Annotations.from_stack(stack).has_no_warning("*", Match.any_value())
 
 
 def test_no_warning_for_the_recommended_setup(source_dir):

@@ -144,7 +144,7 @@ def test_fails_on_a_wrong_type_for_runtime_image(overrides, message):
 
 @pytest.mark.parametrize(("factory", "kind", "message"), [
     (lambda: Parameter.integer("Bad Name!", "three"), TypeError,
-     r"^Parameter 'Bad Name!' has 2 problems:\n  - name must match \[A-Za-z0-9\\-_\]\*, got 'Bad Name!'\n  - default \(Integer\) must be an int, got str 'three'$"),
+     r"^Parameter 'Bad Name!' has 2 problems:\n  - name must hold only letters, digits, '-' and '_', got 'Bad Name!'\n  - default \(Integer\) must be an int, got str 'three'$"),
     (lambda: Parameter.integer("Epochs", 3.0), TypeError, r"^Parameter 'Epochs': default \(Integer\) must be an int, got float 3.0$"),
     (lambda: Parameter.integer("Epochs", 2**60), ValueError, r"^Parameter 'Epochs': default \(Integer\) must be within ±9007199254740991"),
     (lambda: Parameter.float("Lr", float("nan")), ValueError, r"^Parameter 'Lr': default \(Float\) must be a finite number, got nan$"),

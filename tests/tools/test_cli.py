@@ -104,7 +104,16 @@ def test_the_installed_command_runs_without_starting_the_cdk():
     ("workloads: [\n  - name: a\n  framework: [", r"malformed YAML at line \d+"),
     ("workloads:\n  - name: bert\n    framework: pytorch\n", r"workload 'bert': missing field 'model_family'"),
     (WORKLOADS.read_text().replace("ml.m6i.12xlarge", "m6i.12xlarge"),
-     r"workload 'tabular': instance_type must look like 'ml.g5.48xlarge', got 'm6i.12xlarge'"),
+     r"workload 'tabular': instance_type must be a SageMaker training instance type such as "
+     r"'ml.g5.48xlarge', got 'm6i.12xlarge' \(did you mean 'ml.m6i.12xlarge'\?\)$"),
+    # A typo that still looks like an instance type (the README's newcomer) is not priced as
+    # "unknown" and advised: CreateTrainingJob's own list refuses it.
+    (WORKLOADS.read_text().replace("ml.g5.12xlarge", "ml.g5.12xlage"),
+     r"workload 'creative': instance_type must be a SageMaker training instance type such as "
+     r"'ml.g5.48xlarge', got 'ml.g5.12xlage' \(did you mean 'ml.g5.12xlarge'\?\)$"),
+    (WORKLOADS.read_text().replace("precision: fp16", "precision: fp61", 1),
+     r"workload 'document-classification': precision must be one of fp32, fp16, bf16, got "
+     r"'fp61' \(did you mean 'fp16'\?\)$"),
     (WORKLOADS.read_text().replace('framework_version: "2.5"', "framework_version: 2.10"),
      r"workload 'llm-fine-tune': field 'framework_version' must be a quoted version such as "
      r"'2.10', got 2.1$"),

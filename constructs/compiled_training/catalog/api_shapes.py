@@ -3,7 +3,7 @@
 One generic walk over an input shape (`shape_problems`): types, required and unknown members,
 enums, minimum and maximum (values, lengths, item counts) and full-match patterns, plus the
 few limits the API documents but the model does not encode. The model's patterns are Java
-regular expressions; `java_regex` reads them.
+regular expressions; `java_patterns` reads them and says them in words.
 """
 
 from __future__ import annotations
@@ -15,13 +15,11 @@ import json
 import math
 import re
 import struct
-import sys
-import unicodedata
 from collections.abc import Iterator, Mapping
-from itertools import groupby
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from compiled_training.catalog.java_patterns import LINE_BREAK, java_regex, pattern_in_words
 from compiled_training_runtime import contract
 
 # Limits in the API's documentation that the model does not carry, by shape name.
@@ -215,7 +213,7 @@ def shape_problems(value: Any, shape: Any, path: str) -> Iterator[ShapeProblem]:
             yield problem
         elif "pattern" in limits and not java_regex(limits["pattern"],
                                                     value.isascii()).fullmatch(value):
-            hint = " (a line break is not allowed)" if _LINE_BREAK.search(value) else ""
+            hint = " (a line break is not allowed)" if LINE_BREAK.search(value) else ""
             yield ShapeProblem(path, f"must {pattern_in_words(limits['pattern'])}, got "
                                      f"{shown(value)}{hint}")
     elif kind in _INT_BOUNDS:
@@ -227,30 +225,6 @@ def shape_problems(value: Any, shape: Any, path: str) -> Iterator[ShapeProblem]:
         yield ShapeProblem(path, f"must be a finite number, got {value!r}")
     elif kind in ("float", "double"):
         yield from _bounds(path, value, limits, "")
-
-
-# The model's patterns for the names and texts users write, said in words (tests hold each to
-# a pattern of the model, so a changed one is noticed).
-_ALNUM_HYPHENS = ("hold only letters, digits and hyphens, beginning and ending with a letter "
-                  "or digit")
-PATTERN_WORDS = {
-    "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}": _ALNUM_HYPHENS,
-    "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,119}": _ALNUM_HYPHENS,
-    "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}": _ALNUM_HYPHENS,
-    "[A-Za-z0-9\\.\\-_]+": "hold only letters, digits, '.', '-' and '_'",
-    "([\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*)": "hold only letters, digits, spaces and _ . : / = + - @",
-    "[a-zA-Z_][a-zA-Z0-9_]*": "hold only letters, digits and '_', not beginning with a digit",
-    "[-0-9a-zA-Z]+": "hold only letters, digits and hyphens",
-    "[a-zA-Z0-9:/_-]*": "hold only letters, digits and : / _ -",
-    ".+": "be one line",
-    ".*": "be one line",
-}
-
-
-def pattern_in_words(pattern: str) -> str:
-    """What a value must be to match one of the model's patterns, in words where this module
-    knows them; otherwise the pattern itself."""
-    return PATTERN_WORDS.get(pattern) or f"match the pattern {pattern}"
 
 
 def _of_type(value: Any, kind: str) -> bool:
@@ -311,83 +285,6 @@ def is_token(value: Any) -> bool:
     if isinstance(value, float):
         return struct.unpack("<Q", struct.pack("<d", value))[0] >> 48 == _NUMBER_TOKEN_BITS
     return False
-
-
-# --- Java's regular expressions -----------------------------------------------------------
-
-# Java reads "." as any character but a line terminator; Python's "." excludes only "\n".
-_JAVA_DOT = "[^\\n\\r\\u0085\\u2028\\u2029]"
-_LINE_BREAK = re.compile(_JAVA_DOT.replace("[^", "["))
-# The model writes supplementary characters as UTF-16 surrogate pairs.
-_SURROGATE_RANGE = "\\uD800\\uDC00-\\uDBFF\\uDFFF"
-
-
-@functools.cache
-def java_regex(pattern: str, ascii_value: bool = False) -> re.Pattern[str]:
-    """A pattern of the service model (a Java regular expression) as Python's ``re``.
-
-    ``\\p{...}`` classes and ``.`` follow Java; for an ASCII value the Unicode classes reduce
-    to their ASCII members, which spares building the full Unicode tables on every synth.
-    Raises ValueError on a construct this translation does not know.
-    """
-    out: list[str] = []
-    in_class = False
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith(_SURROGATE_RANGE, i):
-            out.append("\\U00010000-\\U0010FFFF")
-            i += len(_SURROGATE_RANGE)
-            continue
-        named = re.match(r"\\p\{(\w+)\}", pattern[i:])
-        if named:
-            body = _java_class(named[1], ascii_value)
-            out.append(body if in_class else f"[{body}]")
-            i += len(named[0])
-            continue
-        char = pattern[i]
-        if char == "\\":
-            out.append(pattern[i:i + 2])
-            i += 2
-            continue
-        if char == "[":
-            in_class = True
-        elif char == "]":
-            in_class = False
-        quantified_end = re.match(r"\$\{\d*,?\d*\}", pattern[i:])
-        if char == "$" and not in_class and quantified_end:
-            # Java takes a quantifier on the end anchor (``$``{1,128}, CustomerMetadataKey) as
-            # the anchor itself; the length is the shape's min and max, checked apart.
-            out.append("$")
-            i += len(quantified_end[0])
-            continue
-        out.append(_JAVA_DOT if char == "." and not in_class else char)
-        i += 1
-    return re.compile("".join(out))
-
-
-def _java_class(name: str, ascii_value: bool) -> str:
-    if name == "Alnum":  # a POSIX class: ASCII in Java
-        return "A-Za-z0-9"
-    if len(name) != 1 or name not in "CLMNPSZ":
-        raise ValueError(f"unsupported Java character class \\p{{{name}}}")
-    if ascii_value:
-        return "".join(re.escape(chr(code)) for code in range(128)
-                       if unicodedata.category(chr(code))[0] == name)
-    ranges = _unicode_ranges()[name]
-    return "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in ranges)
-
-
-@functools.lru_cache(maxsize=1)
-def _unicode_ranges() -> dict[str, list[tuple[int, int]]]:
-    """Code point ranges by Unicode major category (L, N, Z...)."""
-    ranges: dict[str, list[tuple[int, int]]] = {}
-    start = 0
-    categories = map(unicodedata.category, map(chr, range(sys.maxunicode + 1)))
-    for major, run in groupby(categories, key=lambda category: category[0]):
-        length = sum(1 for _ in run)
-        ranges.setdefault(major, []).append((start, start + length - 1))
-        start += length
-    return ranges
 
 
 # --- pipeline definitions ------------------------------------------------------------------

@@ -23,21 +23,27 @@ from compiled_training.catalog.api_shapes import (
     shown,
 )
 from compiled_training.catalog.aws_names import s3_uri_problem, split_s3
-from compiled_training.catalog.dlc import TORCHRUN_SINCE, launches_torchrun, resolve_dlc
+from compiled_training.catalog.dlc import resolve_dlc
 from compiled_training.catalog.instances import (
     EFA_INSTANCE_TYPES,
     TRAINING_COMPILER_FAMILIES,
     accelerator,
-    gpus_per_instance,
     instance_family,
     instance_type_problem,
     is_gpu,
     training_instance_types,
 )
 from compiled_training.definition.entry_point import entry_point_problems
+from compiled_training.definition.launchers import (
+    idle_gpus_message,
+    major,
+    pytorchxla_from,
+    pytorchxla_supported,
+    torch_distributed_problem,
+    trainium,
+)
 from compiled_training.definition.training import training_job_arguments
 from compiled_training.spec.compiler import CompilerKind
-from compiled_training.spec.framework import Framework
 from compiled_training.spec.job import Distribution, TrainingJob
 
 RESERVED_HYPERPARAMETER_PREFIX = "sagemaker_"
@@ -78,31 +84,6 @@ _PROPS = (
 _PIPELINE_NAMES: WeakKeyDictionary[Any, dict[tuple[str, str, str], Any]] = WeakKeyDictionary()
 
 
-def default_distribution(
-    job_compiler: CompilerKind, framework: Framework, instance_type: str, count: int
-) -> Distribution:
-    """On Trainium, torchrun (one process per NeuronCore); ``pytorchxla`` when a Training
-    Compiler job spans more than one GPU on a version that has it; else none (what the SDK
-    runs when no distribution is given)."""
-    if _trainium(instance_type) or job_compiler is CompilerKind.NEURON_XLA:
-        return Distribution.TORCH_DISTRIBUTED
-    if job_compiler is CompilerKind.TRAINING_COMPILER and pytorchxla_supported(framework) and (
-        count > 1 or gpus_per_instance(instance_type) > 1
-    ):
-        return Distribution.PYTORCHXLA
-    return Distribution.NONE
-
-
-def _pytorchxla_from(framework: Framework) -> tuple[int, int]:
-    # The SDK's thresholds: pytorchxla from PyTorch 1.12 (Hugging Face: 1.11).
-    return (1, 11) if framework.name == "huggingface" else (1, 12)
-
-
-def pytorchxla_supported(framework: Framework) -> bool:
-    """Whether Training Compiler's ``pytorchxla`` launcher exists for this version."""
-    return _minor(framework.pytorch_version or "0") >= _pytorchxla_from(framework)
-
-
 def check_api_string(field: str, value: str, shape_name: str) -> str | None:
     """The message for a string the API's shape rejects (length, pattern, enum), or None."""
     problem = next(shape_problems(value, api_shape(shape_name), field), None)
@@ -125,7 +106,7 @@ def check(job: TrainingJob) -> Findings:
     _check_request(job, error, {e.rule for e in errors})
     _check_framework(job, error)
     needs_dlc = not job.image_uri and not job.compiler.is_training_compiler
-    native = job.compiler.kind is CompilerKind.TORCH_COMPILE and _trainium(job.instance_type)
+    native = job.compiler.kind is CompilerKind.TORCH_COMPILE and trainium(job.instance_type)
     if needs_dlc and native:
         error("Image", f"the native TorchNeuron backend has no public Deep Learning Container "
                        f"({neuron.native_image_status()}): pass your TorchNeuron image as "
@@ -136,8 +117,8 @@ def check(job: TrainingJob) -> Findings:
             resolve_dlc(job.framework, job.compiler.is_training_compiler, job.instance_type)
         except ValueError as no_image:
             error("Image", str(no_image))
-    if _trainium(job.instance_type):
-        _check_trainium(job, error)
+    if trainium(job.instance_type):
+        _checktrainium(job, error)
     elif job.compiler.kind is CompilerKind.NEURON_XLA and is_token(job.instance_type):
         warnings.append(Finding("NeuronXlaInstanceToken", "instance_type is a token, so "
                                 "Compiler.neuron_xla() cannot check that it is Trainium nor set "
@@ -149,14 +130,14 @@ def check(job: TrainingJob) -> Findings:
                                    f"{job.instance_type!r}; on GPUs use Compiler.torch_compile()")
     if job.compiler.kind is CompilerKind.TRAINING_COMPILER:
         _check_training_compiler(job, error, warnings)
-    elif job.distribution is Distribution.PYTORCHXLA and _trainium(job.instance_type):
+    elif job.distribution is Distribution.PYTORCHXLA and trainium(job.instance_type):
         pass  # _check_trainium names the Trainium launcher
     elif job.distribution is Distribution.PYTORCHXLA:
         error("XlaWithoutCompiler",
               "distribution 'pytorchxla' runs only with Training Compiler "
               "(Compiler.training_compiler()); use Distribution.TORCH_DISTRIBUTED otherwise")
     if job.distribution is Distribution.TORCH_DISTRIBUTED:
-        _check_torch_distributed(job, error)
+        error("TorchDistributed", torch_distributed_problem(job))
     idle = idle_gpus_message(job)
     if idle:
         warnings.append(Finding("IdleGpus", idle))
@@ -312,7 +293,7 @@ def _check_framework(job: TrainingJob, error: Any) -> None:
         for problem in entry_point_problems(job.entry_point, job.distribution, job.source_dir):
             error("EntryPoint", problem)
     if job.compiler.kind is CompilerKind.TORCH_COMPILE and framework.pytorch_version and (
-        _major(framework.pytorch_version) < 2
+        major(framework.pytorch_version) < 2
     ):
         error("TorchCompileVersion", f"torch.compile needs PyTorch 2.0 or newer, got "
                                      f"{framework.describe()}")
@@ -349,7 +330,7 @@ def _check_training_compiler(job: TrainingJob, error: Any, warnings: list[Findin
     xla = pytorchxla_supported(framework)
     if job.distribution is Distribution.PYTORCHXLA and not xla:
         error("CompilerDistribution", f"distribution 'pytorchxla' needs PyTorch "
-                                      f"{'.'.join(map(str, _pytorchxla_from(framework)))} or "
+                                      f"{'.'.join(map(str, pytorchxla_from(framework)))} or "
                                       f"newer with Training Compiler, got {framework.describe()}")
     if job.distribution is Distribution.TORCH_DISTRIBUTED and xla:
         error("CompilerDistribution", f"'pytorchxla' is the only distribution Training "
@@ -368,39 +349,7 @@ def _check_training_compiler(job: TrainingJob, error: Any, warnings: list[Findin
                                 f"{', '.join(EFA_INSTANCE_TYPES)}"))
 
 
-def idle_gpus(instance_type: str, instance_count: int) -> tuple[int, int]:
-    """(GPUs paid for, GPUs left idle) when SageMaker starts one process per instance, as it
-    does with no distribution."""
-    paid = instance_count * gpus_per_instance(instance_type)
-    return paid, paid - instance_count
-
-
-def idle_gpus_message(job: TrainingJob) -> str | None:
-    """Why a deep-learning job without a launcher wastes what it pays for, and the fix; None
-    where it uses every GPU (a launcher, one GPU on one instance, a built-in algorithm that
-    parallelizes itself, a CPU)."""
-    if (job.distribution is not Distribution.NONE or not job.framework.runs_script
-            or is_token(job.instance_type) or not is_gpu(job.instance_type)
-            or not isinstance(job.instance_count, int)):
-        return None
-    paid, idle = idle_gpus(job.instance_type, job.instance_count)
-    if idle == 0 and job.instance_count == 1:
-        return None
-    launcher = ("Distribution.PYTORCHXLA (Training Compiler's launcher, one process per GPU)"
-                if job.compiler.is_training_compiler and pytorchxla_supported(job.framework)
-                else "Distribution.TORCH_DISTRIBUTED (torchrun, one process per GPU; the "
-                     "script joins the process group, as the README's launch contract says)")
-    waste = [f"{idle} of the {paid} GPUs paid for ({job.instance_count} x "
-             f"{job.instance_type}) stay idle"] if idle else []
-    if job.instance_count > 1:
-        waste.append(f"the {job.instance_count} instances train {job.instance_count} separate "
-                     f"models that never exchange gradients")
-    return (f"distribution is none, so SageMaker starts one process per instance, on one "
-            f"GPU: {' and '.join(waste)}; use {launcher}, or acknowledge this warning where "
-            f"the script itself uses every GPU of its instance")
-
-
-def _check_trainium(job: TrainingJob, error: Any) -> None:
+def _checktrainium(job: TrainingJob, error: Any) -> None:
     """Trainium's two paths: the Neuron SDK's PyTorch/XLA (trn1, trn1n, trn2) and native
     TorchNeuron (trn2), each launched by torchrun with one process per NeuronCore."""
     instance_type, kind = job.instance_type, job.compiler.kind
@@ -445,38 +394,9 @@ def _check_trainium(job: TrainingJob, error: Any) -> None:
                                        f"{', '.join(multi_node)}")
 
 
-def _check_torch_distributed(job: TrainingJob, error: Any) -> None:
-    framework = job.framework
-    if framework.pytorch_version is None or is_token(job.instance_type) or _trainium(
-            job.instance_type):
-        return  # on Trainium the image is always given, which the SDK checks no version of
-    if not is_gpu(job.instance_type):
-        error("TorchDistributed", f"distribution 'torch_distributed' needs a GPU instance, got "
-                                  f"{job.instance_type!r}")
-        return
-    if not launches_torchrun(framework.pytorch_version):
-        error("TorchDistributed", f"distribution 'torch_distributed' needs PyTorch "
-                                  f"{TORCHRUN_SINCE} or newer (the first SageMaker training "
-                                  f"image whose toolkit launches torchrun), got "
-                                  f"{framework.describe()}")
-
-
-def _trainium(instance_type: str) -> bool:
-    return not is_token(instance_type) and accelerator(instance_type) == "trainium"
-
-
 def _any_gpu(instance_type: str) -> str:
     return instance_type if not is_token(instance_type) and is_gpu(instance_type) \
         else "ml.g5.xlarge"
-
-
-def _minor(version: str) -> tuple[int, int]:
-    parts = [int(p) for p in re.findall(r"\d+", version)[:2]] + [0, 0]
-    return parts[0], parts[1]
-
-
-def _major(version: str) -> int:
-    return _minor(version)[0]
 
 
 def known_instance_type(instance_type: str) -> bool:

@@ -24,7 +24,7 @@ from compiled_training.catalog.dlc import DlcImage, resolve_dlc
 from compiled_training.catalog.instances import gpus_per_instance
 from compiled_training.catalog.neuron import is_trainium
 from compiled_training.catalog.prices import PRICES_SOURCE, price_per_hour
-from compiled_training.definition import validation
+from compiled_training.definition import launchers, validation
 from compiled_training.definition.benchmark import (
     ComparisonJob,
     arm_step_name,
@@ -300,7 +300,7 @@ class CompilerBenchmark(PipelineBase):
         torch.compile, the compiler's own launcher for Training Compiler, torchrun (one
         process per NeuronCore) on Trainium."""
         if arm.compiler.is_training_compiler or is_trainium(arm.instance_type):
-            return validation.default_distribution(arm.compiler.kind, framework,
+            return launchers.default_distribution(arm.compiler.kind, framework,
                                                    arm.instance_type, arm.instance_count)
         multi_gpu = arm.instance_count > 1 or (
             validation.known_instance_type(arm.instance_type)

@@ -10,7 +10,7 @@ from aws_cdk import Annotations
 from aws_cdk import aws_sagemaker as sagemaker
 from typing_extensions import Unpack  # typing's from Python 3.11
 
-from compiled_training.definition import validation
+from compiled_training.definition import launchers
 from compiled_training.definition.registration import add_registration
 from compiled_training.definition.training import build_definition
 from compiled_training.pipelines.base import PipelineBase
@@ -55,7 +55,7 @@ class TrainingPipeline(PipelineBase):
         super().__init__(scope, construct_id, options=props,
                          compiler=props.get("compiler") or Compiler.none())
         framework, compiler = self.framework, self.compiler
-        self.distribution = props.get("distribution") or validation.default_distribution(
+        self.distribution = props.get("distribution") or launchers.default_distribution(
             compiler.kind, framework, self.instance_type,
             self.instance_count if isinstance(self.instance_count, int) else 1)
         policy = InlinePolicy()
