@@ -263,3 +263,71 @@ def test_a_vpc_gives_jobs_with_a_route_out_a_warning_or_a_clear_error(source_dir
 def test_reserved_ssm_prefixes_are_refused_in_any_case(name):
     assert ssm_parameter_name_problem(name) == (
         "must not begin with 'aws' or 'ssm' (any case): SSM reserves them")
+
+
+# --- typos in closed sets, folder-like channel URIs -----------------------------------------
+
+def _instance_types() -> list[str]:
+    from compiled_training.catalog.instances import training_instance_types
+
+    return list(training_instance_types())
+
+
+def _typos(values: list[str]) -> st.SearchStrategy[str]:
+    """An allowed value with one character dropped, doubled or replaced."""
+    def typo(value: str, at: int, kind: int, char: str) -> str:
+        at %= len(value)
+        return (value[:at] + value[at + 1:], value[:at] + value[at] * 2 + value[at + 1:],
+                value[:at] + char + value[at + 1:])[kind]
+    return st.builds(typo, st.sampled_from(values), st.integers(0, 40), st.integers(0, 2),
+                     st.sampled_from("xl.0-9_"))
+
+
+@PURE
+@given(value=_typos(_instance_types()))
+def test_a_misspelled_instance_type_is_refused_with_a_real_one_suggested(value):
+    from compiled_training.catalog.instances import instance_type_problem
+
+    problem = instance_type_problem(value)
+    if value in _instance_types():  # the "typo" happened to spell another type
+        assert problem is None
+        return
+    assert problem is not None and problem.startswith(
+        f"instance_type must be a SageMaker training instance type such as 'ml.g5.48xlarge', "
+        f"got {value!r}")
+    suggested = re.findall(r"\(did you mean '([^']+)'\?\)$", problem)
+    assert all(s in _instance_types() for s in suggested)
+    # One edit away from a real type: close enough to be named (a suggestion, not silence).
+    if len(value) >= 10 and value.startswith("ml."):
+        assert suggested, problem
+
+
+def _prefix_read(uri: str) -> bool:
+    """S3 reads a key prefix: a URI means "this folder" only with its trailing '/', and one
+    whose last segment has an extension names an object (restated from S3's ListObjects)."""
+    key = uri.split("/", 3)[3] if uri.count("/") >= 3 else ""
+    last = key.split("/")[-1]
+    return bool(last) and "." not in last
+
+
+channel_uris = st.builds(
+    lambda parts, end: "s3://team-data/" + "/".join(parts) + end,
+    st.lists(st.sampled_from(["ltr", "train", "2025-11", "part-0", "data"]), min_size=1,
+             max_size=3),
+    st.sampled_from(["", "/", ".csv", ".jsonl.gz", "/part-0.parquet"]))
+
+
+@SYNTH
+@given(uri=channel_uris)
+def test_a_channel_uri_warns_exactly_when_sagemaker_would_read_a_prefix(source_dir, uri):
+    stack = new_stack()
+    TrainingPipeline(stack, "Bert", source_dir=source_dir, pipeline_name="bert",
+                     **_job(channels=[InputChannel("train", uri)]))
+    annotations = Annotations.from_stack(stack)
+    warning = Match.string_like_regexp(
+        f"^channel 'train' URI {re.escape(repr(uri))} ends without '/': SageMaker reads every "
+        f"key that begins with .* end it with '/' \\({re.escape(uri)}/\\) to mean that folder")
+    if _prefix_read(uri):
+        annotations.has_warning("/Team/Bert", warning)
+    else:
+        annotations.has_no_warning("/Team/Bert", Match.string_like_regexp("ChannelPrefix"))

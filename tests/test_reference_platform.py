@@ -257,6 +257,7 @@ def test_two_synths_are_byte_identical(tmp_path):
          r"DocumentClassification: .*Training Compiler does not support PyTorch 2.1.0.*PyTorch 1.13.1.*Compiler.torch_compile"),
         ("Tabular", "instance_count", "two", r"Tabular.instance_count: must be a int, got 'two'"),
         ("Creative", "compiler", "xla", r"Creative: compiler must be one of training-compiler, torch-compile, neuron-xla, none, got 'xla'"),
+        ("Creative", "compiler", "torch_compile", r"Creative: compiler must be one of training-compiler, torch-compile, neuron-xla, none, got 'torch_compile' \(did you mean 'torch-compile'\?\)$"),
         ("Creative", "gpu_count", 8, r"Creative.gpu_count: is not a known key"),
         ("Tabular", "schedule", {"expression": "cron(0 2 * * * *)"},
          r"Tabular: RetrainingSchedule Tabular/Schedule: cron expression must set exactly one of day-of-month and day-of-week"),

@@ -314,6 +314,23 @@ def test_torch_compile_is_benchmarked_on_one_pytorch_2_image(source_dir):
     assert contract.HP_TORCH_COMPILE not in baseline["HyperParameters"]
 
 
+@pytest.mark.parametrize("version", ["2.9.0", "2.10.0"])
+def test_torch_compile_on_current_pytorch_uses_every_gpu_of_both_arms_by_default(source_dir,
+                                                                               version):
+    # The SDKs' torch_distributed list stops at 2.8.0; the benchmark's own default must not.
+    stack = new_stack()
+    source_dir.mkdir(parents=True, exist_ok=True)
+    (source_dir / "train.py").write_text(SAMPLE_ENTRY_POINT)
+    _benchmark(stack, source_dir, framework=Framework.pytorch(version),
+               compiler=Compiler.torch_compile(), pipeline_name="sd-trial")
+    (definition,) = definitions(Template.from_stack(stack).to_json())
+    steps = _steps(definition)
+    for arm in ("TrainBaseline", "TrainCompiler"):
+        hyperparameters = steps[arm]["Arguments"]["HyperParameters"]
+        assert hyperparameters[contract.HP_TORCH_DISTRIBUTED] == "true", arm
+    Annotations.from_stack(stack).has_no_warning("*", Match.string_like_regexp("IdleGpus"))
+
+
 def test_spot_arms_draw_a_warning(source_dir):
     stack = new_stack()
     _benchmark(stack, source_dir, spot=True)
