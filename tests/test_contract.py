@@ -61,10 +61,15 @@ def test_the_runtime_names_the_compiler_the_api_switched_on_as_the_api_does(comp
     assert [kind.value for kind in CompilerKind] == list(contract.COMPILERS)
 
 
-@pytest.mark.parametrize("name", ["xla", "eager", "torch.compile", "Training-Compiler"])
-def test_fails_on_a_compiler_name_outside_the_vocabulary_listing_the_allowed_ones(name):
+@pytest.mark.parametrize(("name", "nearest"), [
+    ("xla", ""), ("eager", ""), ("torch.compile", " (did you mean 'torch-compile'?)"),
+    ("Training-Compiler", " (did you mean 'training-compiler'?)"),
+    ("torch_compile", " (did you mean 'torch-compile'?)"),
+])
+def test_fails_on_a_compiler_name_outside_the_vocabulary_listing_the_allowed_ones(name, nearest):
     with pytest.raises(ValueError, match=rf"^--compiler must be one of training-compiler, "
-                                         rf"torch-compile, neuron-xla, none, got '{re.escape(name)}'$"):
+                                         rf"torch-compile, neuron-xla, none, got "
+                                         rf"'{re.escape(name)}'{re.escape(nearest)}$"):
         contract.check_compiler(name, "--compiler")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping
 
@@ -36,15 +37,11 @@ def did_you_mean(value: object, allowed: Iterable[str]) -> str:
 
     def closeness(choice: str) -> tuple[float, int, int]:
         ratio = difflib.SequenceMatcher(None, text, choice).ratio()
-        return round(ratio, 9), _shared(text[::-1], choice[::-1]), _shared(text, choice)
+        shared_end = len(os.path.commonprefix([text[::-1], choice[::-1]]))
+        return round(ratio, 9), shared_end, len(os.path.commonprefix([text, choice]))
 
     best = max(close, key=lambda choice: (closeness(choice), -choices.index(choice)))
     return f" (did you mean {best!r}?)"
-
-
-def _shared(a: str, b: str) -> int:
-    """The length of the prefix two strings share."""
-    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
 def not_one_of(field: str, value: object, allowed: Iterable[str]) -> str:

@@ -10,12 +10,15 @@ from hypothesis import strategies as st
 from compiled_training.advice.advisor import FACTORS, Verdict, WorkloadProfile, assess_workload
 from compiled_training.advice.priors import MIN_SAVING_FOR_A_BENCHMARK_USD, WEEKS_PER_YEAR
 from compiled_training.advice.workload import BOTTLENECKS, MODEL_CATEGORIES
+from compiled_training.catalog.instances import training_instance_types
 from compiled_training.catalog.prices import ON_DEMAND_PRICES_USD
 from compiled_training.spec.compiler import CompilerKind
 
 GPU_TYPES = [t for t in ON_DEMAND_PRICES_USD if t.split(".")[1][0] in "gp"]
-OTHER_TYPES = [*ON_DEMAND_PRICES_USD, "ml.p5en.48xlarge", "ml.trn2.48xlarge", "ml.inf2.xlarge",
-               "ml.g4ad.8xlarge"]
+# Every type a workload may name: SageMaker's training types (priced or not; the price list
+# also holds types SageMaker only serves or processes on, which a workload is refused).
+OTHER_TYPES = [t for t in [*ON_DEMAND_PRICES_USD, "ml.p5en.48xlarge", "ml.trn2.48xlarge"]
+               if t in training_instance_types()]
 VERSIONS = ["1.9", "1.10.2", "1.11", "1.12.0", "1.13", "1.13.1", "2.0", "2.3", "2.5.1"]
 # Workloads a compiler applies to, where the verdict has room to move either way.
 candidates = st.builds(

@@ -570,7 +570,7 @@ def test_a_parameterized_validation_channel_is_the_validation_channel(source_dir
 def test_fails_where_no_inference_image_exists_and_asks_for_one(source_dir):
     with pytest.raises(ValueError, match=r"registration: Hugging Face 4.21.1 \(PyTorch 1.11.0\) has "
                                          r"no SageMaker inference image; supported huggingface "
-                                         r"versions: .*; give inference_image_uri$"):
+                                         r"versions: .*; give ModelRegistration\(inference_image_uri=\.\.\.\), an image that serves this model$"):
         TrainingPipeline(
             new_stack(), "Hf", framework=Framework.huggingface("4.21.1", pytorch_version="1.11.0"),
             compiler=Compiler.training_compiler(), instance_type="ml.g5.2xlarge",

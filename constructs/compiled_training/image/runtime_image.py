@@ -251,10 +251,19 @@ def stage_context(dockerfile_dir: Path, build_args: dict[str, str]) -> tuple[Pat
     tag = digest.hexdigest()[:20]
     folder = Path(tempfile.gettempdir()) / "compiled-training-context" / tag
     if not folder.exists():
-        staging = folder.with_name(f".{tag}.partial")
-        shutil.rmtree(staging, ignore_errors=True)
+        # Staged apart and renamed into place: two synths at once (parallel test workers, two
+        # apps) each stage their own copy; the first rename wins and the same bytes of the
+        # other are dropped.
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{tag}.", dir=folder.parent))
+        staging.chmod(0o755)  # as a folder made with mkdir (mkdtemp makes it private)
         for path, data in files.items():
             (staging / path).parent.mkdir(parents=True, exist_ok=True)
             (staging / path).write_bytes(data)
-        staging.rename(folder)
+        try:
+            staging.rename(folder)
+        except OSError:
+            if not folder.is_dir():
+                raise
+            shutil.rmtree(staging, ignore_errors=True)
     return folder, tag

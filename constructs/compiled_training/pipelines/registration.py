@@ -301,7 +301,8 @@ def bind_registration(scope: Construct, where: str, options: ModelRegistration,
         try:
             image_uri, _ = dlc_image_uri(scope, inference_dlc(job, realtime[0]))
         except ValueError as error:
-            raise ValueError(f"{where}: registration: {error}; give inference_image_uri") \
+            raise ValueError(f"{where}: registration: {error}; give ModelRegistration("
+                             f"inference_image_uri=...), an image that serves this model") \
                 from None
     registration = resolve(where, options, job, image_uri, metadata)
     benchmark = options.benchmark
