@@ -20,7 +20,9 @@ from compiled_training_runtime.local import job_env, job_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = ROOT / "runtime"
-XLA_SPAWN_SHIM = Path(__file__).resolve().parent / "xla_spawn_shim"
+# AWS's xla_spawn stand-in ships with the local runner (compiled-training run), which launches
+# Training Compiler jobs the same way.
+XLA_SPAWN_SHIM = ROOT / "constructs" / "compiled_training" / "local" / "stand_ins" / "xla_spawn"
 # Trainium's stand-ins (see its sitecustomize.py): the NeuronCore count, pre-compilation's
 # launcher, gloo for the XLA collectives.
 NEURON_SHIM = Path(__file__).resolve().parent / "neuron_shim"

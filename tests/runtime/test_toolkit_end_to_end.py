@@ -5,7 +5,7 @@ hyperparameters), on a tiny BERT with random weights.
 
 Replaced, because it cannot exist here: the GPUs (a stand-in ``nvidia-smi`` gives the count
 the toolkit reads) and AWS's ``torch_xla.distributed.xla_spawn`` (only in the Training
-Compiler DLCs; a stand-in does what it does, see ``xla_spawn_shim/xla_spawn.py``). On
+Compiler DLCs; a stand-in does what it does, see ``compiled_training/local/stand_ins/xla_spawn/xla_spawn.py``). On
 Trainium: the NeuronCore count (``neuron-ls``), ``neuron_parallel_compile`` (runs the command
 it is given) and the XLA collectives (gloo, since torch-xla's CPU client is one process per
 rank), see ``neuron_shim/``.

@@ -1,7 +1,8 @@
 """Serves ``torch_xla.distributed.xla_spawn`` from ``xla_spawn.py`` beside this file.
 
 AWS's launcher exists only inside the Training Compiler DLCs (open-source torch-xla has no
-``xla_spawn``), so tests that launch the way SageMaker does put this folder on PYTHONPATH.
+``xla_spawn``), so a local run (``compiled-training run``) and the tests that launch the way
+SageMaker does put this folder on PYTHONPATH.
 Nothing else is replaced: ``torch_xla`` and every other module import as installed.
 """
 

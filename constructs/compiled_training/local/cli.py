@@ -1,0 +1,169 @@
+"""``compiled-training run``: a synthesized pipeline, executed on this machine.
+
+    compiled-training run [cdk.out] --pipeline ID [--param NAME=VALUE]...
+                          [--data S3_URI=LOCAL_DIR]... [--set STEP.HYPERPARAMETER=VALUE]...
+                          [--outputs STEP=FILE]... [--python PYTHON] [--processes N]
+                          [--workdir DIR] [--json FILE]
+    compiled-training run --definition FILE ...
+
+Exit 0 when the execution succeeds, 1 when it fails (naming the step and its reason), 2 on
+bad input (one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from compiled_training.local.assembly import (
+    AssemblyPipeline,
+    RunInputError,
+    definition_file,
+    pick,
+    read_assembly,
+)
+from compiled_training.local.expressions import Unsupported, parameter_values
+from compiled_training.local.runner import dump, execute, local_aws, seed
+from compiled_training.local.steps import Run
+
+USAGE_ERROR = 2
+
+
+def parser() -> argparse.ArgumentParser:
+    run = argparse.ArgumentParser(prog="compiled-training run", description=__doc__.split(
+        "\n")[0])
+    run.add_argument("assembly", nargs="?", default="cdk.out", type=Path,
+                     help="a synthesized cloud assembly (default: cdk.out)")
+    run.add_argument("--pipeline", help="pipeline name, construct path or logical id")
+    run.add_argument("--definition", type=Path,
+                     help="a pipeline definition JSON file instead of an assembly")
+    run.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    run.add_argument("--data", action="append", default=[], metavar="S3_URI=LOCAL_DIR",
+                     help="what the run's S3 holds at that URI: the folder's files")
+    run.add_argument("--set", action="append", default=[], dest="overrides",
+                     metavar="STEP.HYPERPARAMETER=VALUE",
+                     help="a training step's hyperparameter, for this run only")
+    run.add_argument("--outputs", action="append", default=[], metavar="STEP=FILE",
+                     help="a step's properties (JSON) instead of running it")
+    run.add_argument("--python", default=sys.executable,
+                     help="the training image's Python (default: this one)")
+    run.add_argument("--processes", type=int, default=1,
+                     help="GPUs each training instance stands in with (default 1)")
+    run.add_argument("--workdir", type=Path, help="where steps, logs and S3 go (default: a "
+                                                  "new folder under the system's temp folder)")
+    run.add_argument("--json", type=Path, dest="json_path", help="also write the report here")
+    return run
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return _run(args)
+    except (RunInputError, Unsupported) as error:
+        print(f"compiled-training run: {error}", file=sys.stderr)
+        return USAGE_ERROR
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.processes < 1:
+        raise RunInputError(f"--processes must be at least 1, got {args.processes}")
+    pipeline: AssemblyPipeline | None = None
+    if args.definition:
+        definition, name = definition_file(args.definition), args.definition.stem
+    else:
+        pipeline = pick(read_assembly(args.assembly), args.pipeline)
+        definition, name = pipeline.definition, pipeline.name
+    parameters = parameter_values(definition.get("Parameters", []), _pairs(args.param, "--param"))
+    data = {uri: Path(folder) for uri, folder in _pairs(args.data, "--data").items()}
+    for uri, folder in data.items():
+        if not uri.startswith("s3://") or not folder.exists():
+            raise RunInputError(f"--data {uri}={folder}: needs an s3:// URI and an existing "
+                                f"local folder or file")
+    overrides: dict[str, dict[str, str]] = {}
+    for target, value in _pairs(args.overrides, "--set").items():
+        step, _, key = target.partition(".")
+        if not key:
+            raise RunInputError(f"--set {target}={value}: write STEP.HYPERPARAMETER=VALUE")
+        overrides.setdefault(step, {})[key] = _encoded(value)
+    outputs = {step: _outputs(Path(path)) for step, path in _pairs(args.outputs,
+                                                                   "--outputs").items()}
+    known = _step_names(definition.get("Steps", []))
+    for step in [*overrides, *outputs]:
+        if step not in known:
+            raise RunInputError(f"step {step!r} is not in the pipeline (steps: "
+                                f"{', '.join(sorted(known))})")
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="compiled-training-run-"))
+    workdir = workdir.resolve()
+    shutil.rmtree(workdir / "steps", ignore_errors=True)
+    workdir.mkdir(parents=True, exist_ok=True)
+    stack = pipeline.stack if pipeline else None
+    region = stack.region if stack else "us-east-1"
+    with local_aws(region) as s3:
+        seed(s3, {uri: asset.source for uri, asset in (stack.assets if stack else {}).items()
+                  if asset.packaging == "file"})
+        seed(s3, data)
+        run = Run(workdir, args.python, args.processes, s3, stack, overrides, outputs)
+        if stack is not None and stack.stand_ins:
+            run.notes.append("stand-ins: " + ", ".join(
+                f"{ref} = {value}" for ref, value in sorted(stack.stand_ins.items())
+                if ref.startswith(("Ref", "GetAtt"))))
+        report = execute(definition, name, parameters, run,
+                         lambda line: print(line, flush=True))
+        dump(s3, workdir / "s3")
+    report.notes.append(f"workdir {workdir}: each step's /opt_ml and log under steps/, the "
+                        f"run's S3 under s3/")
+    print()
+    print(report.table())
+    if args.json_path:
+        args.json_path.write_text(json.dumps(report.as_json(), indent=2, default=str) + "\n")
+    return 0 if report.status == "Succeeded" else 1
+
+
+def _pairs(values: list[str], flag: str) -> dict[str, str]:
+    pairs = {}
+    for value in values:
+        name, separator, rest = value.partition("=")
+        if not separator or not name:
+            raise RunInputError(f"{flag} {value!r}: write NAME=VALUE")
+        pairs[name] = rest
+    return pairs
+
+
+def _encoded(value: str) -> str:
+    """A hyperparameter as SageMaker carries it: JSON (a bare word becomes a JSON string)."""
+    try:
+        json.loads(value)
+        return value
+    except json.JSONDecodeError:
+        return json.dumps(value)
+
+
+def _outputs(path: Path) -> dict[str, Any]:
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise RunInputError(f"--outputs {path}: {error}") from None
+    if not isinstance(document, dict):
+        raise RunInputError(f"--outputs {path}: expected a JSON object of the step's "
+                            f"properties, such as {{\"FinalMetricDataList\": ...}}")
+    return document
+
+
+def _step_names(steps: list[Mapping[str, Any]]) -> set[str]:
+    names = set()
+    for step in steps:
+        names.add(str(step["Name"]))
+        if step.get("Type") == "Condition":
+            arguments = step.get("Arguments", {})
+            names |= _step_names([*arguments.get("IfSteps", []), *arguments.get("ElseSteps", [])])
+    return names
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,190 @@
+"""The pipeline-definition language as SageMaker Pipelines evaluates it: parameters and their
+types, execution variables, step properties, ``Std:Join``, ``Std:JsonGet`` with property
+files, and conditions. What it does not implement is refused, naming where it is used."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiled_training.local.assembly import RunInputError
+
+
+class Unsupported(Exception):
+    """Something of the definition the runner does not implement and that shapes the run."""
+
+
+class StepFailed(Exception):
+    """A step ended in failure: the reason, as the console would show it."""
+
+
+_TYPES: dict[str, tuple[type, ...]] = {"String": (str,), "Integer": (int,),
+                                       "Float": (float, int), "Boolean": (bool,)}
+
+
+def parameter_values(declared: list[Mapping[str, Any]],
+                     overrides: Mapping[str, str]) -> dict[str, Any]:
+    """The execution's parameters: defaults, with ``--param NAME=VALUE`` overrides parsed to
+    the declared type. An unknown name or a value of the wrong type is bad input."""
+    types = {p["Name"]: p.get("Type", "String") for p in declared}
+    values = {p["Name"]: p.get("DefaultValue") for p in declared}
+    for name, text in overrides.items():
+        if name not in types:
+            raise RunInputError(f"--param {name}: the pipeline declares no such parameter "
+                                f"(declared: {', '.join(sorted(types)) or 'none'})")
+        values[name] = _parsed(name, types[name], text)
+    missing = sorted(name for name, value in values.items() if value is None)
+    if missing:
+        raise RunInputError(f"parameters without a default need --param: {', '.join(missing)}")
+    return values
+
+
+def _parsed(name: str, kind: str, text: str) -> Any:
+    try:
+        if kind == "Integer":
+            return int(text)
+        if kind == "Float":
+            number = float(text)
+            if not math.isfinite(number):
+                raise ValueError
+            return number
+        if kind == "Boolean":
+            return {"true": True, "false": False}[text.lower()]
+    except (ValueError, KeyError):
+        raise RunInputError(f"--param {name}: {text!r} is not a {kind}") from None
+    return text
+
+
+@dataclass
+class Context:
+    """What expressions read during one execution."""
+
+    parameters: dict[str, Any]
+    execution: dict[str, str]
+    steps: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each finished step's properties (``FinalMetricDataList`` by metric name,
+    ``OutputParameters`` by name, ``PropertyFiles`` by name)."""
+
+    def evaluate(self, value: Any, where: str) -> Any:
+        """``value`` with every expression in it evaluated; ``where`` names the step and
+        field for a refusal."""
+        if isinstance(value, list):
+            return [self.evaluate(item, f"{where}[{i}]") for i, item in enumerate(value)]
+        if not isinstance(value, dict):
+            return value
+        if set(value) == {"Get"}:
+            return self.get(value["Get"], where)
+        if set(value) == {"Std:Join"}:
+            join = value["Std:Join"]
+            return str(join.get("On", "")).join(
+                text(self.evaluate(item, where)) for item in join["Values"])
+        if set(value) == {"Std:JsonGet"}:
+            return self._json_get(value["Std:JsonGet"], where)
+        functions = [key for key in value if key.startswith("Std:")]
+        if functions:
+            raise Unsupported(f"{where}: the runner does not implement {functions[0]}")
+        return {key: self.evaluate(item, f"{where}.{key}") for key, item in value.items()}
+
+    def get(self, path: str, where: str) -> Any:
+        head, _, rest = path.partition(".")
+        if head == "Parameters":
+            if rest not in self.parameters:
+                raise Unsupported(f"{where}: {path} names no declared parameter")
+            return self.parameters[rest]
+        if head == "Execution":
+            if rest not in self.execution:
+                raise Unsupported(f"{where}: execution variable {rest} is not implemented")
+            return self.execution[rest]
+        if head == "Steps":
+            step, _, properties = rest.partition(".")
+            if step not in self.steps:
+                raise Unsupported(f"{where}: {path} reads step {step!r}, which has not run")
+            return _walk(self.steps[step], properties, f"{where}: {path}")
+        raise Unsupported(f"{where}: {path} is not an expression the runner implements")
+
+    def _json_get(self, spec: Mapping[str, Any], where: str) -> Any:
+        source = spec.get("PropertyFile")
+        reference = source.get("Get") if isinstance(source, Mapping) else None
+        match = re.fullmatch(r"Steps\.([^.]+)\.PropertyFiles\.(.+)", str(reference))
+        if match is None:
+            raise Unsupported(f"{where}: Std:JsonGet reads {source!r}, not a step's property "
+                              f"file")
+        document = self.get(f"Steps.{match[1]}.PropertyFiles.{match[2]}", where)
+        return _walk(document, str(spec["Path"]), f"{where}: Std:JsonGet {spec['Path']}")
+
+
+_ACCESSOR = re.compile(r"\.?([A-Za-z0-9_]+)|\[(?:'([^']*)'|\"([^\"]*)\"|(\d+))\]")
+
+
+def _walk(document: Any, path: str, where: str) -> Any:
+    """``FinalMetricDataList['m'].Value``-style paths (and JSON paths ``a.b[0]``)."""
+    position, value = 0, document
+    while position < len(path):
+        match = _ACCESSOR.match(path, position)
+        if match is None:
+            raise Unsupported(f"{where}: cannot read {path[position:]!r}")
+        key: Any = next(k for k in match.groups() if k is not None)
+        if match[4] is not None:
+            key = int(key)
+        try:
+            value = value[key]
+        except (KeyError, IndexError, TypeError):
+            raise StepFailed(f"{where}: {key!r} is not among the values there") from None
+        position = match.end()
+    return value
+
+
+def text(value: Any) -> str:
+    """A value as Pipelines writes it into a string (``Std:Join``, a hyperparameter)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+_COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
+    "Equals": lambda a, b: a == b, "GreaterThan": lambda a, b: a > b,
+    "GreaterThanOrEqualTo": lambda a, b: a >= b, "LessThan": lambda a, b: a < b,
+    "LessThanOrEqualTo": lambda a, b: a <= b,
+}
+
+
+def condition_holds(condition: Mapping[str, Any], context: Context, where: str) -> bool:
+    """One condition of a ``Condition`` step, as Pipelines evaluates it."""
+    kind = condition.get("Type")
+    if kind in _COMPARISONS:
+        left = _comparable(context.evaluate(condition["LeftValue"], where))
+        right = _comparable(context.evaluate(condition["RightValue"], where))
+        try:
+            return _COMPARISONS[str(kind)](left, right)
+        except TypeError:
+            raise StepFailed(f"{where}: cannot compare {left!r} with {right!r}") from None
+    if kind == "In":
+        query = _comparable(context.evaluate(condition["QueryValue"], where))
+        return query in [_comparable(context.evaluate(v, where)) for v in condition["Values"]]
+    if kind == "Not":
+        return not condition_holds(condition["Condition"], context, where)
+    if kind == "Or":
+        return any(condition_holds(c, context, where) for c in condition["Conditions"])
+    raise Unsupported(f"{where}: condition type {kind!r} is not implemented")
+
+
+def _comparable(value: Any) -> Any:
+    """Numbers stay numbers; a numeric string (a metric, a JSON value) is read as one."""
+    if isinstance(value, str):
+        try:
+            return float(value) if re.fullmatch(r"[-+]?[0-9.]+(e[-+]?\d+)?", value, re.I) \
+                else value
+        except ValueError:
+            return value
+    return value
+
+
+def json_document(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise StepFailed(f"{where}: not JSON: {error}") from None

@@ -1,0 +1,266 @@
+"""One execution of a pipeline definition on this machine, in dependency order, with the
+report people read: a line a step as it starts and ends, then each step's outcome."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from compiled_training.local.expressions import (
+    Context,
+    StepFailed,
+    Unsupported,
+    condition_holds,
+    text,
+)
+from compiled_training.local.steps import Run, ensure_bucket, run_step, split, training_refusal
+
+# Settings that only configure AWS around a step: listed, not emulated.
+NOT_EMULATED = ("DebugHookConfig", "ProfilerConfig", "EnableSageMakerMetricsTimeSeries", "Tags",
+                "VpcConfig", "OutputDataConfig.KmsKeyId", "ResourceConfig.VolumeKmsKeyId",
+                "EnableManagedSpotTraining", "EnableInterContainerTrafficEncryption",
+                "EnableNetworkIsolation", "RetryPolicies")
+
+
+@dataclass
+class StepOutcome:
+    name: str
+    type: str
+    status: str
+    """Succeeded, Failed, or Skipped (a branch not taken)."""
+    seconds: float = 0.0
+    outputs: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""
+
+
+@dataclass
+class Report:
+    pipeline: str
+    execution: str
+    steps: list[StepOutcome] = field(default_factory=list)
+    status: str = "Executing"
+    failure: str = ""
+    notes: list[str] = field(default_factory=list)
+    not_emulated: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"pipeline": self.pipeline, "execution": self.execution, "status": self.status,
+                "failure": self.failure, "notes": self.notes, "not_emulated": self.not_emulated,
+                "steps": [vars(step) for step in self.steps]}
+
+    def table(self) -> str:
+        rows = [("step", "type", "status", "seconds", "outputs")]
+        for step in self.steps:
+            rows.append((step.name, step.type, step.status, f"{step.seconds:.1f}",
+                         step.reason or _summary(step.outputs)))
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[4]
+                 for r in rows]
+        lines.insert(1, "  ".join("-" * w for w in widths) + "  -------")
+        lines.append("")
+        lines.append(f"execution {self.execution}: {self.status}"
+                     + (f": {self.failure}" if self.failure else ""))
+        lines += [f"  note: {note}" for note in self.notes]
+        if self.not_emulated:
+            lines.append(f"  not emulated here (they configure AWS around a step): "
+                         f"{', '.join(self.not_emulated)}")
+        return "\n".join(lines)
+
+
+def _summary(outputs: Mapping[str, Any]) -> str:
+    parts = []
+    for metric in outputs.get("FinalMetricDataList", {}).values():
+        parts.append(f"{metric['MetricName']}={metric['Value']:g}")
+    for key, value in outputs.get("OutputParameters", {}).items():
+        parts.append(f"{key}={value}")
+    for key in ("ModelPackageArn", "Outcome"):
+        if key in outputs:
+            parts.append(f"{key}={outputs[key]}")
+    return ", ".join(parts)
+
+
+def execute(definition: Mapping[str, Any], pipeline_name: str, parameters: dict[str, Any],
+            run: Run, say: Callable[[str], None]) -> Report:
+    """Runs every step the definition reaches; never raises for a step's failure."""
+    execution = uuid.uuid5(uuid.NAMESPACE_URL, f"{pipeline_name}/{run.workdir}").hex[:12]
+    region = os.environ.get("AWS_DEFAULT_REGION", "us-east-1")
+    arn = (f"arn:aws:sagemaker:{region}:123456789012:pipeline/{pipeline_name.lower()}/"
+           f"execution/{execution}")
+    context = Context(parameters, {"PipelineExecutionId": execution,
+                                   "PipelineExecutionArn": arn, "PipelineName": pipeline_name,
+                                   "StartDateTime": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                  time.gmtime())})
+    report = Report(pipeline_name, execution)
+    steps = list(definition.get("Steps", []))
+    report.not_emulated = sorted({setting for step in _all_steps(steps)
+                                  for setting in _settings(step)})
+    _refuse_early(steps, run)
+    try:
+        _run_steps(steps, context, run, report, say)
+        report.status = "Succeeded"
+    except StepFailed as failure:
+        report.status, report.failure = "Failed", str(failure)
+    report.notes = run.notes
+    return report
+
+
+def _run_steps(steps: list[Mapping[str, Any]], context: Context, run: Run, report: Report,
+               say: Callable[[str], None]) -> None:
+    for step in _ordered(steps):
+        name, kind = str(step["Name"]), str(step["Type"])
+        say(f"{name} ({kind}): started")
+        began = time.monotonic()
+        outcome = StepOutcome(name, kind, "Executing")
+        report.steps.append(outcome)
+        try:
+            if kind == "Condition":
+                outputs, branch = _condition(step, context)
+                outcome.outputs = outputs
+                taken, skipped = branch
+                for other in skipped:
+                    report.steps.append(StepOutcome(str(other["Name"]), str(other["Type"]),
+                                                    "Skipped", reason=f"{name} took the other "
+                                                                      f"branch"))
+            else:
+                outcome.outputs = run_step(step, context, run)
+                context.steps[name] = outcome.outputs
+        except StepFailed as failure:
+            outcome.status, outcome.reason = "Failed", str(failure)
+            outcome.seconds = time.monotonic() - began
+            say(f"{name} ({kind}): Failed after {outcome.seconds:.1f} s: {failure}")
+            raise StepFailed(f"step {name} failed: {failure}") from None
+        outcome.status, outcome.seconds = "Succeeded", time.monotonic() - began
+        say(f"{name} ({kind}): Succeeded in {outcome.seconds:.1f} s")
+        if kind == "Condition":
+            context.steps[name] = outcome.outputs
+            _run_steps(list(taken), context, run, report, say)
+
+
+def _condition(step: Mapping[str, Any], context: Context
+               ) -> tuple[dict[str, Any], tuple[list[Any], list[Any]]]:
+    name = str(step["Name"])
+    arguments = step["Arguments"]
+    results = [condition_holds(c, context, f"step {name}: Conditions[{i}]")
+               for i, c in enumerate(arguments.get("Conditions", []))]
+    outcome = all(results)
+    branches = (list(arguments.get("IfSteps", [])), list(arguments.get("ElseSteps", [])))
+    taken = branches if outcome else branches[::-1]
+    shown = [_shown_condition(c, context, name) for c in arguments.get("Conditions", [])]
+    return ({"Outcome": outcome, "Evaluated": "; ".join(shown)}, taken)
+
+
+def _shown_condition(condition: Mapping[str, Any], context: Context, name: str) -> str:
+    kind = condition.get("Type")
+    if "LeftValue" in condition:
+        left = context.evaluate(condition["LeftValue"], name)
+        right = context.evaluate(condition["RightValue"], name)
+        return f"{text(left)} {kind} {text(right)}"
+    return str(kind)
+
+
+def _ordered(steps: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Dependency order (data references and DependsOn), the definition's order otherwise:
+    parallel branches run one after the other."""
+    names = {str(s["Name"]) for s in steps}
+    needs = {str(s["Name"]): (set(s.get("DependsOn", [])) | _references(s)) & names
+             for s in steps}
+    ordered: list[Mapping[str, Any]] = []
+    done: set[str] = set()
+    while len(ordered) < len(steps):
+        ready = [s for s in steps if str(s["Name"]) not in done and needs[str(s["Name"])] <= done]
+        if not ready:
+            raise Unsupported("the steps depend on each other in a cycle")
+        ordered.append(ready[0])
+        done.add(str(ready[0]["Name"]))
+    return ordered
+
+
+def _references(step: Mapping[str, Any]) -> set[str]:
+    return set(re.findall(r'"Steps\.([^."]+)', json.dumps(step.get("Arguments", {}))))
+
+
+def _all_steps(steps: list[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+    for step in steps:
+        yield step
+        arguments = step.get("Arguments", {})
+        if step.get("Type") == "Condition":
+            yield from _all_steps(list(arguments.get("IfSteps", [])) +
+                                  list(arguments.get("ElseSteps", [])))
+
+
+def _settings(step: Mapping[str, Any]) -> list[str]:
+    arguments = step.get("Arguments", {})
+    found = [s for s in NOT_EMULATED if "." not in s and (s in arguments or s in step)]
+    found += [s for s in NOT_EMULATED if "." in s and s.split(".")[1] in arguments.get(
+        s.split(".")[0], {})]
+    return [f"{step['Name']}.{s}" for s in found]
+
+
+def _refuse_early(steps: list[Mapping[str, Any]], run: Run) -> None:
+    """A training step that cannot run here is refused before anything runs."""
+    for step in _all_steps(steps):
+        if step.get("Type") == "Training" and step["Name"] not in run.outputs:
+            refusal = training_refusal(str(step["Name"]), step.get("Arguments", {}), run.python)
+            if refusal:
+                raise Unsupported(refusal)
+        if step.get("Type") not in ("Training", "Lambda", "RegisterModel", "Fail",
+                                    "Condition") and step["Name"] not in run.outputs:
+            raise Unsupported(f"step {step['Name']}: step type {step.get('Type')!r} does not "
+                              f"run locally yet; give its properties with --outputs "
+                              f"{step['Name']}=FILE")
+
+
+@contextmanager
+def local_aws(region: str) -> Iterator[Any]:
+    """The run's AWS: moto's in-process S3, SSM, SageMaker, ..., with stand-in credentials."""
+    from moto import mock_aws
+
+    saved = {key: os.environ.get(key) for key in _CREDENTIALS}
+    os.environ.update({**_CREDENTIALS, "AWS_DEFAULT_REGION": region})
+    try:
+        with mock_aws():
+            import boto3
+
+            yield boto3.client("s3")
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+                "AWS_SESSION_TOKEN": "local", "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+def seed(s3: Any, objects: Mapping[str, Path]) -> None:
+    """Puts files (a folder's, recursively) at S3 URIs of the run's S3."""
+    for uri, source in objects.items():
+        bucket, key = split(uri)
+        ensure_bucket(s3, bucket)
+        if source.is_dir():
+            for path in sorted(source.rglob("*")):
+                if path.is_file():
+                    relative = path.relative_to(source).as_posix()
+                    s3.upload_file(str(path), bucket, f"{key.rstrip('/')}/{relative}".lstrip("/"))
+        else:
+            s3.upload_file(str(source), bucket, key)
+
+
+def dump(s3: Any, target: Path) -> None:
+    """The run's S3 as a folder tree, ``<target>/<bucket>/<key>``, for people to read."""
+    for bucket in s3.list_buckets().get("Buckets", []):
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket["Name"]):
+            for item in page.get("Contents", []):
+                path = target / bucket["Name"] / item["Key"]
+                path.parent.mkdir(parents=True, exist_ok=True)
+                s3.download_file(bucket["Name"], item["Key"], str(path))

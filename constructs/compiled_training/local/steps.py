@@ -1,0 +1,314 @@
+"""Each step type, run here as SageMaker runs it. A step returns its properties (what later
+steps read with ``Get``); a failure raises `StepFailed` with the reason the console shows.
+
+Training runs SageMaker's own training toolkit (``sagemaker-training``) with the PyTorch DLCs'
+launcher logic on an ``/opt/ml``-shaped folder, in the ``--python`` interpreter. Stand-ins
+for what cannot exist here: the GPUs (an ``nvidia-smi`` listing ``--processes`` of them, which
+is all the toolkit reads of them), AWS's ``xla_spawn`` (``stand_ins/xla_spawn``), and the
+instances (one host, whatever ``InstanceCount`` says). Lambda steps run their handler from the
+assembly, in this process, against the run's in-process AWS (moto).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import socket
+import subprocess
+import tarfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from compiled_training.local.assembly import StackReader
+from compiled_training.local.expressions import Context, StepFailed, Unsupported, text
+
+DLC_TRAINING_MODULE = "sagemaker_pytorch_container.training:main"
+XLA_SPAWN = resources.files(__package__) / "stand_ins" / "xla_spawn"
+# What SageMaker's built-in algorithms are served from: no script of the user's runs there.
+BUILT_IN_IMAGES = ("sagemaker-xgboost", "sagemaker-scikit-learn", "linear-learner",
+                   "image-classification", "blazingtext")
+# The switches that need torch-xla in the training environment.
+_XLA_SWITCHES = ("sagemaker_training_compiler_enabled",
+                 "sagemaker_pytorch_xla_multi_worker_enabled", "compiled_training_neuron_xla")
+
+
+@dataclass
+class Run:
+    """What every step of one local execution shares."""
+
+    workdir: Path
+    python: str
+    processes: int
+    s3: Any
+    """The run's S3 (a boto3 client of the in-process AWS)."""
+    stack: StackReader | None
+    overrides: dict[str, dict[str, str]] = field(default_factory=dict)
+    """``--set STEP.NAME=VALUE``: hyperparameters by step."""
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """``--outputs STEP=FILE``: properties of steps not run here."""
+    notes: list[str] = field(default_factory=list)
+
+
+def run_step(step: Mapping[str, Any], context: Context, run: Run) -> dict[str, Any]:
+    """One step's properties, from running it (or from ``--outputs``)."""
+    name, kind = str(step["Name"]), str(step["Type"])
+    if name in run.outputs:
+        run.notes.append(f"{name}: properties from --outputs, not run")
+        return run.outputs[name]
+    arguments = context.evaluate(step.get("Arguments", {}), f"step {name}: Arguments")
+    if kind == "Training":
+        return _training(name, arguments, run)
+    if kind == "Lambda":
+        return _lambda(name, step, arguments, run)
+    if kind == "RegisterModel":
+        return _register(name, arguments, run)
+    if kind == "Fail":
+        raise StepFailed(text(arguments.get("ErrorMessage", "")))
+    raise Unsupported(f"step {name}: step type {kind!r} does not run locally yet; give its "
+                      f"properties with --outputs {name}=FILE")
+
+
+# --- Training ---------------------------------------------------------------------------
+
+def training_refusal(name: str, arguments: Mapping[str, Any], python: str) -> str | None:
+    """Why a training step cannot run here, before anything runs; None where it can."""
+    image = str(arguments.get("AlgorithmSpecification", {}).get("TrainingImage", ""))
+    hyperparameters = arguments.get("HyperParameters", {})
+    if any(f"/{repo}:" in image for repo in BUILT_IN_IMAGES) or \
+            "sagemaker_program" not in hyperparameters:
+        return (f"step {name} runs a built-in algorithm ({image.rpartition('/')[2]}), whose "
+                f"container does not exist here; give its properties with --outputs "
+                f"{name}=FILE")
+    if any(str(hyperparameters.get(s)).strip('"') == "true" for s in _XLA_SWITCHES) and \
+            not _has(python, "torch_xla"):
+        return (f"step {name} compiles through XLA and {python} has no torch_xla; pass --python "
+                f"an environment that has it (make test-envs builds .venvs/py311-torch-xla2.8)")
+    missing = [m for m in ("sagemaker_training", "sagemaker_pytorch_container", "torch")
+               if not _has(python, m)]
+    if missing:
+        return (f"step {name} needs {', '.join(missing)} in {python} (pip install "
+                f"sagemaker-training sagemaker-pytorch-training torch)")
+    return None
+
+
+def _has(python: str, module: str) -> bool:
+    probe = f"import importlib.util,sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
+    return subprocess.run([python, "-c", probe], capture_output=True, check=False).returncode == 0
+
+
+def _training(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, Any]:
+    folder = run.workdir / "steps" / name
+    base = folder / "opt_ml"
+    config = base / "input" / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    hyperparameters = {key: text(value) for key, value in
+                       arguments.get("HyperParameters", {}).items()}
+    for key, value in run.overrides.get(name, {}).items():
+        hyperparameters[key] = value
+        run.notes.append(f"{name}: hyperparameter {key}={value} (--set)")
+    code = hyperparameters.get("sagemaker_submit_directory")
+    if code:
+        local = folder / "sourcedir.tar.gz"
+        _download(run.s3, json.loads(code), local)
+        hyperparameters["sagemaker_submit_directory"] = json.dumps(str(local))
+    channels = {}
+    for channel in arguments.get("InputDataConfig", []):
+        uri = channel["DataSource"]["S3DataSource"]["S3Uri"]
+        target = base / "input" / "data" / channel["ChannelName"]
+        if not _download_prefix(run.s3, uri, target):
+            raise StepFailed(f"ClientError: No S3 objects found under S3 URL \"{uri}\" given in "
+                             f"input data source. Please ensure that the bucket exists in the "
+                             f"selected region, that objects exist under that S3 prefix")
+        channels[channel["ChannelName"]] = {"TrainingInputMode": "File"}
+    (config / "hyperparameters.json").write_text(json.dumps(hyperparameters))
+    (config / "inputdataconfig.json").write_text(json.dumps(channels))
+    (config / "resourceconfig.json").write_text(json.dumps(
+        {"current_host": "algo-1", "hosts": ["algo-1"], "network_interface_name": "eth0"}))
+    log = folder / "training.log"
+    result = _toolkit(base, arguments, run, log)
+    logs = log.read_text(errors="replace")
+    if result != 0:
+        failure = base / "output" / "failure"
+        reason = failure.read_text().strip() if failure.is_file() else \
+            (logs.strip().splitlines() or ["no output"])[-1]
+        raise StepFailed(f"AlgorithmError: {reason} (exit code {result}; log: {log})")
+    job = f"{name.lower()}-{run.workdir.name}"[:63]
+    output = str(arguments["OutputDataConfig"]["S3OutputPath"]).rstrip("/")
+    model_uri = f"{output}/{job}/output/model.tar.gz"
+    _upload(run.s3, _pack(base / "model", folder / "model.tar.gz"), model_uri)
+    if (base / "output" / "data").is_dir():
+        _upload(run.s3, _pack(base / "output" / "data", folder / "output.tar.gz"),
+                f"{output}/{job}/output/output.tar.gz")
+    checkpoint = arguments.get("CheckpointConfig", {}).get("S3Uri")
+    if checkpoint and (base / "checkpoints").is_dir():
+        for path in sorted((base / "checkpoints").rglob("*")):
+            if path.is_file():
+                _upload(run.s3, path, f"{checkpoint.rstrip('/')}/"
+                                      f"{path.relative_to(base / 'checkpoints').as_posix()}")
+    return {"TrainingJobName": job, "TrainingJobStatus": "Completed",
+            "ModelArtifacts": {"S3ModelArtifacts": model_uri},
+            "FinalMetricDataList": final_metrics(
+                arguments.get("AlgorithmSpecification", {}).get("MetricDefinitions", []), logs)}
+
+
+def final_metrics(definitions: list[Mapping[str, str]], logs: str) -> dict[str, Any]:
+    """SageMaker's extraction: each definition's regex over the job's log, the first group of
+    the last match the final value."""
+    metrics = {}
+    for definition in definitions:
+        found = re.findall(definition["Regex"], logs)
+        if found:
+            last = found[-1]
+            value = float(last[0] if isinstance(last, tuple) else last)
+            metrics[definition["Name"]] = {"MetricName": definition["Name"], "Value": value}
+    return metrics
+
+
+def _toolkit(base: Path, arguments: Mapping[str, Any], run: Run, log: Path) -> int:
+    """The training toolkit on ``base``, as the DLC's entry point starts it."""
+    instance_type = str(arguments.get("ResourceConfig", {}).get("InstanceType", ""))
+    env = dict(os.environ)
+    env.update({str(k): text(v) for k, v in arguments.get("Environment", {}).items()})
+    path = [str(Path(run.python).parent), env.get("PATH", "")]
+    if instance_type.split(".")[1:2] and instance_type.split(".")[1][:1] in "gp":
+        path.insert(0, str(_gpus(base.parent / "gpus", run.processes)))
+    env.update({"SAGEMAKER_BASE_DIR": str(base), "SM_STUDIO_LOCAL_MODE": "true",
+                "PJRT_DEVICE": "CPU", "SAGEMAKER_TRAINING_MODULE": DLC_TRAINING_MODULE,
+                "PATH": os.pathsep.join(path), "PYTHONPATH": str(XLA_SPAWN),
+                "PET_MASTER_PORT": str(_free_port())})
+    code = "from sagemaker_training import trainer; trainer.train()"
+    with log.open("w") as out:
+        process = subprocess.run([run.python, "-c", code], env=env, stdout=out,
+                                 stderr=subprocess.STDOUT, check=False)
+    return process.returncode
+
+
+def _gpus(folder: Path, count: int) -> Path:
+    """An ``nvidia-smi`` listing ``count`` GPUs: all the toolkit reads of them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = "".join(f"echo 'GPU {i}: stand-in (UUID: GPU-local-{i})'\n" for i in range(count))
+    script = folder / "nvidia-smi"
+    script.write_text(f"#!/bin/sh\n{lines}")
+    script.chmod(0o755)
+    return folder
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _pack(folder: Path, archive_path: Path) -> Path:
+    with tarfile.open(archive_path, "w:gz") as archive:
+        for item in sorted(folder.iterdir()) if folder.is_dir() else []:
+            archive.add(item, arcname=item.name)
+    return archive_path
+
+
+# --- Lambda and RegisterModel -----------------------------------------------------------
+
+def _lambda(name: str, step: Mapping[str, Any], arguments: Mapping[str, Any],
+            run: Run) -> dict[str, Any]:
+    function = str(step.get("FunctionArn", "")).rpartition(":")[2]
+    stack = run.stack
+    if stack is None or function not in stack.template.get("Resources", {}):
+        raise Unsupported(f"step {name}: function {step.get('FunctionArn')} is not in the "
+                          f"assembly; give its outputs with --outputs {name}=FILE")
+    properties = stack.resource(function)["Properties"]
+    code = properties["Code"]
+    location = f"s3://{stack.resolve(code['S3Bucket'])}/{stack.resolve(code['S3Key'])}"
+    asset = stack.assets[location]
+    module_name, _, handler_name = str(properties["Handler"]).rpartition(".")
+    spec = importlib.util.spec_from_file_location(
+        f"compiled_training_local_{function}", asset.source / f"{module_name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    variables = stack.resolve(properties.get("Environment", {}).get("Variables", {}))
+    saved = {key: os.environ.get(key) for key in variables}
+    os.environ.update({key: str(value) for key, value in variables.items()})
+    try:
+        spec.loader.exec_module(module)
+        result = getattr(module, handler_name)(dict(arguments), None)
+    except Exception as error:  # the handler's failure is the step's
+        raise StepFailed(f"{type(error).__name__}: {error}") from None
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    outputs = {}
+    for output in step.get("OutputParameters", []):
+        if output["OutputName"] not in result:
+            raise StepFailed(f"the function returned no {output['OutputName']!r}")
+        outputs[output["OutputName"]] = result[output["OutputName"]]
+    return {"OutputParameters": outputs}
+
+
+def _register(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, Any]:
+    client = boto3.client("sagemaker")
+    group = arguments.get("ModelPackageGroupName")
+    try:
+        client.describe_model_package_group(ModelPackageGroupName=group)
+    except ClientError:
+        # The stack's group, which deploying would have created.
+        client.create_model_package_group(ModelPackageGroupName=group)
+        run.notes.append(f"{name}: model package group {group} created in the stand-in "
+                         f"registry")
+    request = {key: value for key, value in arguments.items() if key != "SkipModelValidation"}
+    try:
+        package = client.create_model_package(**request)
+    except ClientError as error:
+        raise StepFailed(str(error)) from None
+    return {"ModelPackageArn": package["ModelPackageArn"],
+            "ModelApprovalStatus": arguments.get("ModelApprovalStatus")}
+
+
+# --- the run's S3 -------------------------------------------------------------------------
+
+def split(uri: str) -> tuple[str, str]:
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    return bucket, key
+
+
+def _download(s3: Any, uri: str, target: Path) -> None:
+    bucket, key = split(uri)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        s3.download_file(bucket, key, str(target))
+    except Exception:
+        raise StepFailed(f"no object at {uri}") from None
+
+
+def _download_prefix(s3: Any, uri: str, target: Path) -> int:
+    bucket, prefix = split(uri)
+    count = 0
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for item in page.get("Contents", []):
+            relative = item["Key"][len(prefix):].lstrip("/") or Path(item["Key"]).name
+            destination = target / relative
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            s3.download_file(bucket, item["Key"], str(destination))
+            count += 1
+    return count
+
+
+def _upload(s3: Any, path: Path, uri: str) -> None:
+    bucket, key = split(uri)
+    ensure_bucket(s3, bucket)
+    s3.upload_file(str(path), bucket, key)
+
+
+def ensure_bucket(s3: Any, bucket: str) -> None:
+    existing = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
+    if bucket not in existing:
+        s3.create_bucket(Bucket=bucket)
