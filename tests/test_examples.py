@@ -110,3 +110,53 @@ def test_its_entry_point_trains_under_torchrun_as_the_pipeline_launches_it(examp
     assert (base / "checkpoints" / "checkpoint.pt").is_file()
     # Rank 0 alone reports: one final line, not one a rank.
     assert len(re.findall(declared["validation_accuracy"], logs)) == 1
+
+
+def _torchrun(hyperparameters: dict[str, str]) -> list[str]:
+    """The example's script under torchrun with two ranks, its hyperparameters as SageMaker's
+    toolkit passes them (``--name value``)."""
+    from tests.runtime.harness import free_port
+
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+            "--master_addr=127.0.0.1", f"--master_port={free_port()}",
+            str(EXAMPLE / "training" / "train.py"),
+            *[arg for name, value in hyperparameters.items() for arg in (f"--{name}", value)]]
+
+
+def test_its_entry_point_checkpoints_on_sigterm_and_resumes(tmp_path):
+    """A spot interruption: SIGTERM to every process of a two-rank torchrun job (as SageMaker
+    signals the container); the ranks agree to stop, rank 0 checkpoints, the job exits; the
+    restarted job resumes from that step instead of step 0."""
+    import signal
+
+    import torch
+
+    from compiled_training_runtime.local import job_env
+
+    hyperparameters = {"max_steps": "400", "log_every": "5", "checkpoint_every": "1000",
+                       "batch_size": "16"}
+    train, validation = digits()
+    base = job_folder(tmp_path / "opt_ml", hyperparameters, train=train, validation=validation)
+    process = subprocess.Popen(_torchrun(hyperparameters), env=job_env(base, hyperparameters),
+                               text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    assert process.stdout is not None
+    for line in process.stdout:
+        if "[metrics] step=10 " in line:
+            os.killpg(process.pid, signal.SIGTERM)  # the container's processes, all at once
+            break
+    logs = process.stdout.read()
+    assert process.wait(timeout=300) != 0, logs
+    checkpoint = base / "checkpoints" / "checkpoint.pt"
+    stopped_at = torch.load(checkpoint)["step"]  # saved at the step the ranks agreed on
+    assert 10 <= stopped_at < 400
+    assert "validation_accuracy" not in logs  # stopped, not finished
+
+    hyperparameters["max_steps"] = str(stopped_at + 5)
+    resumed = subprocess.run(_torchrun(hyperparameters), env=job_env(base, hyperparameters),
+                             capture_output=True, text=True, timeout=300, check=False)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    # Five steps after the checkpoint, not 400 from the start: one logged step, then the end.
+    assert re.findall(r"\[metrics\] step=(\d+) train_loss", resumed.stdout) == [
+        str(stopped_at + 5)]
+    assert "validation_accuracy=" in resumed.stdout

@@ -6,6 +6,8 @@
                             [--out DIR]
     compiled-training bench --ab [--compiler training-compiler|torch-compile] [--epochs N]
                                  [--out DIR]
+    compiled-training run [cdk.out] --pipeline ID [--param NAME=VALUE]... [--data URI=DIR]...
+                          [--set STEP.NAME=VALUE]... [--outputs STEP=FILE]... [--python PY]
 
 Compilers are named as in the API and cdk.json: ``training-compiler`` (SageMaker Training
 Compiler; locally its mechanism, XLA on the CPU), ``torch-compile``, ``none`` (eager PyTorch).
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import math
 import signal
@@ -277,7 +280,23 @@ def _live_prices(profiles: list[WorkloadProfile]) -> dict[str, dict[str, float]]
     return by_region
 
 
+def _run(argv: list[str]) -> int:
+    """``run``: the local runner, its own parser. It imports boto3 and moto (the ``local``
+    extra), so it is reached by name here: nothing the CLI's other commands or a synth load
+    brings them in (import-linter's contracts keep the package apart)."""
+    try:
+        require_extra("local", "run")
+    except MissingExtraError as error:
+        print(f"compiled-training run: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    runner = importlib.import_module("compiled_training.local.cli")
+    return int(runner.main(argv))
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["run"]:
+        return _run(argv[1:])
     parser = argparse.ArgumentParser(prog="compiled-training", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -290,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="instance type to on-demand USD per hour, before the built-in table")
     advise.add_argument("--live-prices", action="store_true",
                         help="ask the AWS Price List API (needs credentials) before the table")
+    commands.add_parser("run", help="run a synthesized pipeline on this machine (see "
+                                     "compiled-training run --help)")
     bench = commands.add_parser("bench", help="each compiler on a tiny BERT, here")
     bench.add_argument("--steps", type=int, default=20)
     bench.add_argument("--compilers", default=",".join(COMPILERS),

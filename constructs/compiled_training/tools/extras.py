@@ -1,6 +1,6 @@
 """Optional dependencies: which extra brings them, and one line naming it when one is missing.
 
-The constructs need none of them; plotting and the local benchmarks do.
+The constructs need none of them; plotting, the local benchmarks and local runs do.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from importlib.util import find_spec
 EXTRAS = {
     "plot": ("matplotlib",),
     "bench": ("torch", "transformers", "tqdm", "matplotlib"),
+    "local": ("boto3", "moto"),
 }
 
 

@@ -104,8 +104,17 @@ def main() -> None:
             print(f"compiling the step with torch.compile (mode={mode}, backend={backend})")
         step_model = torch.compile(model, mode=mode, backend=backend)
 
-    stop = {"now": False}
-    signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
+    # A spot interruption sends SIGTERM to every process, not at the same step: the ranks agree
+    # to stop at the next logging step (one small all-reduce every log_every steps, not every
+    # step), so that none waits in a collective for a rank that already left.
+    signalled = {"now": False}
+    signal.signal(signal.SIGTERM, lambda *_: signalled.update(now=True))
+
+    def everyone_stops() -> bool:
+        flag = torch.tensor([1.0 if signalled["now"] else 0.0], device=device)
+        if distributed:
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return bool(flag.item())
 
     def save(step: int) -> None:
         if rank == 0:
@@ -118,8 +127,8 @@ def main() -> None:
     shard = torch.arange(rank, len(labels), world)
     per_epoch = len(shard) // args.batch_size
     total = args.max_steps or args.epochs * per_epoch
-    step, began = start_step, time.perf_counter()
-    while step < total and not stop["now"]:
+    step, began, stopping = start_step, time.perf_counter(), False
+    while step < total and not stopping:
         order = shard[torch.randperm(len(shard), generator=torch.Generator().manual_seed(step))]
         for first in range(0, per_epoch * args.batch_size, args.batch_size):
             batch = order[first:first + args.batch_size]
@@ -129,16 +138,18 @@ def main() -> None:
             loss.backward()
             optimizer.step()
             step += 1
-            if step % args.log_every == 0 and rank == 0:
-                seconds = time.perf_counter() - began
-                metrics(step=step, train_loss=loss.item(),
-                        samples_per_second=args.log_every * args.batch_size * world / seconds)
-                began = time.perf_counter()
+            if step % args.log_every == 0:
+                if rank == 0:
+                    seconds = time.perf_counter() - began
+                    metrics(step=step, train_loss=loss.item(),
+                            samples_per_second=args.log_every * args.batch_size * world / seconds)
+                    began = time.perf_counter()
+                stopping = everyone_stops()
             if step % args.checkpoint_every == 0:
                 save(step)
-            if step >= total or stop["now"]:
+            if step >= total or stopping:
                 break
-    if stop["now"]:
+    if stopping:
         save(step)
         sys.exit(143)  # interrupted: SageMaker restarts the job from the checkpoint
 
