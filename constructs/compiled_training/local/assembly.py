@@ -133,6 +133,12 @@ class StackReader:
 
         return re.sub(r"\$\{([^}!][^}]*)\}", replace, text)
 
+    def buckets(self) -> list[str]:
+        """The names of the stack's buckets, which deploying it creates."""
+        return [self._ref(logical_id) for logical_id, resource in
+                sorted(self.template.get("Resources", {}).items())
+                if resource["Type"] == "AWS::S3::Bucket"]
+
     def resource(self, logical_id: str) -> dict[str, Any]:
         return dict(self.template["Resources"][logical_id])
 
@@ -165,6 +171,7 @@ def read_assembly(outdir: Path) -> list[AssemblyPipeline]:
         account, region = _environment(artifact.get("environment", ""))
         stack = StackReader(stack_name, template, account, region)
         stack.assets = _assets(outdir, stack)
+        paths = _construct_paths(outdir, artifact)
         for logical_id, resource in sorted(template.get("Resources", {}).items()):
             if resource["Type"] != "AWS::SageMaker::Pipeline":
                 continue
@@ -173,7 +180,7 @@ def read_assembly(outdir: Path) -> list[AssemblyPipeline]:
             if not isinstance(body, str):
                 continue  # a definition in S3 is not in the assembly
             name = stack.resolve(resource["Properties"]["PipelineName"])
-            path = resource.get("Metadata", {}).get("aws:cdk:path", f"{stack_name}/{logical_id}")
+            path = paths.get(logical_id, f"{stack_name}/{logical_id}")
             pipelines.append(AssemblyPipeline(stack, logical_id, path, str(name),
                                               json.loads(body)))
     return pipelines
@@ -192,6 +199,17 @@ def pick(pipelines: list[AssemblyPipeline], wanted: str | None) -> AssemblyPipel
         raise RunInputError(f"name a pipeline with --pipeline: {listed}")
     what = "names several pipelines" if matches else "is no pipeline of the assembly"
     raise RunInputError(f"--pipeline {wanted!r} {what}; the assembly has: {listed}")
+
+
+def _construct_paths(outdir: Path, artifact: Mapping[str, Any]) -> dict[str, str]:
+    """Each resource's construct path by logical id, from the stack's metadata (in the
+    manifest, or the file it names)."""
+    metadata = artifact.get("metadata") or {}
+    extra = artifact.get("additionalMetadataFile")
+    if extra and (outdir / extra).is_file():
+        metadata = {**metadata, **json.loads((outdir / extra).read_text())}
+    return {str(entry["data"]): path.lstrip("/") for path, entries in metadata.items()
+            for entry in entries if entry.get("type") == "aws:cdk:logicalId"}
 
 
 def _environment(environment: str) -> tuple[str, str]:

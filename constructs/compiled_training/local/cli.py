@@ -30,7 +30,7 @@ from compiled_training.local.assembly import (
 )
 from compiled_training.local.expressions import Unsupported, parameter_values
 from compiled_training.local.runner import dump, execute, local_aws, seed
-from compiled_training.local.steps import Run
+from compiled_training.local.steps import Run, ensure_bucket
 
 USAGE_ERROR = 2
 
@@ -105,6 +105,8 @@ def _run(args: argparse.Namespace) -> int:
     stack = pipeline.stack if pipeline else None
     region = stack.region if stack else "us-east-1"
     with local_aws(region) as s3:
+        for bucket in stack.buckets() if stack else []:
+            ensure_bucket(s3, bucket)
         seed(s3, {uri: asset.source for uri, asset in (stack.assets if stack else {}).items()
                   if asset.packaging == "file"})
         seed(s3, data)

@@ -1,0 +1,198 @@
+"""``compiled-training run``: the reference platform's pipelines executed whole on this machine.
+
+Each run is the installed command in its own process, on the assembly the reference app
+synthesizes. What stands in for AWS: moto's in-process S3, SSM and SageMaker registry (the one
+S3 every step and handler sees), an ``nvidia-smi`` listing ``--processes`` GPUs, AWS's
+``xla_spawn`` (the runner's stand-in), and one host for the instances. The training steps run
+SageMaker's training toolkit with the PyTorch DLCs' launcher logic, on a tiny BERT (``--set``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compiled_training_runtime.local import write_examples
+from tests.environments import XLA_WITH_GRAD_SCALER, require
+from tests.helpers import TINY_BERT
+
+TINY = {k: v for k, v in TINY_BERT.items() if k not in ("epochs", "learning_rate")}
+DOCUMENTS = "DocumentClassification/Pipeline"
+DATA = "s3://example-document-classification-data/bert"
+
+
+def _run(*arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "compiled_training.tools.cli", "run",
+                           *arguments], capture_output=True, text=True, timeout=900,
+                          check=False)
+
+
+def _tiny(step: str, **more: Any) -> list[str]:
+    """``--set`` for a tiny model that trains in seconds on this CPU."""
+    values = {**TINY, "max_steps": 4, "log_every": 2, **more}
+    return [arg for name, value in values.items() for arg in ("--set", f"{step}.{name}={value}")]
+
+
+def _data(tmp_path: Path, prefix: str) -> list[str]:
+    write_examples(tmp_path / "train", 64, seed=0)
+    write_examples(tmp_path / "validation", 16, seed=1)
+    return ["--data", f"{prefix}/train/={tmp_path / 'train'}",
+            "--data", f"{prefix}/validation/={tmp_path / 'validation'}"]
+
+
+def _report(path: Path) -> dict[str, Any]:
+    return dict(json.loads(path.read_text()))
+
+
+def _assembly_digest(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(folder).as_posix().encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def assembly(reference_assembly) -> Path:
+    return Path(reference_assembly.directory)
+
+
+def test_document_classification_trains_passes_its_gate_and_registers(assembly, tmp_path):
+    # The team trains fp16 under XLA: torch-xla 2.8 has the GradScaler (as `make test-envs`
+    # builds it), so the training step runs in that environment's Python.
+    python = str(require(XLA_WITH_GRAD_SCALER).executable)
+    before = _assembly_digest(assembly)
+
+    result = _run(str(assembly), "--pipeline", DOCUMENTS, "--python", python,
+                  *_data(tmp_path, DATA), *_tiny("Train"), "--param", "MinValidationAccuracy=0.1",
+                  "--workdir", str(tmp_path / "work"), "--json", str(tmp_path / "report.json"))
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = _report(tmp_path / "report.json")
+    steps = {step["name"]: step for step in report["steps"]}
+    assert [(s["name"], s["status"]) for s in report["steps"]] == [
+        ("Train", "Succeeded"), ("ModelMetrics", "Succeeded"), ("QualityGate", "Succeeded"),
+        ("QualityGateFailed", "Skipped"), ("RegisterModel", "Succeeded")]
+    # The metrics SageMaker would extract with the step's own regexes, read by the gate.
+    metrics = steps["Train"]["outputs"]["FinalMetricDataList"]
+    assert set(metrics) == {"train_loss", "samples_per_second", "validation_loss",
+                            "validation_accuracy"}
+    assert steps["QualityGate"]["outputs"]["Outcome"] is True
+    # The version, in the stand-in registry, with the model the training step packed.
+    package = steps["RegisterModel"]["outputs"]
+    assert package["ModelPackageArn"].endswith(":model-package/document-classification-bert/1")
+    assert package["ModelApprovalStatus"] == "PendingManualApproval"
+    model = steps["Train"]["outputs"]["ModelArtifacts"]["S3ModelArtifacts"]
+    bucket, key = model.removeprefix("s3://").split("/", 1)
+    assert (tmp_path / "work" / "s3" / bucket / key).is_file()
+    # The Lambda step's report, written by the handler from the assembly into the same S3.
+    statistics = steps["ModelMetrics"]["outputs"]["OutputParameters"]["statistics"]
+    report_path = tmp_path / "work" / "s3" / statistics.removeprefix("s3://")
+    accuracy = json.loads(report_path.read_text())["binary_classification_metrics"]["accuracy"]
+    assert accuracy["value"] == metrics["validation_accuracy"]["Value"]
+    assert "Train: hyperparameter max_steps=4 (--set)" in report["notes"]
+    assert "Train.ProfilerConfig" in report["not_emulated"]
+    assert _assembly_digest(assembly) == before  # nothing in the assembly is changed
+
+
+def test_a_gate_it_cannot_pass_fails_the_execution_with_its_message(assembly, tmp_path):
+    python = str(require(XLA_WITH_GRAD_SCALER).executable)
+
+    result = _run(str(assembly), "--pipeline", DOCUMENTS, "--python", python,
+                  *_data(tmp_path, DATA), *_tiny("Train"), "--param", "MinValidationAccuracy=1.01",
+                  "--workdir", str(tmp_path / "work"), "--json", str(tmp_path / "report.json"))
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    report = _report(tmp_path / "report.json")
+    assert report["status"] == "Failed"
+    assert report["failure"].startswith("step QualityGateFailed failed: Model not registered: "
+                                        "validation_accuracy ")
+    assert report["failure"].endswith(" is below the threshold MinValidationAccuracy 1.01")
+    assert "RegisterModel" in {s["name"] for s in report["steps"] if s["status"] == "Skipped"}
+    assert "QualityGateFailed (Fail): Failed" in result.stdout
+
+
+def test_the_creative_pipeline_trains_under_torchrun_on_two_ranks(assembly, tmp_path):
+    # The team's own model comes from its model_factory: overridden with one the runtime builds.
+    result = _run(str(assembly), "--pipeline", "Creative/Pipeline", "--processes", "2",
+                  *_data(tmp_path, "s3://example-creative-data/images"),
+                  *_tiny("Train", model_factory='""', model_family="bert"),
+                  "--workdir", str(tmp_path / "work"), "--json", str(tmp_path / "report.json"))
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    log = (tmp_path / "work" / "steps" / "Train" / "training.log").read_text()
+    assert "torchrun --nnodes 1 --nproc_per_node 2 train.py" in log
+    summary = json.loads((tmp_path / "work" / "steps" / "Train" / "opt_ml" / "output" / "data"
+                          / "metrics.json").read_text())
+    assert summary["world_size"] == 2
+
+
+def test_a_built_in_algorithm_is_refused_then_runs_from_its_given_outputs(assembly, tmp_path):
+    refused = _run(str(assembly), "--pipeline", "Tabular/Pipeline",
+                   "--workdir", str(tmp_path / "work"))
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines() == [
+        "compiled-training run: step Train runs a built-in algorithm (sagemaker-xgboost:1.7-1), "
+        "whose container does not exist here; give its properties with --outputs Train=FILE"]
+
+    outputs = tmp_path / "train.json"
+    outputs.write_text(json.dumps({
+        "TrainingJobName": "xgboost-given",
+        "ModelArtifacts": {"S3ModelArtifacts": "s3://given-models/xgboost/model.tar.gz"},
+        "FinalMetricDataList": {"validation:auc": {"MetricName": "validation:auc",
+                                                   "Value": 0.91}}}))
+    result = _run(str(assembly), "--pipeline", "Tabular/Pipeline", "--outputs",
+                  f"Train={outputs}", "--workdir", str(tmp_path / "work"),
+                  "--json", str(tmp_path / "report.json"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = _report(tmp_path / "report.json")
+    assert [(s["name"], s["status"]) for s in report["steps"]][-1] == ("RegisterModel",
+                                                                       "Succeeded")
+    assert "Train: properties from --outputs, not run" in report["notes"]
+
+
+def test_a_step_type_the_runner_does_not_implement_is_refused_naming_it(assembly, tmp_path):
+    result = _run(str(assembly), "--pipeline", "Creative/Benchmark",
+                  "--workdir", str(tmp_path / "work"))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "compiled-training run: step Compare: step type 'Processing' does not run locally "
+        "yet; give its properties with --outputs Compare=FILE"]
+    assert not (tmp_path / "work" / "steps").exists()  # refused before anything ran
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    (["--pipeline", "Nope"], r"--pipeline 'Nope' is no pipeline of the assembly; the assembly "
+                             r"has: Creative-Benchmark-\w+ \(Creative/Benchmark\); "),
+    ([], r"name a pipeline with --pipeline: Creative-Benchmark-"),
+    (["--pipeline", DOCUMENTS, "--param", "Epochs=three"], r"--param Epochs: 'three' is not "
+                                                           r"a Integer$"),
+    (["--pipeline", DOCUMENTS, "--param", "Epoch=3"],
+     r"--param Epoch: the pipeline declares no such parameter \(declared: Epochs, "
+     r"MinValidationAccuracy, TrainDataUri, ValidationDataUri\)$"),
+    (["--pipeline", DOCUMENTS, "--data", "s3://b/train/=/no/such/folder"],
+     r"--data s3://b/train/=/no/such/folder: needs an s3:// URI and an existing local folder"),
+    (["--pipeline", DOCUMENTS, "--set", "Training.max_steps=4"],
+     r"step 'Training' is not in the pipeline \(steps: ModelMetrics, QualityGate, "
+     r"QualityGateFailed, RegisterModel, Train\)$"),
+])
+def test_bad_input_is_one_line_and_exit_code_2(assembly, tmp_path, arguments, message):
+    import re
+
+    result = _run(str(assembly), *arguments, "--workdir", str(tmp_path / "work"))
+    assert result.returncode == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert re.search(message, line), line
+
+
+def test_a_folder_that_is_no_assembly_is_one_line(tmp_path):
+    result = _run(str(tmp_path))
+    assert result.returncode == 2
+    assert result.stderr.strip() == (f"compiled-training run: {tmp_path} is not a cloud "
+                                     f"assembly (no manifest.json): run `cdk synth` (or `make "
+                                     f"synth`) first")
