@@ -260,3 +260,45 @@ def sdk_registration_steps(*, image_uri: str, group: str, approval_status: str,
     found = {step["Name"]: step for step in definition["Steps"]}
     return {"Parameters": definition["Parameters"], "Gate": found["QualityGate"],
             "Metrics": found.get("ModelMetrics")}
+
+
+def sdk_gated_training_definition(source_s3_uri: str, data_s3_uri: str,
+                                  hyperparameters: dict[str, Any]) -> dict[str, Any]:
+    """A pipeline a team builds with the SDK: a PyTorch training step on the runtime's code
+    (``train`` a String parameter, ``validation`` fixed), then a condition on its
+    ``validation_accuracy`` against a Float parameter with a ``Fail`` step below it. The whole
+    definition, as ``pipeline.definition()`` writes it."""
+    from sagemaker.inputs import TrainingInput
+    from sagemaker.pytorch import PyTorch
+    from sagemaker.workflow.condition_step import ConditionStep
+    from sagemaker.workflow.conditions import ConditionGreaterThanOrEqualTo
+    from sagemaker.workflow.fail_step import FailStep
+    from sagemaker.workflow.functions import Join
+    from sagemaker.workflow.parameters import ParameterFloat, ParameterInteger, ParameterString
+    from sagemaker.workflow.pipeline import Pipeline
+    from sagemaker.workflow.pipeline_definition_config import PipelineDefinitionConfig
+    from sagemaker.workflow.steps import TrainingStep
+
+    steps = ParameterInteger(name="MaxSteps", default_value=4)
+    train_data = ParameterString(name="TrainData", default_value=f"{data_s3_uri}/train/")
+    minimum = ParameterFloat(name="MinAccuracy", default_value=0.9)
+    estimator = PyTorch(
+        entry_point="train.py", source_dir=source_s3_uri, role=ROLE,
+        framework_version="2.8.0", py_version="py312", instance_type="ml.g5.xlarge",
+        instance_count=1, output_path=SDK_OUTPUT, sagemaker_session=_session(),
+        hyperparameters={"max_steps": steps, **hyperparameters},
+        metric_definitions=contract.metric_definitions(), disable_profiler=True,
+        debugger_hook_config=False)
+    train = TrainingStep(name="Train", step_args=estimator.fit(inputs={
+        "train": TrainingInput(train_data),
+        "validation": TrainingInput(f"{data_s3_uri}/validation/")}))
+    accuracy = train.properties.FinalMetricDataList["validation_accuracy"].Value
+    gate = ConditionStep(
+        name="Gate", conditions=[ConditionGreaterThanOrEqualTo(left=accuracy, right=minimum)],
+        if_steps=[], else_steps=[FailStep(name="TooInaccurate", error_message=Join(
+            on="", values=["validation_accuracy ", accuracy, " is below ", minimum]))])
+    pipeline = Pipeline(
+        name="sdk-built", steps=[train, gate], parameters=[steps, train_data, minimum],
+        sagemaker_session=_session(),
+        pipeline_definition_config=PipelineDefinitionConfig(use_custom_job_prefix=False))
+    return dict(json.loads(pipeline.definition()))

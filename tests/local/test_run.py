@@ -156,14 +156,25 @@ def test_a_built_in_algorithm_is_refused_then_runs_from_its_given_outputs(assemb
     assert "Train: properties from --outputs, not run" in report["notes"]
 
 
-def test_a_step_type_the_runner_does_not_implement_is_refused_naming_it(assembly, tmp_path):
-    result = _run(str(assembly), "--pipeline", "Creative/Benchmark",
-                  "--workdir", str(tmp_path / "work"))
-    assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == [
-        "compiled-training run: step Compare: step type 'Processing' does not run locally "
-        "yet; give its properties with --outputs Compare=FILE"]
-    assert not (tmp_path / "work" / "steps").exists()  # refused before anything ran
+def test_what_cannot_run_here_is_refused_naming_the_step_before_anything_runs(assembly,
+                                                                            tmp_path):
+    trainium = _run(str(assembly), "--pipeline", "DocumentClassification/Benchmark",
+                    "--workdir", str(tmp_path / "work"))
+    assert trainium.returncode == 2
+    assert trainium.stderr.strip().splitlines() == [
+        "compiled-training run: step PrecompileTrainium trains on Trainium (ml.trn1.32xlarge): "
+        "NeuronCores and neuronx-cc do not exist here (the tests' stand-ins for them stay in "
+        "the tests); give its properties with --outputs PrecompileTrainium=FILE"]
+    assert not (tmp_path / "work" / "steps").exists()
+
+    definition = tmp_path / "transform.json"
+    definition.write_text(json.dumps({"Version": "2020-12-01", "Parameters": [], "Steps": [
+        {"Name": "Score", "Type": "Transform", "Arguments": {}}]}))
+    transform = _run("--definition", str(definition), "--workdir", str(tmp_path / "work"))
+    assert transform.returncode == 2
+    assert transform.stderr.strip() == (
+        "compiled-training run: step Score: step type 'Transform' does not run locally yet; "
+        "give its properties with --outputs Score=FILE")
 
 
 @pytest.mark.parametrize(("arguments", "message"), [
@@ -196,3 +207,94 @@ def test_a_folder_that_is_no_assembly_is_one_line(tmp_path):
     assert result.stderr.strip() == (f"compiled-training run: {tmp_path} is not a cloud "
                                      f"assembly (no manifest.json): run `cdk synth` (or `make "
                                      f"synth`) first")
+
+
+ARMS = ("TrainBaseline", "TrainCompiler", "TrainCompilerLargeBatch")
+CREATIVE_DATA = "s3://example-creative-data/images"
+
+
+def test_the_benchmark_runs_its_arms_compares_them_and_holds_as_sagemaker_would(assembly,
+                                                                               tmp_path):
+    """On this CPU the compiled arms (XLA) are slower than eager: the comparison holds, the
+    decision is recorded, and the execution fails with the comparison's reason."""
+    python = str(require(XLA_WITH_GRAD_SCALER).executable)
+    sets = [arg for arm in ARMS for arg in _tiny(arm, model_factory='""', model_family="bert")]
+
+    result = _run(str(assembly), "--pipeline", "Creative/Benchmark", "--python", python,
+                  *_data(tmp_path, CREATIVE_DATA), *sets, "--workdir", str(tmp_path / "work"),
+                  "--json", str(tmp_path / "report.json"))
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    report = _report(tmp_path / "report.json")
+    assert [(s["name"], s["status"]) for s in report["steps"]] == [
+        *[(arm, "Succeeded") for arm in ARMS], ("Compare", "Succeeded"),
+        ("RecordDecision", "Succeeded"), ("ShipDecision", "Succeeded"),
+        ("CompilerDoesNotShip", "Failed")]
+    comparison = {s["name"]: s for s in report["steps"]}["Compare"]["outputs"]
+    decision = comparison["PropertyFiles"]["Comparison"]["decision"]
+    assert decision["verdict"] == "hold"
+    assert report["failure"] == (f"step CompilerDoesNotShip failed: The compiler does not "
+                                 f"ship: {decision['reason']}")
+    # The decision function wrote the verdict where the team's deployments read it.
+    (recorded,) = json.loads((tmp_path / "work" / "ssm.json").read_text()).values()
+    assert json.loads(recorded)["verdict"] == "hold"
+
+
+def test_the_benchmark_ships_on_a_given_comparison(assembly, tmp_path):
+    """The ship branch, reached deterministically: the arms' and the comparison's properties
+    given with --outputs (a compiled arm is not faster on this CPU); the decision function and
+    the condition run as they would."""
+    outputs = []
+    for arm in ARMS:
+        path = tmp_path / f"{arm}.json"
+        path.write_text(json.dumps({"TrainingJobName": arm.lower(), "TrainingTimeInSeconds": 600,
+                                    "BillableTimeInSeconds": 9600}))
+        outputs += ["--outputs", f"{arm}={path}"]
+    decision = {"arm": "compiler-large-batch", "basis": "wall-clock", "gain": 0.35,
+                "speedup": 0.35, "global_batch_size": 48, "instance_count": 16,
+                "instance_type": "ml.g5.12xlarge", "learning_rate": 7.5e-5,
+                "quality_drop": 0.0, "verdict": "ship",
+                "reason": "ship: compiler-large-batch is 35% faster than the baseline"}
+    compare = tmp_path / "compare.json"
+    compare.write_text(json.dumps({"PropertyFiles": {"Comparison": {
+        "decision": decision, "thresholds": {"speedup": 0.2, "quality_tolerance": 0.01}}}}))
+
+    result = _run(str(assembly), "--pipeline", "Creative/Benchmark", *outputs,
+                  "--outputs", f"Compare={compare}", "--workdir", str(tmp_path / "work"),
+                  "--json", str(tmp_path / "report.json"))
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = _report(tmp_path / "report.json")
+    steps = {s["name"]: s for s in report["steps"]}
+    assert steps["ShipDecision"]["outputs"]["Outcome"] is True
+    assert steps["CompilerDoesNotShip"]["status"] == "Skipped"
+    (recorded,) = json.loads((tmp_path / "work" / "ssm.json").read_text()).values()
+    assert json.loads(recorded)["verdict"] == "ship"
+
+
+@pytest.mark.parametrize(("minimum", "status"), [("0.1", 0), ("1.01", 1)])
+def test_a_definition_the_sagemaker_sdk_builds_runs_too(tmp_path, minimum, status):
+    """SDK v2 (the test oracle) builds parameters, a training step, a condition and a Fail;
+    its code and data are put in the run's S3 where the definition names them."""
+    from compiled_training.definition.sourcedir import write_sourcedir
+    from tests.definition.sdk_oracle import sdk_gated_training_definition
+    from tests.runtime.harness import RUNTIME
+
+    code = "s3://sdk-code/team/sourcedir.tar.gz"
+    definition = sdk_gated_training_definition(code, "s3://sdk-data/digits", {
+        name: value for name, value in TINY.items()})
+    path = tmp_path / "definition.json"
+    path.write_text(json.dumps(definition))
+
+    result = _run("--definition", str(path), "--data", f"{code}={write_sourcedir(RUNTIME)}",
+                  *_data(tmp_path, "s3://sdk-data/digits"), "--param", f"MinAccuracy={minimum}",
+                  "--workdir", str(tmp_path / "work"), "--json", str(tmp_path / "report.json"))
+
+    assert result.returncode == status, result.stdout + result.stderr
+    report = _report(tmp_path / "report.json")
+    steps = {s["name"]: s for s in report["steps"]}
+    assert steps["Train"]["status"] == "Succeeded"
+    assert steps["Gate"]["outputs"]["Outcome"] is (status == 0)
+    if status:
+        assert report["failure"].startswith("step TooInaccurate failed: validation_accuracy ")
+        assert report["failure"].endswith(" is below 1.01")

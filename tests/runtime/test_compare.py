@@ -76,7 +76,11 @@ def _run_compare_step(step: dict, root: Path, timings: dict[str, tuple[int, int]
     from compiled_training.pipelines.compiler_benchmark import RUNTIME_PACKAGE_DIR
 
     (root / "input" / "code").mkdir(parents=True, exist_ok=True)
-    shutil.copy(write_sourcedir(RUNTIME_PACKAGE_DIR), root / "input" / "code")
+    # Where SageMaker puts an S3Prefix input naming one object: under the object's own name.
+    (code,) = [i["S3Input"]["S3Uri"] for i in step["Arguments"]["ProcessingInputs"]
+               if i["InputName"] == "code"]
+    shutil.copy(write_sourcedir(RUNTIME_PACKAGE_DIR),
+                root / "input" / "code" / str(code).rpartition("/")[2])
     arguments = []
     for argument in step["Arguments"]["AppSpecification"]["ContainerArguments"]:
         if isinstance(argument, dict):

@@ -39,12 +39,13 @@ PROCESSING_ROOT = "/opt/ml/processing"
 THRESHOLD_FIELDS = {"speedup_threshold": "thresholds.speedup",
                     "quality_tolerance": "thresholds.quality_tolerance"}
 # The comparison code travels as an archive of the runtime package; the image's own Python
-# runs it (standard library only). PROCESSING_ROOT may be overridden so that tests run this
-# very script against a local folder.
+# runs it (standard library only). PROCESSING_ROOT may be overridden so that a local run and
+# tests run this very script against a local folder. SageMaker downloads the code input under
+# its object's own name (the asset's hash, not sourcedir.tar.gz): the one file in the folder.
 COMPARE_ENTRYPOINT = (  # the API allows 256 characters
     f"set -e; r=${{PROCESSING_ROOT:-{PROCESSING_ROOT}}}; c=$(mktemp -d); "
     "mkdir $c/compiled_training_runtime; "
-    "tar -xzf $r/input/code/sourcedir.tar.gz -C $c/compiled_training_runtime; "
+    "tar -xzf $r/input/code/* -C $c/compiled_training_runtime; "
     'cd $c; exec python3 -m compiled_training_runtime.compare "$@"'
 )
 

@@ -73,6 +73,12 @@ def main(argv: list[str]) -> int:
 def _run(args: argparse.Namespace) -> int:
     if args.processes < 1:
         raise RunInputError(f"--processes must be at least 1, got {args.processes}")
+    # Absolute, not resolved: a virtualenv's python is a link its folder gives meaning to, and
+    # the toolkit starts the launchers (torchrun) from that folder, in the job's code folder.
+    python = shutil.which(args.python)
+    if python is None:
+        raise RunInputError(f"--python {args.python}: no such interpreter")
+    args.python = str(Path(python).absolute())
     pipeline: AssemblyPipeline | None = None
     if args.definition:
         definition, name = definition_file(args.definition), args.definition.stem
@@ -117,9 +123,9 @@ def _run(args: argparse.Namespace) -> int:
                 if ref.startswith(("Ref", "GetAtt"))))
         report = execute(definition, name, parameters, run,
                          lambda line: print(line, flush=True))
-        dump(s3, workdir / "s3")
+        dump(s3, workdir)
     report.notes.append(f"workdir {workdir}: each step's /opt_ml and log under steps/, the "
-                        f"run's S3 under s3/")
+                        f"run's S3 under s3/, its SSM parameters in ssm.json")
     print()
     print(report.table())
     if args.json_path:

@@ -84,6 +84,10 @@ def _summary(outputs: Mapping[str, Any]) -> str:
     for key in ("ModelPackageArn", "Outcome"):
         if key in outputs:
             parts.append(f"{key}={outputs[key]}")
+    for name, document in outputs.get("PropertyFiles", {}).items():
+        verdict = document.get("decision", {}).get("verdict") if isinstance(document, dict) \
+            else None
+        parts.append(f"{name}: verdict {verdict}" if verdict else f"property file {name}")
     return ", ".join(parts)
 
 
@@ -211,8 +215,8 @@ def _refuse_early(steps: list[Mapping[str, Any]], run: Run) -> None:
             refusal = training_refusal(str(step["Name"]), step.get("Arguments", {}), run.python)
             if refusal:
                 raise Unsupported(refusal)
-        if step.get("Type") not in ("Training", "Lambda", "RegisterModel", "Fail",
-                                    "Condition") and step["Name"] not in run.outputs:
+        if step.get("Type") not in ("Training", "Processing", "Lambda", "RegisterModel",
+                                    "Fail", "Condition") and step["Name"] not in run.outputs:
             raise Unsupported(f"step {step['Name']}: step type {step.get('Type')!r} does not "
                               f"run locally yet; give its properties with --outputs "
                               f"{step['Name']}=FILE")
@@ -257,7 +261,16 @@ def seed(s3: Any, objects: Mapping[str, Path]) -> None:
 
 
 def dump(s3: Any, target: Path) -> None:
-    """The run's S3 as a folder tree, ``<target>/<bucket>/<key>``, for people to read."""
+    """The run's S3 as a folder tree, ``<target>/s3/<bucket>/<key>``, and its SSM parameters
+    (a benchmark's recorded verdict) as ``<target>/ssm.json``, for people to read."""
+    import boto3
+
+    ssm = boto3.client("ssm")
+    parameters = {p["Name"]: p["Value"] for page in ssm.get_paginator(
+        "describe_parameters").paginate() for p in [
+        ssm.get_parameter(Name=d["Name"])["Parameter"] for d in page["Parameters"]]}
+    (target / "ssm.json").write_text(json.dumps(parameters, indent=2, sort_keys=True) + "\n")
+    target = target / "s3"
     for bucket in s3.list_buckets().get("Buckets", []):
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket["Name"]):
             for item in page.get("Contents", []):

@@ -18,6 +18,7 @@ import re
 import socket
 import subprocess
 import tarfile
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -28,7 +29,13 @@ import boto3
 from botocore.exceptions import ClientError
 
 from compiled_training.local.assembly import StackReader
-from compiled_training.local.expressions import Context, StepFailed, Unsupported, text
+from compiled_training.local.expressions import (
+    Context,
+    StepFailed,
+    Unsupported,
+    json_document,
+    text,
+)
 
 DLC_TRAINING_MODULE = "sagemaker_pytorch_container.training:main"
 XLA_SPAWN = resources.files(__package__) / "stand_ins" / "xla_spawn"
@@ -70,6 +77,8 @@ def run_step(step: Mapping[str, Any], context: Context, run: Run) -> dict[str, A
         return _lambda(name, step, arguments, run)
     if kind == "RegisterModel":
         return _register(name, arguments, run)
+    if kind == "Processing":
+        return _processing(name, step, arguments, run)
     if kind == "Fail":
         raise StepFailed(text(arguments.get("ErrorMessage", "")))
     raise Unsupported(f"step {name}: step type {kind!r} does not run locally yet; give its "
@@ -87,6 +96,11 @@ def training_refusal(name: str, arguments: Mapping[str, Any], python: str) -> st
         return (f"step {name} runs a built-in algorithm ({image.rpartition('/')[2]}), whose "
                 f"container does not exist here; give its properties with --outputs "
                 f"{name}=FILE")
+    instance_type = str(arguments.get("ResourceConfig", {}).get("InstanceType", ""))
+    if instance_type.startswith("ml.trn"):
+        return (f"step {name} trains on Trainium ({instance_type}): NeuronCores and neuronx-cc "
+                f"do not exist here (the tests' stand-ins for them stay in the tests); give its "
+                f"properties with --outputs {name}=FILE")
     if any(str(hyperparameters.get(s)).strip('"') == "true" for s in _XLA_SWITCHES) and \
             not _has(python, "torch_xla"):
         return (f"step {name} compiles through XLA and {python} has no torch_xla; pass --python "
@@ -133,7 +147,9 @@ def _training(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, An
     (config / "resourceconfig.json").write_text(json.dumps(
         {"current_host": "algo-1", "hosts": ["algo-1"], "network_interface_name": "eth0"}))
     log = folder / "training.log"
+    began = time.monotonic()
     result = _toolkit(base, arguments, run, log)
+    seconds = max(1, round(time.monotonic() - began))
     logs = log.read_text(errors="replace")
     if result != 0:
         failure = base / "output" / "failure"
@@ -153,7 +169,10 @@ def _training(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, An
             if path.is_file():
                 _upload(run.s3, path, f"{checkpoint.rstrip('/')}/"
                                       f"{path.relative_to(base / 'checkpoints').as_posix()}")
+    count = arguments.get("ResourceConfig", {}).get("InstanceCount", 1)
     return {"TrainingJobName": job, "TrainingJobStatus": "Completed",
+            # The one host stood in for every instance: billed as SageMaker bills them.
+            "TrainingTimeInSeconds": seconds, "BillableTimeInSeconds": seconds * int(count),
             "ModelArtifacts": {"S3ModelArtifacts": model_uri},
             "FinalMetricDataList": final_metrics(
                 arguments.get("AlgorithmSpecification", {}).get("MetricDefinitions", []), logs)}
@@ -212,6 +231,68 @@ def _pack(folder: Path, archive_path: Path) -> Path:
         for item in sorted(folder.iterdir()) if folder.is_dir() else []:
             archive.add(item, arcname=item.name)
     return archive_path
+
+
+# --- Processing ------------------------------------------------------------------------
+
+PROCESSING_ROOT = "/opt/ml/processing"
+
+
+def _processing(name: str, step: Mapping[str, Any], arguments: Mapping[str, Any],
+                run: Run) -> dict[str, Any]:
+    """The container's entry point and arguments, with ``/opt/ml/processing`` (which user code
+    names absolutely) mapped to the step's folder: in ``PROCESSING_ROOT`` and in each argument
+    that names it (the library's own processing steps take their paths as arguments)."""
+    folder = run.workdir / "steps" / name
+    root = folder / "processing"
+
+    def local(path: str) -> Path:
+        if not path.startswith(PROCESSING_ROOT):
+            raise Unsupported(f"step {name}: {path} is outside {PROCESSING_ROOT}, which the "
+                              f"runner cannot map")
+        return root / Path(path).relative_to(PROCESSING_ROOT)
+
+    for item in arguments.get("ProcessingInputs", []):
+        source = item["S3Input"]
+        if not _download_prefix(run.s3, source["S3Uri"], local(source["LocalPath"])):
+            raise StepFailed(f"ClientError: no S3 objects under {source['S3Uri']} (input "
+                             f"{item['InputName']})")
+    outputs = {item["OutputName"]: item for item in
+               arguments.get("ProcessingOutputConfig", {}).get("Outputs", [])}
+    for item in outputs.values():
+        local(item["S3Output"]["LocalPath"]).mkdir(parents=True, exist_ok=True)
+    app = arguments["AppSpecification"]
+    command = [*app.get("ContainerEntrypoint", []),
+               *[str(local(a)) if str(a).startswith(PROCESSING_ROOT) else text(a)
+                 for a in app.get("ContainerArguments", [])]]
+    env = {**os.environ, **{str(k): text(v) for k, v in arguments.get("Environment", {}).items()},
+           "PROCESSING_ROOT": str(root),
+           "PATH": os.pathsep.join([str(Path(run.python).parent), os.environ.get("PATH", "")])}
+    log = folder / "processing.log"
+    with log.open("w") as out:
+        result = subprocess.run(command, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                check=False).returncode
+    if result != 0:
+        last = (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
+        raise StepFailed(f"AlgorithmError: {last} (exit code {result}; log: {log})")
+    for item in outputs.values():
+        target = str(item["S3Output"]["S3Uri"]).rstrip("/")
+        source_folder = local(item["S3Output"]["LocalPath"])
+        for path in sorted(source_folder.rglob("*")):
+            if path.is_file():
+                _upload(run.s3, path, f"{target}/{path.relative_to(source_folder).as_posix()}")
+    files = {}
+    for spec in step.get("PropertyFiles", []):
+        output = outputs[spec["OutputName"]]
+        path = local(output["S3Output"]["LocalPath"]) / spec["FilePath"]
+        if not path.is_file():
+            raise StepFailed(f"property file {spec['PropertyFileName']}: the step wrote no "
+                             f"{spec['FilePath']} in output {spec['OutputName']}")
+        files[spec["PropertyFileName"]] = json_document(path.read_text(),
+                                                        f"property file {path}")
+    return {"ProcessingJobName": f"{name.lower()}-{run.workdir.name}"[:63],
+            "ProcessingJobStatus": "Completed",
+            "ProcessingOutputConfig": {"Outputs": outputs}, "PropertyFiles": files}
 
 
 # --- Lambda and RegisterModel -----------------------------------------------------------
