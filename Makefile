@@ -18,7 +18,7 @@ export AWS_EC2_METADATA_DISABLED := true
 export UV_CACHE_DIR := $(CURDIR)/.venvs/uv-cache
 export PIP_NO_CACHE_DIR := 1
 
-.PHONY: setup setup-dev synth test lint bench clean test-envs image-matrix
+.PHONY: setup setup-dev synth test lint bench clean test-envs image-matrix run-local
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -62,8 +62,13 @@ lint: setup-dev
 image-matrix: setup-dev
 	$(PY) scripts/image_matrix.py
 
+# The reference document-classification pipeline, run whole here (compiled-training run): its
+# training step in the torch-xla 2.8 environment test-envs builds, on a tiny BERT.
+run-local: setup-dev test-envs synth
+	$(PY) scripts/run_local.py
+
 bench: setup
 	$(PY) benchmarks/synth_time.py
 
 clean:
-	rm -rf cdk.out .pytest_cache
+	rm -rf cdk.out .pytest_cache .local-run

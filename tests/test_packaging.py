@@ -102,6 +102,9 @@ def test_the_packages_import_from_the_virtualenv_without_torch_or_matplotlib(pyt
     site = _site_packages(python)
     assert Path(constructs).is_relative_to(site) and Path(runtime).is_relative_to(site)
     assert heavy == "[]"  # plotting and benchmarking are extras
+    # The local runner's stand-in for AWS's xla_spawn ships inside the wheel.
+    stand_in = Path(constructs).parent / "local" / "stand_ins" / "xla_spawn"
+    assert sorted(p.name for p in stand_in.glob("*.py")) == ["sitecustomize.py", "xla_spawn.py"]
 
 
 # What the SageMaker SDK v2 used to bring with the library (to read its image JSON files).
@@ -200,6 +203,9 @@ def test_docker_contexts_hold_the_installed_dockerfile_and_runtime_wheel_only(py
     (["bench", "--compilers", "none"],
      r"compiled-training bench: bench needs torch, transformers(, tqdm)?, matplotlib "
      r"\(not installed\): pip install 'compiled-training\[bench\]'\n"),
+    (["run", "cdk.out", "--pipeline", "p"],
+     r"compiled-training run: run needs boto3, moto \(not installed\): pip install "
+     r"'compiled-training\[local\]'\n"),
 ])
 def test_fails_without_an_extra_with_one_line_naming_it(python, tmp_path, arguments, message):
     shutil.copy(ROOT / "workloads.yaml", tmp_path)
@@ -226,4 +232,4 @@ def test_each_extra_installs_the_modules_its_message_names():
     for extra, needed in EXTRAS.items():
         assert set(needed) <= modules(extra), extra
     core = {Requirement(r).name for r in project["dependencies"]}
-    assert not {"matplotlib", "torch", "torch-xla", "transformers"} & core
+    assert not {"matplotlib", "torch", "torch-xla", "transformers", "boto3", "moto"} & core

@@ -95,7 +95,9 @@ def test_document_classification_trains_passes_its_gate_and_registers(assembly, 
     report_path = tmp_path / "work" / "s3" / statistics.removeprefix("s3://")
     accuracy = json.loads(report_path.read_text())["binary_classification_metrics"]["accuracy"]
     assert accuracy["value"] == metrics["validation_accuracy"]["Value"]
-    assert "Train: hyperparameter max_steps=4 (--set)" in report["notes"]
+    (overridden,) = [n for n in report["notes"] if n.startswith("Train: hyperparameters")]
+    assert overridden.startswith("Train: hyperparameters overridden for this run (--set): ")
+    assert "max_steps=4" in overridden.split(": ", 2)[2].split(", ")
     assert "Train.ProfilerConfig" in report["not_emulated"]
     assert _assembly_digest(assembly) == before  # nothing in the assembly is changed
 

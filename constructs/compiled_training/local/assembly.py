@@ -153,6 +153,8 @@ class AssemblyPipeline:
     """Its construct path (``aws:cdk:path``), as the tree names it."""
     name: str
     definition: dict[str, Any]
+    stand_ins: dict[str, str]
+    """What its definition's references resolved to here."""
 
 
 def read_assembly(outdir: Path) -> list[AssemblyPipeline]:
@@ -175,6 +177,7 @@ def read_assembly(outdir: Path) -> list[AssemblyPipeline]:
         for logical_id, resource in sorted(template.get("Resources", {}).items()):
             if resource["Type"] != "AWS::SageMaker::Pipeline":
                 continue
+            stack.stand_ins = {}
             body = stack.resolve(resource["Properties"]["PipelineDefinition"]
                                  .get("PipelineDefinitionBody"))
             if not isinstance(body, str):
@@ -182,7 +185,7 @@ def read_assembly(outdir: Path) -> list[AssemblyPipeline]:
             name = stack.resolve(resource["Properties"]["PipelineName"])
             path = paths.get(logical_id, f"{stack_name}/{logical_id}")
             pipelines.append(AssemblyPipeline(stack, logical_id, path, str(name),
-                                              json.loads(body)))
+                                              json.loads(body), dict(stack.stand_ins)))
     return pipelines
 
 

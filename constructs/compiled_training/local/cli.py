@@ -117,10 +117,9 @@ def _run(args: argparse.Namespace) -> int:
                   if asset.packaging == "file"})
         seed(s3, data)
         run = Run(workdir, args.python, args.processes, s3, stack, overrides, outputs)
-        if stack is not None and stack.stand_ins:
-            run.notes.append("stand-ins: " + ", ".join(
-                f"{ref} = {value}" for ref, value in sorted(stack.stand_ins.items())
-                if ref.startswith(("Ref", "GetAtt"))))
+        if pipeline is not None and pipeline.stand_ins:
+            run.notes.append("the template's references, as they stand in here: " + ", ".join(
+                f"{ref} = {value}" for ref, value in sorted(pipeline.stand_ins.items())))
         report = execute(definition, name, parameters, run,
                          lambda line: print(line, flush=True))
         dump(s3, workdir)

@@ -125,9 +125,11 @@ def _training(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, An
     config.mkdir(parents=True, exist_ok=True)
     hyperparameters = {key: text(value) for key, value in
                        arguments.get("HyperParameters", {}).items()}
-    for key, value in run.overrides.get(name, {}).items():
-        hyperparameters[key] = value
-        run.notes.append(f"{name}: hyperparameter {key}={value} (--set)")
+    overrides = run.overrides.get(name, {})
+    hyperparameters.update(overrides)
+    if overrides:
+        run.notes.append(f"{name}: hyperparameters overridden for this run (--set): " + ", ".join(
+            f"{key}={value}" for key, value in overrides.items()))
     code = hyperparameters.get("sagemaker_submit_directory")
     if code:
         local = folder / "sourcedir.tar.gz"
@@ -198,7 +200,15 @@ def _toolkit(base: Path, arguments: Mapping[str, Any], run: Run, log: Path) -> i
     env.update({str(k): text(v) for k, v in arguments.get("Environment", {}).items()})
     path = [str(Path(run.python).parent), env.get("PATH", "")]
     if instance_type.split(".")[1:2] and instance_type.split(".")[1][:1] in "gp":
-        path.insert(0, str(_gpus(base.parent / "gpus", run.processes)))
+        gpus = run.processes
+        xla = str(arguments.get("HyperParameters", {}).get(
+            "sagemaker_pytorch_xla_multi_worker_enabled")).strip('"') == "true"
+        if xla and gpus > 1:
+            # torch-xla on a CPU runs one process: its replicas would be threads that miss
+            # each other's collectives on a loaded machine.
+            gpus = 1
+            run.notes.append("pytorchxla steps run one XLA replica here, whatever --processes")
+        path.insert(0, str(_gpus(base.parent / "gpus", gpus)))
     env.update({"SAGEMAKER_BASE_DIR": str(base), "SM_STUDIO_LOCAL_MODE": "true",
                 "PJRT_DEVICE": "CPU", "SAGEMAKER_TRAINING_MODULE": DLC_TRAINING_MODULE,
                 "PATH": os.pathsep.join(path), "PYTHONPATH": str(XLA_SPAWN),
