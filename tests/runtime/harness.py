@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from compiled_training.local.steps import free_port, stand_in_gpus
 from compiled_training_runtime.local import job_env, job_folder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,13 +80,9 @@ def metrics(base: Path) -> dict[str, Any]:
 
 def fake_gpus(folder: Path, count: int) -> Path:
     """An ``nvidia-smi`` that lists ``count`` GPUs: the one thing the toolkit reads of the
-    GPUs (``nvidia-smi --list-gpus``), which this machine does not have. Returns its folder."""
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = "".join(f"echo 'GPU {i}: NVIDIA A10G (UUID: GPU-test-{i})'\n" for i in range(count))
-    script = folder / "nvidia-smi"
-    script.write_text(f"#!/bin/sh\n{lines}")
-    script.chmod(0o755)
-    return folder
+    GPUs (``nvidia-smi --list-gpus``), which this machine does not have (the local runner's
+    stand-in). Returns its folder."""
+    return stand_in_gpus(folder, count)
 
 
 def run_with_toolkit(base: Path, timeout: int = 900, *, gpus: int = 0,
@@ -118,13 +114,6 @@ def run_with_toolkit(base: Path, timeout: int = 900, *, gpus: int = 0,
     code = "from sagemaker_training import trainer; trainer.train()"
     return subprocess.run([python, "-c", code], env=env, capture_output=True,
                           text=True, timeout=timeout, check=False)
-
-
-def free_port() -> int:
-    """A free loopback port for a rendezvous."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def run_torchrun(base: Path, hyperparameters: dict[str, Any], workers: int,

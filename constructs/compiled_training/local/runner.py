@@ -21,7 +21,14 @@ from compiled_training.local.expressions import (
     condition_holds,
     text,
 )
-from compiled_training.local.steps import Run, ensure_bucket, run_step, split, training_refusal
+from compiled_training.local.steps import (
+    Run,
+    ensure_bucket,
+    environment,
+    run_step,
+    split,
+    training_refusal,
+)
 
 # Settings that only configure AWS around a step: listed, not emulated.
 NOT_EMULATED = ("DebugHookConfig", "ProfilerConfig", "EnableSageMakerMetricsTimeSeries", "Tags",
@@ -227,19 +234,10 @@ def local_aws(region: str) -> Iterator[Any]:
     """The run's AWS: moto's in-process S3, SSM, SageMaker, ..., with stand-in credentials."""
     from moto import mock_aws
 
-    saved = {key: os.environ.get(key) for key in _CREDENTIALS}
-    os.environ.update({**_CREDENTIALS, "AWS_DEFAULT_REGION": region})
-    try:
-        with mock_aws():
-            import boto3
+    with environment({**_CREDENTIALS, "AWS_DEFAULT_REGION": region}), mock_aws():
+        import boto3
 
-            yield boto3.client("s3")
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        yield boto3.client("s3")
 
 
 _CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",

@@ -19,7 +19,8 @@ import socket
 import subprocess
 import tarfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -208,11 +209,11 @@ def _toolkit(base: Path, arguments: Mapping[str, Any], run: Run, log: Path) -> i
             # each other's collectives on a loaded machine.
             gpus = 1
             run.notes.append("pytorchxla steps run one XLA replica here, whatever --processes")
-        path.insert(0, str(_gpus(base.parent / "gpus", gpus)))
+        path.insert(0, str(stand_in_gpus(base.parent / "gpus", gpus)))
     env.update({"SAGEMAKER_BASE_DIR": str(base), "SM_STUDIO_LOCAL_MODE": "true",
                 "PJRT_DEVICE": "CPU", "SAGEMAKER_TRAINING_MODULE": DLC_TRAINING_MODULE,
                 "PATH": os.pathsep.join(path), "PYTHONPATH": str(XLA_SPAWN),
-                "PET_MASTER_PORT": str(_free_port())})
+                "PET_MASTER_PORT": str(free_port())})
     code = "from sagemaker_training import trainer; trainer.train()"
     with log.open("w") as out:
         process = subprocess.run([run.python, "-c", code], env=env, stdout=out,
@@ -220,7 +221,22 @@ def _toolkit(base: Path, arguments: Mapping[str, Any], run: Run, log: Path) -> i
     return process.returncode
 
 
-def _gpus(folder: Path, count: int) -> Path:
+@contextmanager
+def environment(variables: Mapping[str, str]) -> Iterator[None]:
+    """This process's environment with ``variables`` set, restored afterwards."""
+    saved = {key: os.environ.get(key) for key in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def stand_in_gpus(folder: Path, count: int) -> Path:
     """An ``nvidia-smi`` listing ``count`` GPUs: all the toolkit reads of them."""
     folder.mkdir(parents=True, exist_ok=True)
     lines = "".join(f"echo 'GPU {i}: stand-in (UUID: GPU-local-{i})'\n" for i in range(count))
@@ -230,7 +246,8 @@ def _gpus(folder: Path, count: int) -> Path:
     return folder
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A free loopback port for a rendezvous (torchrun's)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
@@ -324,19 +341,12 @@ def _lambda(name: str, step: Mapping[str, Any], arguments: Mapping[str, Any],
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     variables = stack.resolve(properties.get("Environment", {}).get("Variables", {}))
-    saved = {key: os.environ.get(key) for key in variables}
-    os.environ.update({key: str(value) for key, value in variables.items()})
     try:
-        spec.loader.exec_module(module)
-        result = getattr(module, handler_name)(dict(arguments), None)
+        with environment({key: str(value) for key, value in variables.items()}):
+            spec.loader.exec_module(module)
+            result = getattr(module, handler_name)(dict(arguments), None)
     except Exception as error:  # the handler's failure is the step's
         raise StepFailed(f"{type(error).__name__}: {error}") from None
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     outputs = {}
     for output in step.get("OutputParameters", []):
         if output["OutputName"] not in result:
