@@ -300,3 +300,54 @@ def test_a_definition_the_sagemaker_sdk_builds_runs_too(tmp_path, minimum, statu
     if status:
         assert report["failure"].startswith("step TooInaccurate failed: validation_accuracy ")
         assert report["failure"].endswith(" is below 1.01")
+
+
+def test_the_benchmark_with_a_trainium_arm_runs_to_its_end_from_the_arms_given_outputs(
+        assembly, tmp_path):
+    """The document-classification benchmark's Trainium arm cannot run here (NeuronCores and
+    neuronx-cc do not exist; the tests' stand-ins stay in the tests): its two steps come from
+    --outputs and its run summary from --data, as a team would give them from a run on AWS.
+    The GPU arms train here; the comparison reads all three; the decision and its branch run."""
+    import io
+    import tarfile
+
+    from compiled_training.local.assembly import pick, read_assembly
+
+    python = str(require(XLA_WITH_GRAD_SCALER).executable)
+    steps = {s["Name"]: s for s in pick(read_assembly(assembly), "DocumentClassification/"
+                                                                 "Benchmark").definition["Steps"]}
+    output = steps["TrainTrainium"]["Arguments"]["OutputDataConfig"]["S3OutputPath"]
+    given = []
+    for name, seconds in (("PrecompileTrainium", 120), ("TrainTrainium", 600)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"TrainingJobName": name.lower(),
+                                    "TrainingTimeInSeconds": seconds,
+                                    "BillableTimeInSeconds": 2 * seconds}))
+        given += ["--outputs", f"{name}={path}"]
+    summary = json.dumps({"compiler": "neuron-xla", "global_batch_size": 64,
+                          "learning_rate": 5e-5, "samples_per_second": 900.0, "epochs": 1.0,
+                          "validation_accuracy": 0.6875, "validation_loss": 0.69}).encode()
+    archive = tmp_path / "trainium" / "output.tar.gz"
+    archive.parent.mkdir()
+    with tarfile.open(archive, "w:gz") as tar:
+        member = tarfile.TarInfo("metrics.json")
+        member.size = len(summary)
+        tar.addfile(member, io.BytesIO(summary))
+    given += ["--data", f"{output}/traintrainium/output/={archive.parent}"]
+    sets = [arg for arm in ("TrainBaseline", "TrainCompiler") for arg in _tiny(arm)]
+
+    result = _run(str(assembly), "--pipeline", "DocumentClassification/Benchmark",
+                  "--python", python, *_data(tmp_path, DATA), *sets, *given,
+                  "--workdir", str(tmp_path / "work"), "--json", str(tmp_path / "report.json"))
+
+    report = _report(tmp_path / "report.json")
+    ran = {s["name"]: s["status"] for s in report["steps"]}
+    assert ran["TrainBaseline"] == ran["TrainCompiler"] == "Succeeded", result.stdout
+    assert ran["Compare"] == ran["RecordDecision"] == ran["ShipDecision"] == "Succeeded"
+    decision = {s["name"]: s for s in report["steps"]}["Compare"]["outputs"][
+        "PropertyFiles"]["Comparison"]["decision"]
+    # Ship or hold, the execution ends as SageMaker ends it: succeeded, or failed with the
+    # comparison's reason.
+    assert (result.returncode, report["status"]) == (
+        (0, "Succeeded") if decision["verdict"] == "ship" else (1, "Failed"))
+    assert "PrecompileTrainium: properties from --outputs, not run" in report["notes"]
