@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,9 +29,12 @@ DATA = "s3://example-document-classification-data/bert"
 
 
 def _run(*arguments: str) -> subprocess.CompletedProcess[str]:
+    # Python may write bytecode, as on a user's machine: the handlers' imports must not leave
+    # it in the assembly.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     return subprocess.run([sys.executable, "-m", "compiled_training.tools.cli", "run",
                            *arguments], capture_output=True, text=True, timeout=900,
-                          check=False)
+                          check=False, env=env)
 
 
 def _tiny(step: str, **more: Any) -> list[str]:
@@ -143,11 +147,11 @@ def test_a_built_in_algorithm_is_refused_then_runs_from_its_given_outputs(assemb
         "whose container does not exist here; give its properties with --outputs Train=FILE"]
 
     outputs = tmp_path / "train.json"
+    # As DescribeTrainingJob lists a finished job's metrics.
     outputs.write_text(json.dumps({
         "TrainingJobName": "xgboost-given",
         "ModelArtifacts": {"S3ModelArtifacts": "s3://given-models/xgboost/model.tar.gz"},
-        "FinalMetricDataList": {"validation:auc": {"MetricName": "validation:auc",
-                                                   "Value": 0.91}}}))
+        "FinalMetricDataList": [{"MetricName": "validation:auc", "Value": 0.91}]}))
     result = _run(str(assembly), "--pipeline", "Tabular/Pipeline", "--outputs",
                   f"Train={outputs}", "--workdir", str(tmp_path / "work"),
                   "--json", str(tmp_path / "report.json"))
@@ -198,6 +202,34 @@ def test_bad_input_is_one_line_and_exit_code_2(assembly, tmp_path, arguments, me
     import re
 
     result = _run(str(assembly), *arguments, "--workdir", str(tmp_path / "work"))
+    assert result.returncode == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert re.search(message, line), line
+
+
+def test_a_workdir_of_the_users_own_is_refused_not_cleared(assembly, tmp_path):
+    (tmp_path / "steps").mkdir()
+    (tmp_path / "steps" / "notes.txt").write_text("mine")
+    result = _run(str(assembly), "--pipeline", DOCUMENTS, "--workdir", str(tmp_path))
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"compiled-training run: --workdir {tmp_path} holds files of its own; give an empty or "
+        f"new folder (the runner clears what it wrote there before)")
+    assert (tmp_path / "steps" / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ('{"FinalMetricDataList": [{"Value": 0.9}]}',
+     r"FinalMetricDataList entries need a MetricName and a numeric Value, got \{'Value': 0.9\}"),
+    ("[]", r"expected a JSON object of the step's properties"),
+])
+def test_bad_outputs_are_one_line(assembly, tmp_path, content, message):
+    import re
+
+    given = tmp_path / "train.json"
+    given.write_text(content)
+    result = _run(str(assembly), "--pipeline", "Tabular/Pipeline", "--outputs",
+                  f"Train={given}", "--workdir", str(tmp_path / "work"))
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
     assert re.search(message, line), line

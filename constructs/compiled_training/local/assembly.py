@@ -82,6 +82,12 @@ class StackReader:
         pseudo = self._pseudo(logical_id)
         if pseudo is not None:
             return pseudo
+        if logical_id in self.template.get("Parameters", {}):
+            parameter = self.template["Parameters"][logical_id]
+            if "Default" not in parameter:
+                raise RunInputError(f"stack {self.name}: template parameter {logical_id} has "
+                                    f"no default to run with")
+            return str(parameter["Default"])
         kind = self.template["Resources"][logical_id]["Type"]
         properties = self.template["Resources"][logical_id].get("Properties", {})
         if kind == "AWS::S3::Bucket":
@@ -159,6 +165,14 @@ class AssemblyPipeline:
 
 def read_assembly(outdir: Path) -> list[AssemblyPipeline]:
     """Every pipeline of a synthesized cloud assembly (``cdk.out``)."""
+    try:
+        return _read_assembly(outdir)
+    except (OSError, KeyError, TypeError, ValueError) as error:  # JSON errors are ValueErrors
+        raise RunInputError(f"{outdir}: not a cloud assembly the runner can read "
+                            f"({type(error).__name__}: {error})") from None
+
+
+def _read_assembly(outdir: Path) -> list[AssemblyPipeline]:
     manifest_path = outdir / "manifest.json"
     if not manifest_path.is_file():
         raise RunInputError(f"{outdir} is not a cloud assembly (no manifest.json): run "
@@ -247,7 +261,10 @@ def definition_file(path: Path) -> dict[str, Any]:
     except json.JSONDecodeError as error:
         raise RunInputError(f"{path}: not JSON: {error}") from None
     if isinstance(document, Mapping) and isinstance(document.get("PipelineDefinition"), str):
-        document = json.loads(document["PipelineDefinition"])
+        try:
+            document = json.loads(document["PipelineDefinition"])
+        except json.JSONDecodeError as error:
+            raise RunInputError(f"{path}: its PipelineDefinition is not JSON: {error}") from None
     if not isinstance(document, Mapping) or "Steps" not in document:
         raise RunInputError(f"{path}: not a pipeline definition (no 'Steps')")
     return dict(document)

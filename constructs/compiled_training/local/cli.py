@@ -17,7 +17,6 @@ import json
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,14 @@ from compiled_training.local.assembly import (
     read_assembly,
 )
 from compiled_training.local.expressions import Unsupported, parameter_values
-from compiled_training.local.runner import dump, execute, local_aws, seed
+from compiled_training.local.runner import (
+    all_steps,
+    check_structure,
+    dump,
+    execute,
+    local_aws,
+    seed,
+)
 from compiled_training.local.steps import Run, ensure_bucket
 
 USAGE_ERROR = 2
@@ -57,7 +63,8 @@ def parser() -> argparse.ArgumentParser:
                      help="GPUs each training instance stands in with (default 1)")
     run.add_argument("--workdir", type=Path, help="where steps, logs and S3 go (default: a "
                                                   "new folder under the system's temp folder)")
-    run.add_argument("--json", type=Path, dest="json_path", help="also write the report here")
+    run.add_argument("--json", type=Path, dest="json_path", metavar="FILE",
+                     help="also write the report here, as JSON")
     return run
 
 
@@ -80,6 +87,11 @@ def _run(args: argparse.Namespace) -> int:
         raise RunInputError(f"--python {args.python}: no such interpreter")
     args.python = str(Path(python).absolute())
     pipeline: AssemblyPipeline | None = None
+    if args.definition and (args.pipeline or args.assembly != Path("cdk.out")):
+        raise RunInputError("--definition runs a definition file: give it without an assembly "
+                            "or --pipeline")
+    if args.json_path and not args.json_path.parent.is_dir():
+        raise RunInputError(f"--json {args.json_path}: its folder does not exist")
     if args.definition:
         definition, name = definition_file(args.definition), args.definition.stem
     else:
@@ -99,15 +111,18 @@ def _run(args: argparse.Namespace) -> int:
         overrides.setdefault(step, {})[key] = _encoded(value)
     outputs = {step: _outputs(Path(path)) for step, path in _pairs(args.outputs,
                                                                    "--outputs").items()}
-    known = _step_names(definition.get("Steps", []))
+    check_structure(definition.get("Steps", []))
+    steps = {str(s["Name"]): str(s["Type"]) for s in all_steps(definition.get("Steps", []))}
+    known = set(steps)
     for step in [*overrides, *outputs]:
         if step not in known:
             raise RunInputError(f"step {step!r} is not in the pipeline (steps: "
                                 f"{', '.join(sorted(known))})")
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="compiled-training-run-"))
-    workdir = workdir.resolve()
-    shutil.rmtree(workdir / "steps", ignore_errors=True)
-    workdir.mkdir(parents=True, exist_ok=True)
+    for step in overrides:
+        if steps[step] != "Training":
+            raise RunInputError(f"--set {step}.*: {step} is a {steps[step]} step; --set "
+                                f"overrides a training step's hyperparameters")
+    workdir = _workdir(args.workdir)
     stack = pipeline.stack if pipeline else None
     region = stack.region if stack else "us-east-1"
     with local_aws(region) as s3:
@@ -125,11 +140,30 @@ def _run(args: argparse.Namespace) -> int:
         dump(s3, workdir)
     report.notes.append(f"workdir {workdir}: each step's /opt_ml and log under steps/, the "
                         f"run's S3 under s3/, its SSM parameters in ssm.json")
+    report.notes.append("the steps' code runs with stand-in AWS credentials: a call of its own "
+                        "to AWS is refused (the handlers' calls go to the stand-in AWS)")
     print()
     print(report.table())
     if args.json_path:
         args.json_path.write_text(json.dumps(report.as_json(), indent=2, default=str) + "\n")
     return 0 if report.status == "Succeeded" else 1
+
+
+MARKER = ".compiled-training-run"
+
+
+def _workdir(given: Path | None) -> Path:
+    """The run's folder, emptied of an earlier run's steps, S3 and SSM: a new folder, or one an
+    earlier run made (its marker file says so); never a folder of the user's own."""
+    workdir = (given or Path(tempfile.mkdtemp(prefix="compiled-training-run-"))).resolve()
+    if workdir.exists() and any(workdir.iterdir()) and not (workdir / MARKER).is_file():
+        raise RunInputError(f"--workdir {workdir} holds files of its own; give an empty or new "
+                            f"folder (the runner clears what it wrote there before)")
+    for earlier in ("steps", "s3"):
+        shutil.rmtree(workdir / earlier, ignore_errors=True)
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / MARKER).write_text("a compiled-training run's folder: steps/, s3/, ssm.json\n")
+    return workdir
 
 
 def _pairs(values: list[str], flag: str) -> dict[str, str]:
@@ -159,17 +193,30 @@ def _outputs(path: Path) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise RunInputError(f"--outputs {path}: expected a JSON object of the step's "
                             f"properties, such as {{\"FinalMetricDataList\": ...}}")
+    if "FinalMetricDataList" in document:
+        document["FinalMetricDataList"] = _metrics(path, document["FinalMetricDataList"])
     return document
 
 
-def _step_names(steps: list[Mapping[str, Any]]) -> set[str]:
-    names = set()
-    for step in steps:
-        names.add(str(step["Name"]))
-        if step.get("Type") == "Condition":
-            arguments = step.get("Arguments", {})
-            names |= _step_names([*arguments.get("IfSteps", []), *arguments.get("ElseSteps", [])])
-    return names
+def _metrics(path: Path, given: Any) -> dict[str, dict[str, Any]]:
+    """A training step's final metrics as DescribeTrainingJob lists them
+    (``[{"MetricName": m, "Value": v}]``) or by name (``{m: {"Value": v}}``, ``{m: v}``), by
+    name as the runner's steps read them."""
+    entries = given if isinstance(given, list) else [
+        {"MetricName": name, **(value if isinstance(value, dict) else {"Value": value})}
+        for name, value in (given.items() if isinstance(given, dict) else [])]
+    metrics = {}
+    for entry in entries:
+        try:
+            name, value = str(entry["MetricName"]), float(entry["Value"])
+        except (KeyError, TypeError, ValueError):
+            raise RunInputError(f"--outputs {path}: FinalMetricDataList entries need a "
+                                f"MetricName and a numeric Value, got {entry!r}") from None
+        metrics[name] = {"MetricName": name, "Value": value}
+    if not metrics and given:
+        raise RunInputError(f"--outputs {path}: FinalMetricDataList must be a list or an "
+                            f"object of metrics, got {given!r}")
+    return metrics
 
 
 if __name__ == "__main__":

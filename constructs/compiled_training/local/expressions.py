@@ -22,10 +22,6 @@ class StepFailed(Exception):
     """A step ended in failure: the reason, as the console would show it."""
 
 
-_TYPES: dict[str, tuple[type, ...]] = {"String": (str,), "Integer": (int,),
-                                       "Float": (float, int), "Boolean": (bool,)}
-
-
 def parameter_values(declared: list[Mapping[str, Any]],
                      overrides: Mapping[str, str]) -> dict[str, Any]:
     """The execution's parameters: defaults, with ``--param NAME=VALUE`` overrides parsed to
@@ -41,6 +37,24 @@ def parameter_values(declared: list[Mapping[str, Any]],
     if missing:
         raise RunInputError(f"parameters without a default need --param: {', '.join(missing)}")
     return values
+
+
+def typed(value: Any, kind: str, what: str) -> Any:
+    """A value as a Lambda step's ``OutputType`` (String, Integer, Float, Boolean) types it."""
+    try:
+        if kind == "Boolean":
+            if isinstance(value, bool):
+                return value
+            return {"true": True, "false": False}[str(value).lower()]
+        if kind == "Integer" and not isinstance(value, bool):
+            return int(value)
+        if kind == "Float" and not isinstance(value, bool):
+            return float(value)
+        if kind == "String":
+            return text(value)
+    except (ValueError, KeyError, TypeError):
+        pass
+    raise StepFailed(f"{what}: {value!r} is not a {kind}")
 
 
 def _parsed(name: str, kind: str, text: str) -> Any:
@@ -107,6 +121,9 @@ class Context:
         raise Unsupported(f"{where}: {path} is not an expression the runner implements")
 
     def _json_get(self, spec: Mapping[str, Any], where: str) -> Any:
+        if "S3Uri" in spec:
+            raise Unsupported(f"{where}: Std:JsonGet on an S3Uri is not implemented; read a "
+                              f"step's property file")
         source = spec.get("PropertyFile")
         reference = source.get("Get") if isinstance(source, Mapping) else None
         match = re.fullmatch(r"Steps\.([^.]+)\.PropertyFiles\.(.+)", str(reference))
@@ -114,15 +131,18 @@ class Context:
             raise Unsupported(f"{where}: Std:JsonGet reads {source!r}, not a step's property "
                               f"file")
         document = self.get(f"Steps.{match[1]}.PropertyFiles.{match[2]}", where)
-        return _walk(document, str(spec["Path"]), f"{where}: Std:JsonGet {spec['Path']}")
+        path = text(self.evaluate(spec["Path"], where))
+        return _walk(document, path, f"{where}: Std:JsonGet {path}")
 
 
-_ACCESSOR = re.compile(r"\.?([A-Za-z0-9_]+)|\[(?:'([^']*)'|\"([^\"]*)\"|(\d+))\]")
+_ACCESSOR = re.compile(r"\.?([^.\[\]]+)|\[(?:'([^']*)'|\"([^\"]*)\"|(\d+))\]")
 
 
 def _walk(document: Any, path: str, where: str) -> Any:
-    """``FinalMetricDataList['m'].Value``-style paths (and JSON paths ``a.b[0]``)."""
+    """``FinalMetricDataList['m'].Value``-style paths, and JSON paths (``a.b[0]``,
+    ``$.a.f1-score``) as ``Std:JsonGet`` reads them."""
     position, value = 0, document
+    path = path.removeprefix("$").removeprefix(".") if path.startswith("$") else path
     while position < len(path):
         match = _ACCESSOR.match(path, position)
         if match is None:
@@ -156,15 +176,14 @@ def condition_holds(condition: Mapping[str, Any], context: Context, where: str) 
     """One condition of a ``Condition`` step, as Pipelines evaluates it."""
     kind = condition.get("Type")
     if kind in _COMPARISONS:
-        left = _comparable(context.evaluate(condition["LeftValue"], where))
-        right = _comparable(context.evaluate(condition["RightValue"], where))
-        try:
-            return _COMPARISONS[str(kind)](left, right)
-        except TypeError:
-            raise StepFailed(f"{where}: cannot compare {left!r} with {right!r}") from None
+        left = context.evaluate(condition["LeftValue"], where)
+        right = context.evaluate(condition["RightValue"], where)
+        _same_kind(left, right, where)
+        return _COMPARISONS[str(kind)](left, right)
     if kind == "In":
-        query = _comparable(context.evaluate(condition["QueryValue"], where))
-        return query in [_comparable(context.evaluate(v, where)) for v in condition["Values"]]
+        query = context.evaluate(condition["QueryValue"], where)
+        values = [context.evaluate(v, where) for v in condition["Values"]]
+        return any(_kind(query) == _kind(v) and query == v for v in values)
     if kind == "Not":
         return not condition_holds(condition["Condition"], context, where)
     if kind == "Or":
@@ -172,15 +191,19 @@ def condition_holds(condition: Mapping[str, Any], context: Context, where: str) 
     raise Unsupported(f"{where}: condition type {kind!r} is not implemented")
 
 
-def _comparable(value: Any) -> Any:
-    """Numbers stay numbers; a numeric string (a metric, a JSON value) is read as one."""
-    if isinstance(value, str):
-        try:
-            return float(value) if re.fullmatch(r"[-+]?[0-9.]+(e[-+]?\d+)?", value, re.I) \
-                else value
-        except ValueError:
-            return value
-    return value
+def _kind(value: Any) -> str:
+    """What a value compares as: numbers with numbers, strings with strings, booleans alone."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return "string" if isinstance(value, str) else type(value).__name__
+
+
+def _same_kind(left: Any, right: Any, where: str) -> None:
+    if _kind(left) != _kind(right):
+        raise StepFailed(f"{where}: cannot compare {_kind(left)} {left!r} with {_kind(right)} "
+                         f"{right!r}")
 
 
 def json_document(text: str, where: str) -> Any:

@@ -4,7 +4,6 @@ report people read: a line a step as it starts and ends, then each step's outcom
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 import uuid
@@ -14,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compiled_training.local.assembly import LOCAL_ACCOUNT, LOCAL_REGION, RunInputError
 from compiled_training.local.expressions import (
     Context,
     StepFailed,
@@ -22,9 +22,11 @@ from compiled_training.local.expressions import (
     text,
 )
 from compiled_training.local.steps import (
+    STEP_TYPES,
     Run,
     ensure_bucket,
     environment,
+    not_run_here,
     run_step,
     split,
     training_refusal,
@@ -102,16 +104,19 @@ def execute(definition: Mapping[str, Any], pipeline_name: str, parameters: dict[
             run: Run, say: Callable[[str], None]) -> Report:
     """Runs every step the definition reaches; never raises for a step's failure."""
     execution = uuid.uuid5(uuid.NAMESPACE_URL, f"{pipeline_name}/{run.workdir}").hex[:12]
-    region = os.environ.get("AWS_DEFAULT_REGION", "us-east-1")
-    arn = (f"arn:aws:sagemaker:{region}:123456789012:pipeline/{pipeline_name.lower()}/"
-           f"execution/{execution}")
-    context = Context(parameters, {"PipelineExecutionId": execution,
-                                   "PipelineExecutionArn": arn, "PipelineName": pipeline_name,
-                                   "StartDateTime": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                                  time.gmtime())})
+    run.execution = execution
+    account = run.stack.account if run.stack else LOCAL_ACCOUNT
+    region = run.stack.region if run.stack else LOCAL_REGION
+    pipeline_arn = f"arn:aws:sagemaker:{region}:{account}:pipeline/{pipeline_name.lower()}"
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    context = Context(parameters, {
+        "PipelineExecutionId": execution, "PipelineName": pipeline_name,
+        "PipelineArn": pipeline_arn, "PipelineExecutionArn": f"{pipeline_arn}/execution/"
+                                                            f"{execution}",
+        "StartDateTime": now, "CurrentDateTime": now})
     report = Report(pipeline_name, execution)
     steps = list(definition.get("Steps", []))
-    report.not_emulated = sorted({setting for step in _all_steps(steps)
+    report.not_emulated = sorted({setting for step in all_steps(steps)
                                   for setting in _settings(step)})
     _refuse_early(steps, run)
     try:
@@ -136,13 +141,17 @@ def _run_steps(steps: list[Mapping[str, Any]], context: Context, run: Run, repor
                 outputs, branch = _condition(step, context)
                 outcome.outputs = outputs
                 taken, skipped = branch
-                for other in skipped:
+                for other in all_steps(skipped):
                     report.steps.append(StepOutcome(str(other["Name"]), str(other["Type"]),
                                                     "Skipped", reason=f"{name} took the other "
                                                                       f"branch"))
             else:
                 outcome.outputs = run_step(step, context, run)
                 context.steps[name] = outcome.outputs
+        except Unsupported as unsupported:  # found only as the step ran: fails it, reported
+            failure = StepFailed(f"not supported here: {unsupported}")
+            outcome.status, outcome.reason = "Failed", str(failure)
+            raise StepFailed(f"step {name} failed: {failure}") from None
         except StepFailed as failure:
             outcome.status, outcome.reason = "Failed", str(failure)
             outcome.seconds = time.monotonic() - began
@@ -198,13 +207,34 @@ def _references(step: Mapping[str, Any]) -> set[str]:
     return set(re.findall(r'"Steps\.([^."]+)', json.dumps(step.get("Arguments", {}))))
 
 
-def _all_steps(steps: list[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+def all_steps(steps: list[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+    """Every step, those in conditions' branches included."""
     for step in steps:
         yield step
         arguments = step.get("Arguments", {})
         if step.get("Type") == "Condition":
-            yield from _all_steps(list(arguments.get("IfSteps", [])) +
-                                  list(arguments.get("ElseSteps", [])))
+            yield from all_steps(list(arguments.get("IfSteps", [])) +
+                                 list(arguments.get("ElseSteps", [])))
+
+
+def check_structure(steps: list[Mapping[str, Any]]) -> None:
+    """What the runner's order needs of a definition: named, typed, unique steps, and no step
+    outside a condition that needs one of its branches' steps."""
+    names: list[str] = []
+    for step in all_steps(steps):
+        if not isinstance(step, Mapping) or "Name" not in step or "Type" not in step:
+            raise RunInputError(f"not a pipeline step (no Name or Type): {str(step)[:80]}")
+        names.append(str(step["Name"]))
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise RunInputError(f"step names must be unique, got {', '.join(twice)} more than once")
+    top = {str(step["Name"]) for step in steps}
+    for step in steps:
+        needs = (set(step.get("DependsOn", [])) | _references(step)) & set(names)
+        inside = sorted(needs - top)
+        if inside and step.get("Type") != "Condition":
+            raise Unsupported(f"step {step['Name']} needs {', '.join(inside)}, which runs only "
+                              f"in a condition's branch: not supported locally")
 
 
 def _settings(step: Mapping[str, Any]) -> list[str]:
@@ -217,16 +247,17 @@ def _settings(step: Mapping[str, Any]) -> list[str]:
 
 def _refuse_early(steps: list[Mapping[str, Any]], run: Run) -> None:
     """A training step that cannot run here is refused before anything runs."""
-    for step in _all_steps(steps):
-        if step.get("Type") == "Training" and step["Name"] not in run.outputs:
-            refusal = training_refusal(str(step["Name"]), step.get("Arguments", {}), run.python)
+    check_structure(steps)
+    for step in all_steps(steps):
+        name, kind = str(step["Name"]), str(step["Type"])
+        if name in run.outputs:
+            continue
+        if kind == "Training":
+            refusal = training_refusal(name, step.get("Arguments", {}), run.python)
             if refusal:
                 raise Unsupported(refusal)
-        if step.get("Type") not in ("Training", "Processing", "Lambda", "RegisterModel",
-                                    "Fail", "Condition") and step["Name"] not in run.outputs:
-            raise Unsupported(f"step {step['Name']}: step type {step.get('Type')!r} does not "
-                              f"run locally yet; give its properties with --outputs "
-                              f"{step['Name']}=FILE")
+        if kind not in STEP_TYPES:
+            raise not_run_here(name, kind)
 
 
 @contextmanager

@@ -11,12 +11,13 @@ assembly, in this process, against the run's in-process AWS (moto).
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import os
 import re
 import socket
 import subprocess
+import sys
 import tarfile
 import time
 from collections.abc import Iterator, Mapping
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ParamValidationError
 
 from compiled_training.local.assembly import StackReader
 from compiled_training.local.expressions import (
@@ -36,6 +37,7 @@ from compiled_training.local.expressions import (
     Unsupported,
     json_document,
     text,
+    typed,
 )
 
 DLC_TRAINING_MODULE = "sagemaker_pytorch_container.training:main"
@@ -63,6 +65,20 @@ class Run:
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     """``--outputs STEP=FILE``: properties of steps not run here."""
     notes: list[str] = field(default_factory=list)
+    execution: str = "local"
+    """The execution's id: jobs are named after their step and it."""
+
+    def job_name(self, step: str) -> str:
+        return f"{step.lower()}-{self.execution}"[:63]
+
+
+# The step types the runner executes; any other is given with --outputs.
+STEP_TYPES = ("Training", "Processing", "Lambda", "RegisterModel", "Fail", "Condition")
+
+
+def not_run_here(name: str, kind: str) -> Unsupported:
+    return Unsupported(f"step {name}: step type {kind!r} does not run locally yet; give its "
+                       f"properties with --outputs {name}=FILE")
 
 
 def run_step(step: Mapping[str, Any], context: Context, run: Run) -> dict[str, Any]:
@@ -82,8 +98,7 @@ def run_step(step: Mapping[str, Any], context: Context, run: Run) -> dict[str, A
         return _processing(name, step, arguments, run)
     if kind == "Fail":
         raise StepFailed(text(arguments.get("ErrorMessage", "")))
-    raise Unsupported(f"step {name}: step type {kind!r} does not run locally yet; give its "
-                      f"properties with --outputs {name}=FILE")
+    raise not_run_here(name, kind)
 
 
 # --- Training ---------------------------------------------------------------------------
@@ -155,11 +170,8 @@ def _training(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, An
     seconds = max(1, round(time.monotonic() - began))
     logs = log.read_text(errors="replace")
     if result != 0:
-        failure = base / "output" / "failure"
-        reason = failure.read_text().strip() if failure.is_file() else \
-            (logs.strip().splitlines() or ["no output"])[-1]
-        raise StepFailed(f"AlgorithmError: {reason} (exit code {result}; log: {log})")
-    job = f"{name.lower()}-{run.workdir.name}"[:63]
+        raise _algorithm_error(base / "output" / "failure", log, result)
+    job = run.job_name(name)
     output = str(arguments["OutputDataConfig"]["S3OutputPath"]).rstrip("/")
     model_uri = f"{output}/{job}/output/model.tar.gz"
     _upload(run.s3, _pack(base / "model", folder / "model.tar.gz"), model_uri)
@@ -179,6 +191,13 @@ def _training(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, An
             "ModelArtifacts": {"S3ModelArtifacts": model_uri},
             "FinalMetricDataList": final_metrics(
                 arguments.get("AlgorithmSpecification", {}).get("MetricDefinitions", []), logs)}
+
+
+def _algorithm_error(failure: Path, log: Path, code: int) -> StepFailed:
+    """A job that exited non-zero: its failure file's reason, else its log's last line."""
+    reason = failure.read_text().strip() if failure.is_file() else \
+        (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
+    return StepFailed(f"AlgorithmError: {reason} (exit code {code}; log: {log})")
 
 
 def final_metrics(definitions: list[Mapping[str, str]], logs: str) -> dict[str, Any]:
@@ -212,7 +231,9 @@ def _toolkit(base: Path, arguments: Mapping[str, Any], run: Run, log: Path) -> i
         path.insert(0, str(stand_in_gpus(base.parent / "gpus", gpus)))
     env.update({"SAGEMAKER_BASE_DIR": str(base), "SM_STUDIO_LOCAL_MODE": "true",
                 "PJRT_DEVICE": "CPU", "SAGEMAKER_TRAINING_MODULE": DLC_TRAINING_MODULE,
-                "PATH": os.pathsep.join(path), "PYTHONPATH": str(XLA_SPAWN),
+                "PATH": os.pathsep.join(path),
+                "PYTHONPATH": os.pathsep.join(filter(None, [str(XLA_SPAWN),
+                                                             env.get("PYTHONPATH")])),
                 "PET_MASTER_PORT": str(free_port())})
     code = "from sagemaker_training import trainer; trainer.train()"
     with log.open("w") as out:
@@ -265,6 +286,13 @@ def _pack(folder: Path, archive_path: Path) -> Path:
 PROCESSING_ROOT = "/opt/ml/processing"
 
 
+def processing_mapped(value: Any, root: Path) -> str:
+    """A container's entry point or argument with each ``/opt/ml/processing`` path in it
+    (whole, after ``=`` or ``:``, or among words) under ``root`` instead."""
+    return re.sub(rf"(?<![^=:\s]){re.escape(PROCESSING_ROOT)}(?=/|$|\s)", str(root),
+                  text(value))
+
+
 def _processing(name: str, step: Mapping[str, Any], arguments: Mapping[str, Any],
                 run: Run) -> dict[str, Any]:
     """The container's entry point and arguments, with ``/opt/ml/processing`` (which user code
@@ -274,10 +302,11 @@ def _processing(name: str, step: Mapping[str, Any], arguments: Mapping[str, Any]
     root = folder / "processing"
 
     def local(path: str) -> Path:
-        if not path.startswith(PROCESSING_ROOT):
-            raise Unsupported(f"step {name}: {path} is outside {PROCESSING_ROOT}, which the "
-                              f"runner cannot map")
+        if path != PROCESSING_ROOT and not path.startswith(f"{PROCESSING_ROOT}/"):
+            raise StepFailed(f"{path} is outside {PROCESSING_ROOT}, which the runner cannot "
+                             f"map into the step's folder")
         return root / Path(path).relative_to(PROCESSING_ROOT)
+
 
     for item in arguments.get("ProcessingInputs", []):
         source = item["S3Input"]
@@ -289,9 +318,8 @@ def _processing(name: str, step: Mapping[str, Any], arguments: Mapping[str, Any]
     for item in outputs.values():
         local(item["S3Output"]["LocalPath"]).mkdir(parents=True, exist_ok=True)
     app = arguments["AppSpecification"]
-    command = [*app.get("ContainerEntrypoint", []),
-               *[str(local(a)) if str(a).startswith(PROCESSING_ROOT) else text(a)
-                 for a in app.get("ContainerArguments", [])]]
+    command = [processing_mapped(a, root) for a in [*app.get("ContainerEntrypoint", []),
+                                                    *app.get("ContainerArguments", [])]]
     env = {**os.environ, **{str(k): text(v) for k, v in arguments.get("Environment", {}).items()},
            "PROCESSING_ROOT": str(root),
            "PATH": os.pathsep.join([str(Path(run.python).parent), os.environ.get("PATH", "")])}
@@ -300,8 +328,7 @@ def _processing(name: str, step: Mapping[str, Any], arguments: Mapping[str, Any]
         result = subprocess.run(command, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 check=False).returncode
     if result != 0:
-        last = (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
-        raise StepFailed(f"AlgorithmError: {last} (exit code {result}; log: {log})")
+        raise _algorithm_error(root / "output" / "failure", log, result)
     for item in outputs.values():
         target = str(item["S3Output"]["S3Uri"]).rstrip("/")
         source_folder = local(item["S3Output"]["LocalPath"])
@@ -317,7 +344,7 @@ def _processing(name: str, step: Mapping[str, Any], arguments: Mapping[str, Any]
                              f"{spec['FilePath']} in output {spec['OutputName']}")
         files[spec["PropertyFileName"]] = json_document(path.read_text(),
                                                         f"property file {path}")
-    return {"ProcessingJobName": f"{name.lower()}-{run.workdir.name}"[:63],
+    return {"ProcessingJobName": run.job_name(name),
             "ProcessingJobStatus": "Completed",
             "ProcessingOutputConfig": {"Outputs": outputs}, "PropertyFiles": files}
 
@@ -333,31 +360,55 @@ def _lambda(name: str, step: Mapping[str, Any], arguments: Mapping[str, Any],
                           f"assembly; give its outputs with --outputs {name}=FILE")
     properties = stack.resource(function)["Properties"]
     code = properties["Code"]
-    location = f"s3://{stack.resolve(code['S3Bucket'])}/{stack.resolve(code['S3Key'])}"
-    asset = stack.assets[location]
-    module_name, _, handler_name = str(properties["Handler"]).rpartition(".")
-    spec = importlib.util.spec_from_file_location(
-        f"compiled_training_local_{function}", asset.source / f"{module_name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
+    location = f"s3://{stack.resolve(code.get('S3Bucket'))}/{stack.resolve(code.get('S3Key'))}"
+    asset = stack.assets.get(location)
+    if asset is None or not asset.source.is_dir():
+        raise Unsupported(f"step {name}: function {function}'s code is not a staged folder of "
+                          f"the assembly; give its outputs with --outputs {name}=FILE")
     variables = stack.resolve(properties.get("Environment", {}).get("Variables", {}))
     try:
         with environment({key: str(value) for key, value in variables.items()}):
-            spec.loader.exec_module(module)
-            result = getattr(module, handler_name)(dict(arguments), None)
+            result = _invoke(asset.source, str(properties["Handler"]), dict(arguments))
     except Exception as error:  # the handler's failure is the step's
         raise StepFailed(f"{type(error).__name__}: {error}") from None
+    if not isinstance(result, Mapping):
+        raise StepFailed(f"the function returned {type(result).__name__}, not an object of "
+                         f"its outputs")
     outputs = {}
     for output in step.get("OutputParameters", []):
-        if output["OutputName"] not in result:
-            raise StepFailed(f"the function returned no {output['OutputName']!r}")
-        outputs[output["OutputName"]] = result[output["OutputName"]]
+        key = output["OutputName"]
+        if key not in result:
+            raise StepFailed(f"the function returned no {key!r}")
+        outputs[key] = typed(result[key], output.get("OutputType", "String"),
+                             f"output {key!r}")
     return {"OutputParameters": outputs}
+
+
+def _invoke(folder: Path, handler: str, event: dict[str, Any]) -> Any:
+    """A handler (``module.function``, the module dotted within the folder) called as Lambda
+    calls it, its folder first on the path. The assembly stays as it is: no bytecode is
+    written into it, and its own modules leave ``sys.modules`` afterwards."""
+    module_name, _, function = handler.rpartition(".")
+    before = set(sys.modules)
+    saved_path, saved_bytecode = list(sys.path), sys.dont_write_bytecode
+    sys.path.insert(0, str(folder))
+    sys.dont_write_bytecode = True
+    try:
+        module = importlib.import_module(module_name)
+        return getattr(module, function)(event, None)
+    finally:
+        sys.path[:] = saved_path
+        sys.dont_write_bytecode = saved_bytecode
+        for loaded in set(sys.modules) - before:
+            if str(getattr(sys.modules[loaded], "__file__", "")).startswith(str(folder)):
+                del sys.modules[loaded]  # the next function's module may share the name
 
 
 def _register(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, Any]:
     client = boto3.client("sagemaker")
     group = arguments.get("ModelPackageGroupName")
+    if not group:
+        raise Unsupported(f"step {name}: a model package outside a group is not implemented")
     try:
         client.describe_model_package_group(ModelPackageGroupName=group)
     except ClientError:
@@ -368,7 +419,7 @@ def _register(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, An
     request = {key: value for key, value in arguments.items() if key != "SkipModelValidation"}
     try:
         package = client.create_model_package(**request)
-    except ClientError as error:
+    except (ClientError, ParamValidationError) as error:
         raise StepFailed(str(error)) from None
     return {"ModelPackageArn": package["ModelPackageArn"],
             "ModelApprovalStatus": arguments.get("ModelApprovalStatus")}
@@ -393,6 +444,8 @@ def _download(s3: Any, uri: str, target: Path) -> None:
 def _download_prefix(s3: Any, uri: str, target: Path) -> int:
     bucket, prefix = split(uri)
     count = 0
+    if bucket not in {b["Name"] for b in s3.list_buckets().get("Buckets", [])}:
+        return 0  # as SageMaker says it: no object under the URI
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for item in page.get("Contents", []):
             relative = item["Key"][len(prefix):].lstrip("/") or Path(item["Key"]).name
