@@ -93,7 +93,7 @@ def test_lambda_outputs_are_typed_as_declared(value, kind, expected):
 
 
 def test_fails_on_a_lambda_output_that_is_not_its_type():
-    with pytest.raises(StepFailed, match=r"output 'version': 'two' is not a Integer"):
+    with pytest.raises(StepFailed, match=r"output 'version': 'two' is not an Integer"):
         typed("two", "Integer", "output 'version'")
 
 

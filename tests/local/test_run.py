@@ -167,10 +167,10 @@ def test_what_cannot_run_here_is_refused_naming_the_step_before_anything_runs(as
     trainium = _run(str(assembly), "--pipeline", "DocumentClassification/Benchmark",
                     "--workdir", str(tmp_path / "work"))
     assert trainium.returncode == 2
-    assert trainium.stderr.strip().splitlines() == [
-        "compiled-training run: step PrecompileTrainium trains on Trainium (ml.trn1.32xlarge): "
-        "NeuronCores and neuronx-cc do not exist here (the tests' stand-ins for them stay in "
-        "the tests); give its properties with --outputs PrecompileTrainium=FILE"]
+    assert trainium.stderr.strip().splitlines() == ["compiled-training run: " + "; ".join(
+        f"step {step} trains on Trainium (ml.trn1.32xlarge): NeuronCores and neuronx-cc do not "
+        f"exist here (the tests' stand-ins for them stay in the tests); give its properties "
+        f"with --outputs {step}=FILE" for step in ("PrecompileTrainium", "TrainTrainium"))]
     assert not (tmp_path / "work" / "steps").exists()
 
     definition = tmp_path / "transform.json"
@@ -188,12 +188,19 @@ def test_what_cannot_run_here_is_refused_naming_the_step_before_anything_runs(as
                              r"has: Creative-Benchmark-\w+ \(Creative/Benchmark\); "),
     ([], r"name a pipeline with --pipeline: Creative-Benchmark-"),
     (["--pipeline", DOCUMENTS, "--param", "Epochs=three"], r"--param Epochs: 'three' is not "
-                                                           r"a Integer$"),
+                                                           r"an Integer$"),
     (["--pipeline", DOCUMENTS, "--param", "Epoch=3"],
      r"--param Epoch: the pipeline declares no such parameter \(declared: Epochs, "
      r"MinValidationAccuracy, TrainDataUri, ValidationDataUri\)$"),
     (["--pipeline", DOCUMENTS, "--data", "s3://b/train/=/no/such/folder"],
-     r"--data s3://b/train/=/no/such/folder: needs an s3:// URI and an existing local folder"),
+     r"--data s3://b/train/=/no/such/folder: 's3://b/train/' is not an S3 URI \(s3://bucket/key\): its bucket name 'b' must be 3 to 63 characters \(it has 1\)$"),
+    (["--pipeline", DOCUMENTS, "--data", "s3://team-bucket/train/=/no/such/folder"],
+     r"--data s3://team-bucket/train/=/no/such/folder: no local folder or file /no/such/folder$"),
+    (["--pipeline", DOCUMENTS, "--data", "team-bucket/train"], r"--data 'team-bucket/train': write S3_URI=LOCAL_DIR$"),
+    (["--pipeline", DOCUMENTS, "--set", "Train.max_steps=4", "--outputs", "Train=/dev/null"],
+     r"--outputs /dev/null: not JSON"),
+    (["--pipeline", DOCUMENTS, "--python", "/bin/true"],
+     r"--python /bin/true: not a Python 3 interpreter$"),
     (["--pipeline", DOCUMENTS, "--set", "Training.max_steps=4"],
      r"step 'Training' is not in the pipeline \(steps: ModelMetrics, QualityGate, "
      r"QualityGateFailed, RegisterModel, Train\)$"),
@@ -205,6 +212,22 @@ def test_bad_input_is_one_line_and_exit_code_2(assembly, tmp_path, arguments, me
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
     assert re.search(message, line), line
+
+
+def test_every_step_the_training_python_cannot_run_is_named_in_one_line(assembly, tmp_path):
+    from tests.environments import IMAGE_CONFIG
+
+    python = str(require(IMAGE_CONFIG).executable)  # a Python without torch
+    result = _run(str(assembly), "--pipeline", "Creative/Benchmark", "--python", python,
+                  "--workdir", str(tmp_path / "work"))
+    assert result.returncode == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("compiled-training run: step TrainBaseline needs ")
+    assert f"step TrainCompiler compiles through XLA and {python} has no torch_xla; pass " \
+           "--python an environment that has it (make test-envs builds " \
+           ".venvs/py311-torch-xla2.8)" in line
+    assert "step TrainCompilerLargeBatch " in line
+    assert not (tmp_path / "work").exists()  # refused before the run made anything
 
 
 def test_a_workdir_of_the_users_own_is_refused_not_cleared(assembly, tmp_path):

@@ -15,11 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from compiled_training.catalog.aws_names import s3_uri_problem
 from compiled_training.local.assembly import (
     AssemblyPipeline,
     RunInputError,
@@ -34,6 +36,7 @@ from compiled_training.local.runner import (
     dump,
     execute,
     local_aws,
+    refuse_early,
     seed,
 )
 from compiled_training.local.steps import Run, ensure_bucket
@@ -85,6 +88,10 @@ def _run(args: argparse.Namespace) -> int:
     python = shutil.which(args.python)
     if python is None:
         raise RunInputError(f"--python {args.python}: no such interpreter")
+    probe = subprocess.run([python, "-c", "import sys; print(sys.version_info[0])"],
+                           capture_output=True, text=True, check=False)
+    if probe.stdout.strip() != "3":
+        raise RunInputError(f"--python {args.python}: not a Python 3 interpreter")
     args.python = str(Path(python).absolute())
     pipeline: AssemblyPipeline | None = None
     if args.definition and (args.pipeline or args.assembly != Path("cdk.out")):
@@ -100,9 +107,12 @@ def _run(args: argparse.Namespace) -> int:
     parameters = parameter_values(definition.get("Parameters", []), _pairs(args.param, "--param"))
     data = {uri: Path(folder) for uri, folder in _pairs(args.data, "--data").items()}
     for uri, folder in data.items():
-        if not uri.startswith("s3://") or not folder.exists():
-            raise RunInputError(f"--data {uri}={folder}: needs an s3:// URI and an existing "
-                                f"local folder or file")
+        problem = s3_uri_problem(uri)
+        if problem:
+            raise RunInputError(f"--data {uri}={folder}: {uri!r} is not an S3 URI "
+                                f"(s3://bucket/key): {problem}")
+        if not folder.exists():
+            raise RunInputError(f"--data {uri}={folder}: no local folder or file {folder}")
     overrides: dict[str, dict[str, str]] = {}
     for target, value in _pairs(args.overrides, "--set").items():
         step, _, key = target.partition(".")
@@ -119,9 +129,13 @@ def _run(args: argparse.Namespace) -> int:
             raise RunInputError(f"step {step!r} is not in the pipeline (steps: "
                                 f"{', '.join(sorted(known))})")
     for step in overrides:
+        if step in outputs:
+            raise RunInputError(f"--set {step}.* and --outputs {step}: a step given by its "
+                                f"outputs does not run, so nothing would be set")
         if steps[step] != "Training":
             raise RunInputError(f"--set {step}.*: {step} is a {steps[step]} step; --set "
                                 f"overrides a training step's hyperparameters")
+    refuse_early(definition.get("Steps", []), args.python, outputs)
     workdir = _workdir(args.workdir)
     stack = pipeline.stack if pipeline else None
     region = stack.region if stack else "us-east-1"
@@ -138,7 +152,7 @@ def _run(args: argparse.Namespace) -> int:
         report = execute(definition, name, parameters, run,
                          lambda line: print(line, flush=True))
         dump(s3, workdir)
-    report.notes.append(f"workdir {workdir}: each step's /opt_ml and log under steps/, the "
+    report.notes.append(f"workdir {workdir}: each step's opt_ml/ and log under steps/, the "
                         f"run's S3 under s3/, its SSM parameters in ssm.json")
     report.notes.append("the steps' code runs with stand-in AWS credentials: a call of its own "
                         "to AWS is refused (the handlers' calls go to the stand-in AWS)")
@@ -166,12 +180,16 @@ def _workdir(given: Path | None) -> Path:
     return workdir
 
 
+_FORMS = {"--param": "NAME=VALUE", "--data": "S3_URI=LOCAL_DIR",
+          "--set": "STEP.HYPERPARAMETER=VALUE", "--outputs": "STEP=FILE"}
+
+
 def _pairs(values: list[str], flag: str) -> dict[str, str]:
     pairs = {}
     for value in values:
         name, separator, rest = value.partition("=")
         if not separator or not name:
-            raise RunInputError(f"{flag} {value!r}: write NAME=VALUE")
+            raise RunInputError(f"{flag} {value!r}: write {_FORMS[flag]}")
         pairs[name] = rest
     return pairs
 
@@ -188,8 +206,10 @@ def _encoded(value: str) -> str:
 def _outputs(path: Path) -> dict[str, Any]:
     try:
         document = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise RunInputError(f"--outputs {path}: {error}") from None
+    except OSError as error:
+        raise RunInputError(f"--outputs {path}: cannot read it: {error.strerror}") from None
+    except json.JSONDecodeError as error:
+        raise RunInputError(f"--outputs {path}: not JSON: {error}") from None
     if not isinstance(document, dict):
         raise RunInputError(f"--outputs {path}: expected a JSON object of the step's "
                             f"properties, such as {{\"FinalMetricDataList\": ...}}")

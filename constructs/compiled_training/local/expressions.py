@@ -54,7 +54,11 @@ def typed(value: Any, kind: str, what: str) -> Any:
             return text(value)
     except (ValueError, KeyError, TypeError):
         pass
-    raise StepFailed(f"{what}: {value!r} is not a {kind}")
+    raise StepFailed(f"{what}: {value!r} is not {_article(kind)}")
+
+
+def _article(kind: str) -> str:
+    return f"an {kind}" if kind[:1] in "AEIOU" else f"a {kind}"
 
 
 def _parsed(name: str, kind: str, text: str) -> Any:
@@ -69,7 +73,7 @@ def _parsed(name: str, kind: str, text: str) -> Any:
         if kind == "Boolean":
             return {"true": True, "false": False}[text.lower()]
     except (ValueError, KeyError):
-        raise RunInputError(f"--param {name}: {text!r} is not a {kind}") from None
+        raise RunInputError(f"--param {name}: {text!r} is not {_article(kind)}") from None
     return text
 
 
@@ -153,7 +157,10 @@ def _walk(document: Any, path: str, where: str) -> Any:
         try:
             value = value[key]
         except (KeyError, IndexError, TypeError):
-            raise StepFailed(f"{where}: {key!r} is not among the values there") from None
+            present = sorted(map(str, value)) if isinstance(value, Mapping) else None
+            found = f" (it has: {', '.join(present) or 'nothing'})" if present is not None \
+                else ""
+            raise StepFailed(f"{where}: no {key!r} there{found}") from None
         position = match.end()
     return value
 

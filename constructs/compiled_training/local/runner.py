@@ -7,7 +7,7 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,7 +103,7 @@ def _summary(outputs: Mapping[str, Any]) -> str:
 def execute(definition: Mapping[str, Any], pipeline_name: str, parameters: dict[str, Any],
             run: Run, say: Callable[[str], None]) -> Report:
     """Runs every step the definition reaches; never raises for a step's failure."""
-    execution = uuid.uuid5(uuid.NAMESPACE_URL, f"{pipeline_name}/{run.workdir}").hex[:12]
+    execution = uuid.uuid4().hex[:12]  # every execution its own, as on SageMaker
     run.execution = execution
     account = run.stack.account if run.stack else LOCAL_ACCOUNT
     region = run.stack.region if run.stack else LOCAL_REGION
@@ -118,7 +118,6 @@ def execute(definition: Mapping[str, Any], pipeline_name: str, parameters: dict[
     steps = list(definition.get("Steps", []))
     report.not_emulated = sorted({setting for step in all_steps(steps)
                                   for setting in _settings(step)})
-    _refuse_early(steps, run)
     try:
         _run_steps(steps, context, run, report, say)
         report.status = "Succeeded"
@@ -245,19 +244,22 @@ def _settings(step: Mapping[str, Any]) -> list[str]:
     return [f"{step['Name']}.{s}" for s in found]
 
 
-def _refuse_early(steps: list[Mapping[str, Any]], run: Run) -> None:
-    """A training step that cannot run here is refused before anything runs."""
+def refuse_early(steps: list[Mapping[str, Any]], python: str, given: Collection[str]) -> None:
+    """Every step that cannot run here (and is not ``given`` with --outputs), refused in one
+    line before anything runs."""
     check_structure(steps)
+    refusals = []
     for step in all_steps(steps):
         name, kind = str(step["Name"]), str(step["Type"])
-        if name in run.outputs:
+        if name in given:
             continue
         if kind == "Training":
-            refusal = training_refusal(name, step.get("Arguments", {}), run.python)
-            if refusal:
-                raise Unsupported(refusal)
-        if kind not in STEP_TYPES:
-            raise not_run_here(name, kind)
+            refusals.append(training_refusal(name, step.get("Arguments", {}), python))
+        elif kind not in STEP_TYPES:
+            refusals.append(str(not_run_here(name, kind)))
+    found = [refusal for refusal in refusals if refusal]
+    if found:
+        raise Unsupported("; ".join(found))
 
 
 @contextmanager

@@ -121,11 +121,12 @@ def training_refusal(name: str, arguments: Mapping[str, Any], python: str) -> st
             not _has(python, "torch_xla"):
         return (f"step {name} compiles through XLA and {python} has no torch_xla; pass --python "
                 f"an environment that has it (make test-envs builds .venvs/py311-torch-xla2.8)")
-    missing = [m for m in ("sagemaker_training", "sagemaker_pytorch_container", "torch")
-               if not _has(python, m)]
+    packages = {"sagemaker_training": "sagemaker-training", "torch": "torch",
+                "sagemaker_pytorch_container": "sagemaker-pytorch-training"}
+    missing = [package for module, package in packages.items() if not _has(python, module)]
     if missing:
         return (f"step {name} needs {', '.join(missing)} in {python} (pip install "
-                f"sagemaker-training sagemaker-pytorch-training torch)")
+                f"{' '.join(missing)}, or pass --python an environment that has them)")
     return None
 
 
@@ -142,10 +143,16 @@ def _training(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, An
     hyperparameters = {key: text(value) for key, value in
                        arguments.get("HyperParameters", {}).items()}
     overrides = run.overrides.get(name, {})
+    changed = {k: v for k, v in overrides.items() if k in hyperparameters}
+    added = {k: v for k, v in overrides.items() if k not in hyperparameters}
     hyperparameters.update(overrides)
-    if overrides:
+    if changed:
         run.notes.append(f"{name}: hyperparameters overridden for this run (--set): " + ", ".join(
-            f"{key}={value}" for key, value in overrides.items()))
+            f"{key}={value}" for key, value in changed.items()))
+    if added:
+        run.notes.append(f"{name}: hyperparameters the definition does not have, added for this "
+                         f"run (--set; check their spelling): " + ", ".join(
+                             f"{key}={value}" for key, value in added.items()))
     code = hyperparameters.get("sagemaker_submit_directory")
     if code:
         local = folder / "sourcedir.tar.gz"

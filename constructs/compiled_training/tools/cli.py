@@ -14,7 +14,8 @@ Compiler; locally its mechanism, XLA on the CPU), ``torch-compile``, ``none`` (e
 
 ``bench --ab`` exits 0 when the compiler would ship and 1 when it would be held.
 
-Bad input is one line on stderr naming the workload and the field, and exit code 2.
+Bad input is one line on stderr naming what is wrong (for ``advise``, the workload and the
+field), and exit code 2.
 """
 
 from __future__ import annotations
