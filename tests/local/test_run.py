@@ -99,9 +99,13 @@ def test_document_classification_trains_passes_its_gate_and_registers(assembly, 
     report_path = tmp_path / "work" / "s3" / statistics.removeprefix("s3://")
     accuracy = json.loads(report_path.read_text())["binary_classification_metrics"]["accuracy"]
     assert accuracy["value"] == metrics["validation_accuracy"]["Value"]
-    (overridden,) = [n for n in report["notes"] if n.startswith("Train: hyperparameters")]
-    assert overridden.startswith("Train: hyperparameters overridden for this run (--set): ")
-    assert "max_steps=4" in overridden.split(": ", 2)[2].split(", ")
+    # The definition's own hyperparameters overridden; those it does not have, told apart.
+    (overridden,) = [n for n in report["notes"] if n.startswith("Train: hyperparameters overr")]
+    assert "batch_size=4" in overridden.split(": ", 2)[2].split(", ")
+    (added,) = [n for n in report["notes"] if n.startswith("Train: hyperparameters the defin")]
+    assert added.startswith("Train: hyperparameters the definition does not have, added for "
+                            "this run (--set; check their spelling): ")
+    assert "max_steps=4" in added.split(": ", 1)[1].split(", ")
     assert "Train.ProfilerConfig" in report["not_emulated"]
     assert _assembly_digest(assembly) == before  # nothing in the assembly is changed
 

@@ -251,15 +251,20 @@ def _assets(outdir: Path, stack: StackReader) -> dict[str, Asset]:
     return assets
 
 
+def json_file(path: Path, flag: str) -> Any:
+    """A JSON file named on the command line (by ``flag``), or one line saying why not."""
+    try:
+        return json.loads(path.read_text())
+    except OSError as error:
+        raise RunInputError(f"{flag} {path}: cannot read it: {error.strerror}") from None
+    except json.JSONDecodeError as error:
+        raise RunInputError(f"{flag} {path}: not JSON: {error}") from None
+
+
 def definition_file(path: Path) -> dict[str, Any]:
     """A pipeline definition as ``describe-pipeline`` returns it (``PipelineDefinition``, a
     JSON string) or as the SageMaker SDK's ``pipeline.definition()`` writes it."""
-    try:
-        document = json.loads(path.read_text())
-    except OSError as error:
-        raise RunInputError(f"{path}: cannot read: {error.strerror}") from None
-    except json.JSONDecodeError as error:
-        raise RunInputError(f"{path}: not JSON: {error}") from None
+    document = json_file(path, "--definition")
     if isinstance(document, Mapping) and isinstance(document.get("PipelineDefinition"), str):
         try:
             document = json.loads(document["PipelineDefinition"])

@@ -26,20 +26,14 @@ from compiled_training.local.assembly import (
     AssemblyPipeline,
     RunInputError,
     definition_file,
+    json_file,
     pick,
     read_assembly,
 )
+from compiled_training.local.aws import dump, ensure_bucket, local_aws, seed
 from compiled_training.local.expressions import Unsupported, parameter_values
-from compiled_training.local.runner import (
-    all_steps,
-    check_structure,
-    dump,
-    execute,
-    local_aws,
-    refuse_early,
-    seed,
-)
-from compiled_training.local.steps import Run, ensure_bucket
+from compiled_training.local.runner import all_steps, check_structure, execute, refuse_early
+from compiled_training.local.steps import Run
 
 USAGE_ERROR = 2
 
@@ -204,12 +198,7 @@ def _encoded(value: str) -> str:
 
 
 def _outputs(path: Path) -> dict[str, Any]:
-    try:
-        document = json.loads(path.read_text())
-    except OSError as error:
-        raise RunInputError(f"--outputs {path}: cannot read it: {error.strerror}") from None
-    except json.JSONDecodeError as error:
-        raise RunInputError(f"--outputs {path}: not JSON: {error}") from None
+    document = json_file(path, "--outputs")
     if not isinstance(document, dict):
         raise RunInputError(f"--outputs {path}: expected a JSON object of the step's "
                             f"properties, such as {{\"FinalMetricDataList\": ...}}")

@@ -8,9 +8,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from compiled_training.local.assembly import LOCAL_ACCOUNT, LOCAL_REGION, RunInputError
@@ -24,11 +22,8 @@ from compiled_training.local.expressions import (
 from compiled_training.local.steps import (
     STEP_TYPES,
     Run,
-    ensure_bucket,
-    environment,
     not_run_here,
     run_step,
-    split,
     training_refusal,
 )
 
@@ -260,51 +255,3 @@ def refuse_early(steps: list[Mapping[str, Any]], python: str, given: Collection[
     found = [refusal for refusal in refusals if refusal]
     if found:
         raise Unsupported("; ".join(found))
-
-
-@contextmanager
-def local_aws(region: str) -> Iterator[Any]:
-    """The run's AWS: moto's in-process S3, SSM, SageMaker, ..., with stand-in credentials."""
-    from moto import mock_aws
-
-    with environment({**_CREDENTIALS, "AWS_DEFAULT_REGION": region}), mock_aws():
-        import boto3
-
-        yield boto3.client("s3")
-
-
-_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
-                "AWS_SESSION_TOKEN": "local", "AWS_DEFAULT_REGION": "us-east-1"}
-
-
-def seed(s3: Any, objects: Mapping[str, Path]) -> None:
-    """Puts files (a folder's, recursively) at S3 URIs of the run's S3."""
-    for uri, source in objects.items():
-        bucket, key = split(uri)
-        ensure_bucket(s3, bucket)
-        if source.is_dir():
-            for path in sorted(source.rglob("*")):
-                if path.is_file():
-                    relative = path.relative_to(source).as_posix()
-                    s3.upload_file(str(path), bucket, f"{key.rstrip('/')}/{relative}".lstrip("/"))
-        else:
-            s3.upload_file(str(source), bucket, key)
-
-
-def dump(s3: Any, target: Path) -> None:
-    """The run's S3 as a folder tree, ``<target>/s3/<bucket>/<key>``, and its SSM parameters
-    (a benchmark's recorded verdict) as ``<target>/ssm.json``, for people to read."""
-    import boto3
-
-    ssm = boto3.client("ssm")
-    parameters = {p["Name"]: p["Value"] for page in ssm.get_paginator(
-        "describe_parameters").paginate() for p in [
-        ssm.get_parameter(Name=d["Name"])["Parameter"] for d in page["Parameters"]]}
-    (target / "ssm.json").write_text(json.dumps(parameters, indent=2, sort_keys=True) + "\n")
-    target = target / "s3"
-    for bucket in s3.list_buckets().get("Buckets", []):
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket["Name"]):
-            for item in page.get("Contents", []):
-                path = target / bucket["Name"] / item["Key"]
-                path.parent.mkdir(parents=True, exist_ok=True)
-                s3.download_file(bucket["Name"], item["Key"], str(path))

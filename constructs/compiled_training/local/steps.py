@@ -20,8 +20,7 @@ import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -31,6 +30,7 @@ import boto3
 from botocore.exceptions import ClientError, ParamValidationError
 
 from compiled_training.local.assembly import StackReader
+from compiled_training.local.aws import download, download_prefix, environment, upload
 from compiled_training.local.expressions import (
     Context,
     StepFailed,
@@ -156,13 +156,13 @@ def _training(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, An
     code = hyperparameters.get("sagemaker_submit_directory")
     if code:
         local = folder / "sourcedir.tar.gz"
-        _download(run.s3, json.loads(code), local)
+        download(run.s3, json.loads(code), local)
         hyperparameters["sagemaker_submit_directory"] = json.dumps(str(local))
     channels = {}
     for channel in arguments.get("InputDataConfig", []):
         uri = channel["DataSource"]["S3DataSource"]["S3Uri"]
         target = base / "input" / "data" / channel["ChannelName"]
-        if not _download_prefix(run.s3, uri, target):
+        if not download_prefix(run.s3, uri, target):
             raise StepFailed(f"ClientError: No S3 objects found under S3 URL \"{uri}\" given in "
                              f"input data source. Please ensure that the bucket exists in the "
                              f"selected region, that objects exist under that S3 prefix")
@@ -181,15 +181,15 @@ def _training(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, An
     job = run.job_name(name)
     output = str(arguments["OutputDataConfig"]["S3OutputPath"]).rstrip("/")
     model_uri = f"{output}/{job}/output/model.tar.gz"
-    _upload(run.s3, _pack(base / "model", folder / "model.tar.gz"), model_uri)
+    upload(run.s3, _pack(base / "model", folder / "model.tar.gz"), model_uri)
     if (base / "output" / "data").is_dir():
-        _upload(run.s3, _pack(base / "output" / "data", folder / "output.tar.gz"),
+        upload(run.s3, _pack(base / "output" / "data", folder / "output.tar.gz"),
                 f"{output}/{job}/output/output.tar.gz")
     checkpoint = arguments.get("CheckpointConfig", {}).get("S3Uri")
     if checkpoint and (base / "checkpoints").is_dir():
         for path in sorted((base / "checkpoints").rglob("*")):
             if path.is_file():
-                _upload(run.s3, path, f"{checkpoint.rstrip('/')}/"
+                upload(run.s3, path, f"{checkpoint.rstrip('/')}/"
                                       f"{path.relative_to(base / 'checkpoints').as_posix()}")
     count = arguments.get("ResourceConfig", {}).get("InstanceCount", 1)
     return {"TrainingJobName": job, "TrainingJobStatus": "Completed",
@@ -249,21 +249,6 @@ def _toolkit(base: Path, arguments: Mapping[str, Any], run: Run, log: Path) -> i
     return process.returncode
 
 
-@contextmanager
-def environment(variables: Mapping[str, str]) -> Iterator[None]:
-    """This process's environment with ``variables`` set, restored afterwards."""
-    saved = {key: os.environ.get(key) for key in variables}
-    os.environ.update(variables)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 def stand_in_gpus(folder: Path, count: int) -> Path:
     """An ``nvidia-smi`` listing ``count`` GPUs: all the toolkit reads of them."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -317,7 +302,7 @@ def _processing(name: str, step: Mapping[str, Any], arguments: Mapping[str, Any]
 
     for item in arguments.get("ProcessingInputs", []):
         source = item["S3Input"]
-        if not _download_prefix(run.s3, source["S3Uri"], local(source["LocalPath"])):
+        if not download_prefix(run.s3, source["S3Uri"], local(source["LocalPath"])):
             raise StepFailed(f"ClientError: no S3 objects under {source['S3Uri']} (input "
                              f"{item['InputName']})")
     outputs = {item["OutputName"]: item for item in
@@ -341,7 +326,7 @@ def _processing(name: str, step: Mapping[str, Any], arguments: Mapping[str, Any]
         source_folder = local(item["S3Output"]["LocalPath"])
         for path in sorted(source_folder.rglob("*")):
             if path.is_file():
-                _upload(run.s3, path, f"{target}/{path.relative_to(source_folder).as_posix()}")
+                upload(run.s3, path, f"{target}/{path.relative_to(source_folder).as_posix()}")
     files = {}
     for spec in step.get("PropertyFiles", []):
         output = outputs[spec["OutputName"]]
@@ -430,46 +415,3 @@ def _register(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, An
         raise StepFailed(str(error)) from None
     return {"ModelPackageArn": package["ModelPackageArn"],
             "ModelApprovalStatus": arguments.get("ModelApprovalStatus")}
-
-
-# --- the run's S3 -------------------------------------------------------------------------
-
-def split(uri: str) -> tuple[str, str]:
-    bucket, _, key = uri.removeprefix("s3://").partition("/")
-    return bucket, key
-
-
-def _download(s3: Any, uri: str, target: Path) -> None:
-    bucket, key = split(uri)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        s3.download_file(bucket, key, str(target))
-    except Exception:
-        raise StepFailed(f"no object at {uri}") from None
-
-
-def _download_prefix(s3: Any, uri: str, target: Path) -> int:
-    bucket, prefix = split(uri)
-    count = 0
-    if bucket not in {b["Name"] for b in s3.list_buckets().get("Buckets", [])}:
-        return 0  # as SageMaker says it: no object under the URI
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-        for item in page.get("Contents", []):
-            relative = item["Key"][len(prefix):].lstrip("/") or Path(item["Key"]).name
-            destination = target / relative
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            s3.download_file(bucket, item["Key"], str(destination))
-            count += 1
-    return count
-
-
-def _upload(s3: Any, path: Path, uri: str) -> None:
-    bucket, key = split(uri)
-    ensure_bucket(s3, bucket)
-    s3.upload_file(str(path), bucket, key)
-
-
-def ensure_bucket(s3: Any, bucket: str) -> None:
-    existing = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
-    if bucket not in existing:
-        s3.create_bucket(Bucket=bucket)

@@ -1,0 +1,118 @@
+"""The run's stand-in AWS: moto in this process, with stand-in credentials, holding the one S3
+every step and handler sees (and the SSM parameters and model registry the handlers use); how
+files go in and out of it; and this process's environment while it stands in."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from compiled_training.local.expressions import StepFailed
+
+
+@contextmanager
+def environment(variables: Mapping[str, str]) -> Iterator[None]:
+    """This process's environment with ``variables`` set, restored afterwards."""
+    saved = {key: os.environ.get(key) for key in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@contextmanager
+def local_aws(region: str) -> Iterator[Any]:
+    """The run's AWS: moto's in-process S3, SSM, SageMaker, ..., with stand-in credentials."""
+    from moto import mock_aws
+
+    with environment({**_CREDENTIALS, "AWS_DEFAULT_REGION": region}), mock_aws():
+        import boto3
+
+        yield boto3.client("s3")
+
+
+_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+                "AWS_SESSION_TOKEN": "local", "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+def seed(s3: Any, objects: Mapping[str, Path]) -> None:
+    """Puts files (a folder's, recursively) at S3 URIs of the run's S3."""
+    for uri, source in objects.items():
+        bucket, key = split(uri)
+        ensure_bucket(s3, bucket)
+        if source.is_dir():
+            for path in sorted(source.rglob("*")):
+                if path.is_file():
+                    relative = path.relative_to(source).as_posix()
+                    s3.upload_file(str(path), bucket, f"{key.rstrip('/')}/{relative}".lstrip("/"))
+        else:
+            s3.upload_file(str(source), bucket, key)
+
+
+def dump(s3: Any, target: Path) -> None:
+    """The run's S3 as a folder tree, ``<target>/s3/<bucket>/<key>``, and its SSM parameters
+    (a benchmark's recorded verdict) as ``<target>/ssm.json``, for people to read."""
+    import boto3
+
+    ssm = boto3.client("ssm")
+    parameters = {p["Name"]: p["Value"] for page in ssm.get_paginator(
+        "describe_parameters").paginate() for p in [
+        ssm.get_parameter(Name=d["Name"])["Parameter"] for d in page["Parameters"]]}
+    (target / "ssm.json").write_text(json.dumps(parameters, indent=2, sort_keys=True) + "\n")
+    target = target / "s3"
+    for bucket in s3.list_buckets().get("Buckets", []):
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket["Name"]):
+            for item in page.get("Contents", []):
+                path = target / bucket["Name"] / item["Key"]
+                path.parent.mkdir(parents=True, exist_ok=True)
+                s3.download_file(bucket["Name"], item["Key"], str(path))
+
+
+def split(uri: str) -> tuple[str, str]:
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    return bucket, key
+
+
+def download(s3: Any, uri: str, target: Path) -> None:
+    bucket, key = split(uri)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        s3.download_file(bucket, key, str(target))
+    except Exception:
+        raise StepFailed(f"no object at {uri}") from None
+
+
+def download_prefix(s3: Any, uri: str, target: Path) -> int:
+    bucket, prefix = split(uri)
+    count = 0
+    if bucket not in {b["Name"] for b in s3.list_buckets().get("Buckets", [])}:
+        return 0  # as SageMaker says it: no object under the URI
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for item in page.get("Contents", []):
+            relative = item["Key"][len(prefix):].lstrip("/") or Path(item["Key"]).name
+            destination = target / relative
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            s3.download_file(bucket, item["Key"], str(destination))
+            count += 1
+    return count
+
+
+def upload(s3: Any, path: Path, uri: str) -> None:
+    bucket, key = split(uri)
+    ensure_bucket(s3, bucket)
+    s3.upload_file(str(path), bucket, key)
+
+
+def ensure_bucket(s3: Any, bucket: str) -> None:
+    existing = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
+    if bucket not in existing:
+        s3.create_bucket(Bucket=bucket)
