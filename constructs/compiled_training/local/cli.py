@@ -18,11 +18,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from compiled_training.catalog.aws_names import s3_uri_problem
 from compiled_training.local.assembly import (
+    LOCAL_REGION,
     AssemblyPipeline,
     RunInputError,
     definition_file,
@@ -74,30 +77,63 @@ def main(argv: list[str]) -> int:
         return USAGE_ERROR
 
 
+@dataclass(frozen=True)
+class Request:
+    """A run as the command line asks for it, every part checked."""
+
+    definition: dict[str, Any]
+    name: str
+    pipeline: AssemblyPipeline | None
+    parameters: dict[str, Any]
+    data: dict[str, Path]
+    overrides: dict[str, dict[str, str]]
+    outputs: dict[str, dict[str, Any]]
+
+
 def _run(args: argparse.Namespace) -> int:
+    request = _request(args)
+    refuse_early(request.definition.get("Steps", []), args.python, request.outputs)
+    workdir = _workdir(args.workdir)
+    pipeline = request.pipeline
+    stack = pipeline.stack if pipeline else None
+    with local_aws(stack.region if stack else LOCAL_REGION) as s3:
+        for bucket in stack.buckets() if stack else []:
+            ensure_bucket(s3, bucket)
+        seed(s3, {uri: asset.source for uri, asset in (stack.assets if stack else {}).items()
+                  if asset.packaging == "file"})
+        seed(s3, request.data)
+        run = Run(workdir, args.python, args.processes, s3, stack, request.overrides,
+                  request.outputs)
+        if pipeline is not None and pipeline.stand_ins:
+            run.notes.append("the template's references, as they stand in here: " + ", ".join(
+                f"{ref} = {value}" for ref, value in sorted(pipeline.stand_ins.items())))
+        report = execute(request.definition, request.name, request.parameters, run,
+                         lambda line: print(line, flush=True))
+        dump(s3, workdir)
+    report.notes.append(f"workdir {workdir}: each step's opt_ml/ and log under steps/, the "
+                        f"run's S3 under s3/, its SSM parameters in ssm.json")
+    report.notes.append("the steps' code runs with stand-in AWS credentials: a call of its own "
+                        "to AWS is refused (the handlers' calls go to the stand-in AWS)")
+    print()
+    print(report.table())
+    if args.json_path:
+        args.json_path.write_text(json.dumps(report.as_json(), indent=2, default=str) + "\n")
+    return 0 if report.status == "Succeeded" else 1
+
+
+def _request(args: argparse.Namespace) -> Request:
+    """The command line checked, each problem one line (`RunInputError`); ``args.python``
+    made absolute."""
     if args.processes < 1:
         raise RunInputError(f"--processes must be at least 1, got {args.processes}")
-    # Absolute, not resolved: a virtualenv's python is a link its folder gives meaning to, and
-    # the toolkit starts the launchers (torchrun) from that folder, in the job's code folder.
-    python = shutil.which(args.python)
-    if python is None:
-        raise RunInputError(f"--python {args.python}: no such interpreter")
-    probe = subprocess.run([python, "-c", "import sys; print(sys.version_info[0])"],
-                           capture_output=True, text=True, check=False)
-    if probe.stdout.strip() != "3":
-        raise RunInputError(f"--python {args.python}: not a Python 3 interpreter")
-    args.python = str(Path(python).absolute())
-    pipeline: AssemblyPipeline | None = None
+    args.python = _interpreter(args.python)
     if args.definition and (args.pipeline or args.assembly != Path("cdk.out")):
         raise RunInputError("--definition runs a definition file: give it without an assembly "
                             "or --pipeline")
     if args.json_path and not args.json_path.parent.is_dir():
         raise RunInputError(f"--json {args.json_path}: its folder does not exist")
-    if args.definition:
-        definition, name = definition_file(args.definition), args.definition.stem
-    else:
-        pipeline = pick(read_assembly(args.assembly), args.pipeline)
-        definition, name = pipeline.definition, pipeline.name
+    pipeline = None if args.definition else pick(read_assembly(args.assembly), args.pipeline)
+    definition = pipeline.definition if pipeline else definition_file(args.definition)
     parameters = parameter_values(definition.get("Parameters", []), _pairs(args.param, "--param"))
     data = {uri: Path(folder) for uri, folder in _pairs(args.data, "--data").items()}
     for uri, folder in data.items():
@@ -115,13 +151,33 @@ def _run(args: argparse.Namespace) -> int:
         overrides.setdefault(step, {})[key] = _encoded(value)
     outputs = {step: _outputs(Path(path)) for step, path in _pairs(args.outputs,
                                                                    "--outputs").items()}
+    _check_steps(definition, overrides, outputs)
+    return Request(definition, pipeline.name if pipeline else args.definition.stem, pipeline,
+                   parameters, data, overrides, outputs)
+
+
+def _interpreter(given: str) -> str:
+    """The training image's Python, absolute but not resolved: a virtualenv's python is a link
+    its folder gives meaning to, and the toolkit starts the launchers (torchrun) from there."""
+    python = shutil.which(given)
+    if python is None:
+        raise RunInputError(f"--python {given}: no such interpreter")
+    probe = subprocess.run([python, "-c", "import sys; print(sys.version_info[0])"],
+                           capture_output=True, text=True, check=False)
+    if probe.stdout.strip() != "3":
+        raise RunInputError(f"--python {given}: not a Python 3 interpreter")
+    return str(Path(python).absolute())
+
+
+def _check_steps(definition: Mapping[str, Any], overrides: Mapping[str, Any],
+                 outputs: Mapping[str, Any]) -> None:
+    """The steps --set and --outputs name: the definition's, a training step's for --set."""
     check_structure(definition.get("Steps", []))
     steps = {str(s["Name"]): str(s["Type"]) for s in all_steps(definition.get("Steps", []))}
-    known = set(steps)
     for step in [*overrides, *outputs]:
-        if step not in known:
+        if step not in steps:
             raise RunInputError(f"step {step!r} is not in the pipeline (steps: "
-                                f"{', '.join(sorted(known))})")
+                                f"{', '.join(sorted(steps))})")
     for step in overrides:
         if step in outputs:
             raise RunInputError(f"--set {step}.* and --outputs {step}: a step given by its "
@@ -129,32 +185,6 @@ def _run(args: argparse.Namespace) -> int:
         if steps[step] != "Training":
             raise RunInputError(f"--set {step}.*: {step} is a {steps[step]} step; --set "
                                 f"overrides a training step's hyperparameters")
-    refuse_early(definition.get("Steps", []), args.python, outputs)
-    workdir = _workdir(args.workdir)
-    stack = pipeline.stack if pipeline else None
-    region = stack.region if stack else "us-east-1"
-    with local_aws(region) as s3:
-        for bucket in stack.buckets() if stack else []:
-            ensure_bucket(s3, bucket)
-        seed(s3, {uri: asset.source for uri, asset in (stack.assets if stack else {}).items()
-                  if asset.packaging == "file"})
-        seed(s3, data)
-        run = Run(workdir, args.python, args.processes, s3, stack, overrides, outputs)
-        if pipeline is not None and pipeline.stand_ins:
-            run.notes.append("the template's references, as they stand in here: " + ", ".join(
-                f"{ref} = {value}" for ref, value in sorted(pipeline.stand_ins.items())))
-        report = execute(definition, name, parameters, run,
-                         lambda line: print(line, flush=True))
-        dump(s3, workdir)
-    report.notes.append(f"workdir {workdir}: each step's opt_ml/ and log under steps/, the "
-                        f"run's S3 under s3/, its SSM parameters in ssm.json")
-    report.notes.append("the steps' code runs with stand-in AWS credentials: a call of its own "
-                        "to AWS is refused (the handlers' calls go to the stand-in AWS)")
-    print()
-    print(report.table())
-    if args.json_path:
-        args.json_path.write_text(json.dumps(report.as_json(), indent=2, default=str) + "\n")
-    return 0 if report.status == "Succeeded" else 1
 
 
 MARKER = ".compiled-training-run"
