@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from compiled_training.local.steps import free_port, stand_in_gpus
+from compiled_training.local.steps import DLC_TRAINING_MODULE, free_port, stand_in_gpus
 from compiled_training_runtime.local import job_env, job_folder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,9 +26,6 @@ XLA_SPAWN_SHIM = ROOT / "constructs" / "compiled_training" / "local" / "stand_in
 # Trainium's stand-ins (see its sitecustomize.py): the NeuronCore count, pre-compilation's
 # launcher, gloo for the XLA collectives.
 NEURON_SHIM = Path(__file__).resolve().parent / "neuron_shim"
-# What the PyTorch DLCs set: the toolkit hands the job to the PyTorch container's launcher
-# logic, which picks the runner (pytorchxla, torch_distributed, or one process).
-DLC_TRAINING_MODULE = "sagemaker_pytorch_container.training:main"
 
 
 def opt_ml(base: Path, hyperparameters: dict[str, Any], *, train: int = 32,

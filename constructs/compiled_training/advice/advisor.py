@@ -36,7 +36,7 @@ from compiled_training.catalog.dlc import training_compiler_releases
 from compiled_training.catalog.instances import (
     TRAINING_COMPILER_FAMILIES,
     accelerator,
-    gpus_per_instance,
+    gpus_left_idle,
     instance_family,
     is_gpu,
 )
@@ -438,13 +438,13 @@ def _notes(profile: WorkloadProfile, compiler: CompilerKind, category: str, verd
 def _launcher_note(profile: WorkloadProfile, compiler: CompilerKind) -> str | None:
     """What a deep-learning job on several GPUs needs so that each of them trains; nothing
     for Training Compiler, whose launcher (pytorchxla) the constructs set by default."""
-    gpus = profile.instance_count * gpus_per_instance(profile.instance_type)
+    gpus, idle = gpus_left_idle(profile.instance_type, profile.instance_count)
     if (profile.framework not in PYTORCH_FRAMEWORKS or not is_gpu(profile.instance_type)
             or gpus == 1 or compiler is CompilerKind.TRAINING_COMPILER):
         return None
     return (f"train on all {gpus} GPUs ({profile.instance_count} x {profile.instance_type}) "
             f"under torchrun (distribution torch_distributed, one process per GPU) if the job "
             f"does not already: with no distribution SageMaker starts one process per "
-            f"instance and {gpus - profile.instance_count} GPUs sit idle"
+            f"instance and {idle} GPUs sit idle"
             + (f" while the {profile.instance_count} instances train separate models"
                if profile.instance_count > 1 else ""))

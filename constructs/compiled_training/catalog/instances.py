@@ -55,6 +55,13 @@ def gpus_per_instance(instance_type: str) -> int:
     return _MULTI_GPU_SIZES.get(family, {}).get(size, 1)
 
 
+def gpus_left_idle(instance_type: str, instance_count: int) -> tuple[int, int]:
+    """(GPUs paid for, GPUs left idle) when SageMaker starts one process per instance, as it
+    does for a job without a launcher."""
+    paid = instance_count * gpus_per_instance(instance_type)
+    return paid, paid - instance_count
+
+
 def accelerator(instance_type: str) -> str:
     """``nvidia``, ``amd``, ``trainium``, ``inferentia`` or ``cpu``: read from the family the
     way the SageMaker SDK picks an image's processor (``g*`` and ``p*`` are GPUs), AMD apart."""

@@ -7,7 +7,12 @@ import re
 
 from compiled_training.catalog.api_shapes import is_token
 from compiled_training.catalog.dlc import TORCHRUN_SINCE, launches_torchrun
-from compiled_training.catalog.instances import accelerator, gpus_per_instance, is_gpu
+from compiled_training.catalog.instances import (
+    accelerator,
+    gpus_left_idle,
+    gpus_per_instance,
+    is_gpu,
+)
 from compiled_training.spec.compiler import CompilerKind
 from compiled_training.spec.framework import Framework
 from compiled_training.spec.job import Distribution, TrainingJob
@@ -54,13 +59,6 @@ def torch_distributed_problem(job: TrainingJob) -> str | None:
     return None
 
 
-def idle_gpus(instance_type: str, instance_count: int) -> tuple[int, int]:
-    """(GPUs paid for, GPUs left idle) when SageMaker starts one process per instance, as it
-    does with no distribution."""
-    paid = instance_count * gpus_per_instance(instance_type)
-    return paid, paid - instance_count
-
-
 def idle_gpus_message(job: TrainingJob) -> str | None:
     """Why a deep-learning job without a launcher wastes what it pays for, and the fix; None
     where it uses every GPU (a launcher, one GPU on one instance, a built-in algorithm that
@@ -69,7 +67,7 @@ def idle_gpus_message(job: TrainingJob) -> str | None:
             or is_token(job.instance_type) or not is_gpu(job.instance_type)
             or not isinstance(job.instance_count, int)):
         return None
-    paid, idle = idle_gpus(job.instance_type, job.instance_count)
+    paid, idle = gpus_left_idle(job.instance_type, job.instance_count)
     if idle == 0 and job.instance_count == 1:
         return None
     launcher = ("Distribution.PYTORCHXLA (Training Compiler's launcher, one process per GPU)"

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from compiled_training.catalog.aws_names import split_s3
 from compiled_training.local.expressions import StepFailed
 
 
@@ -47,7 +48,7 @@ _CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
 def seed(s3: Any, objects: Mapping[str, Path]) -> None:
     """Puts files (a folder's, recursively) at S3 URIs of the run's S3."""
     for uri, source in objects.items():
-        bucket, key = split(uri)
+        bucket, key = split_s3(uri)
         ensure_bucket(s3, bucket)
         if source.is_dir():
             for path in sorted(source.rglob("*")):
@@ -77,13 +78,8 @@ def dump(s3: Any, target: Path) -> None:
                 s3.download_file(bucket["Name"], item["Key"], str(path))
 
 
-def split(uri: str) -> tuple[str, str]:
-    bucket, _, key = uri.removeprefix("s3://").partition("/")
-    return bucket, key
-
-
 def download(s3: Any, uri: str, target: Path) -> None:
-    bucket, key = split(uri)
+    bucket, key = split_s3(uri)
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         s3.download_file(bucket, key, str(target))
@@ -92,7 +88,7 @@ def download(s3: Any, uri: str, target: Path) -> None:
 
 
 def download_prefix(s3: Any, uri: str, target: Path) -> int:
-    bucket, prefix = split(uri)
+    bucket, prefix = split_s3(uri)
     count = 0
     if bucket not in {b["Name"] for b in s3.list_buckets().get("Buckets", [])}:
         return 0  # as SageMaker says it: no object under the URI
@@ -107,7 +103,7 @@ def download_prefix(s3: Any, uri: str, target: Path) -> int:
 
 
 def upload(s3: Any, path: Path, uri: str) -> None:
-    bucket, key = split(uri)
+    bucket, key = split_s3(uri)
     ensure_bucket(s3, bucket)
     s3.upload_file(str(path), bucket, key)
 

@@ -11,6 +11,7 @@ assembly, in this process, against the run's in-process AWS (moto).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import os
@@ -39,15 +40,18 @@ from compiled_training.local.expressions import (
     text,
     typed,
 )
+from compiled_training_runtime import contract
 
+# What the PyTorch DLCs set: the toolkit hands the job to the PyTorch container's launcher
+# logic, which picks the runner (pytorchxla, torch_distributed, or one process).
 DLC_TRAINING_MODULE = "sagemaker_pytorch_container.training:main"
 XLA_SPAWN = resources.files(__package__) / "stand_ins" / "xla_spawn"
 # What SageMaker's built-in algorithms are served from: no script of the user's runs there.
 BUILT_IN_IMAGES = ("sagemaker-xgboost", "sagemaker-scikit-learn", "linear-learner",
                    "image-classification", "blazingtext")
 # The switches that need torch-xla in the training environment.
-_XLA_SWITCHES = ("sagemaker_training_compiler_enabled",
-                 "sagemaker_pytorch_xla_multi_worker_enabled", "compiled_training_neuron_xla")
+_XLA_SWITCHES = (contract.HP_TRAINING_COMPILER_ENABLED, contract.HP_PYTORCH_XLA_MULTI_WORKER,
+                 contract.HP_NEURON_XLA)
 
 
 @dataclass
@@ -130,6 +134,7 @@ def training_refusal(name: str, arguments: Mapping[str, Any], python: str) -> st
     return None
 
 
+@functools.cache  # asked once an interpreter and module, however many steps ask
 def _has(python: str, module: str) -> bool:
     probe = f"import importlib.util,sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
     return subprocess.run([python, "-c", probe], capture_output=True, check=False).returncode == 0
@@ -229,7 +234,7 @@ def _toolkit(base: Path, arguments: Mapping[str, Any], run: Run, log: Path) -> i
     if instance_type.split(".")[1:2] and instance_type.split(".")[1][:1] in "gp":
         gpus = run.processes
         xla = str(arguments.get("HyperParameters", {}).get(
-            "sagemaker_pytorch_xla_multi_worker_enabled")).strip('"') == "true"
+            contract.HP_PYTORCH_XLA_MULTI_WORKER)).strip('"') == "true"
         if xla and gpus > 1:
             # torch-xla on a CPU runs one process: its replicas would be threads that miss
             # each other's collectives on a loaded machine.
