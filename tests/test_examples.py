@@ -160,3 +160,24 @@ def test_its_entry_point_checkpoints_on_sigterm_and_resumes(tmp_path):
     assert re.findall(r"\[metrics\] step=(\d+) train_loss", resumed.stdout) == [
         str(stopped_at + 5)]
     assert "validation_accuracy=" in resumed.stdout
+
+
+def test_its_pipeline_runs_locally_in_the_stacks_account(example_out, tmp_path):
+    """compiled-training run on the example's assembly, its training step given (the gate and
+    the registration run): the version is made in the stack's account, as the template's
+    references are, not in the stand-in AWS's default one."""
+    given = tmp_path / "train.json"
+    given.write_text(json.dumps({
+        "TrainingJobName": "train-given", "ModelArtifacts": {
+            "S3ModelArtifacts": "s3://acme-ltr-data/models/model.tar.gz"},
+        "FinalMetricDataList": [{"MetricName": "validation_accuracy", "Value": 0.92},
+                                {"MetricName": "validation_loss", "Value": 0.3}]}))
+    result = subprocess.run(
+        [sys.executable, "-m", "compiled_training.tools.cli", "run", str(example_out),
+         "--pipeline", "ltr-ranker", "--outputs", f"Train={given}",
+         "--workdir", str(tmp_path / "work"), "--json", str(tmp_path / "report.json")],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    steps = {s["name"]: s for s in json.loads((tmp_path / "report.json").read_text())["steps"]}
+    assert steps["RegisterModel"]["outputs"]["ModelPackageArn"] == (
+        "arn:aws:sagemaker:us-east-1:111122223333:model-package/ltr-ranker/1")

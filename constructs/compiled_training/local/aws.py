@@ -31,11 +31,13 @@ def environment(variables: Mapping[str, str]) -> Iterator[None]:
 
 
 @contextmanager
-def local_aws(region: str) -> Iterator[Any]:
-    """The run's AWS: moto's in-process S3, SSM, SageMaker, ..., with stand-in credentials."""
+def local_aws(account: str, region: str) -> Iterator[Any]:
+    """The run's AWS: moto's in-process S3, SSM, SageMaker, ..., with stand-in credentials, in
+    the stack's account and region (so the ARNs it makes match the template's)."""
     from moto import mock_aws
 
-    with environment({**_CREDENTIALS, "AWS_DEFAULT_REGION": region}), mock_aws():
+    with environment({**_CREDENTIALS, "AWS_DEFAULT_REGION": region,
+                      "MOTO_ACCOUNT_ID": account}), mock_aws():
         import boto3
 
         yield boto3.client("s3")

@@ -25,6 +25,7 @@ from typing import Any
 
 from compiled_training.catalog.aws_names import s3_uri_problem
 from compiled_training.local.assembly import (
+    LOCAL_ACCOUNT,
     LOCAL_REGION,
     AssemblyPipeline,
     RunInputError,
@@ -96,7 +97,8 @@ def _run(args: argparse.Namespace) -> int:
     workdir = _workdir(args.workdir)
     pipeline = request.pipeline
     stack = pipeline.stack if pipeline else None
-    with local_aws(stack.region if stack else LOCAL_REGION) as s3:
+    with local_aws(stack.account if stack else LOCAL_ACCOUNT,
+                   stack.region if stack else LOCAL_REGION) as s3:
         for bucket in stack.buckets() if stack else []:
             ensure_bucket(s3, bucket)
         seed(s3, {uri: asset.source for uri, asset in (stack.assets if stack else {}).items()
