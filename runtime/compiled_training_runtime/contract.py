@@ -90,6 +90,12 @@ ENV_NEURON_CC_FLAGS = "NEURON_CC_FLAGS"
 ENV_NEURON_COMPILE_CACHE_URL = "NEURON_COMPILE_CACHE_URL"
 ENV_RUN_NEURON_PARALLEL_COMPILE = "RUN_NEURON_PARALLEL_COMPILE"
 """``1``: the toolkit's TorchDistributedRunner runs ``neuron_parallel_compile torchrun ...``."""
+# torch.compile's warm start (`warm_start`): where the job keeps Inductor's cache between runs
+# (an S3 prefix of the pipeline's own; file:// for a folder), and the KMS key it encrypts with.
+ENV_COMPILE_CACHE_URL = "COMPILED_TRAINING_COMPILE_CACHE_URL"
+ENV_COMPILE_CACHE_KMS_KEY_ID = "COMPILED_TRAINING_COMPILE_CACHE_KMS_KEY_ID"
+COMPILE_CACHE_SINCE = "2.4"
+"""The first PyTorch whose Inductor caches FX graphs on disk (PyTorch's caching recipe)."""
 NEURON_MODEL_TYPES = ("transformer", "generic")
 """neuronx-cc's ``--model-type`` values for training (transformer: the one Neuron recommends
 for transformer models, and torch-neuronx's default since Neuron 2.14)."""
@@ -161,6 +167,8 @@ ARM_COMPILER_LARGE_BATCH = "compiler-large-batch"
 RUN_SUMMARY_FILE = "metrics.json"
 SUMMARY_COMPILER = "compiler"
 """One of COMPILERS: what compiled the run's graph."""
+SUMMARY_COMPILE_CACHE = "compile_cache"
+"""torch.compile's warm start: state (warm, cold, off), graphs loaded and compiled, seconds."""
 SUMMARY_GLOBAL_BATCH_SIZE = "global_batch_size"
 SUMMARY_LEARNING_RATE = "learning_rate"
 """The learning rate trained with, scaled to the batch."""

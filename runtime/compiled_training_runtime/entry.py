@@ -27,7 +27,17 @@ def main(environ: dict[str, str] | None = None) -> int:
 
         backend = backends.create(config.compiler, torch_compile_mode=config.torch_compile_mode,
                                   torch_compile_backend=config.torch_compile_backend)
+        cache = None
+        if config.compiler == contract.COMPILER_TORCH_COMPILE:
+            from .warm_start import CompileCache
+
+            cache = CompileCache.from_environ(mode=config.torch_compile_mode,
+                                              backend=config.torch_compile_backend)
+            cache.restore()  # after the process group exists: the ranks wait for it
         summary = loop.run(env, config, backend)
+        if cache is not None:
+            cache.save()
+            summary[contract.SUMMARY_COMPILE_CACHE] = cache.summary()
     except InputError as error:
         env.write_failure(f"InputError: {error}")
         print(f"compiled-training: {error}", file=sys.stderr)

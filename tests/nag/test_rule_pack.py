@@ -75,8 +75,14 @@ EAGER_STEP = {
 }
 
 
+# The library's torch.compile step on one GPU, as it writes it with its compile cache off.
+TORCH_COMPILE_STEP = {**EAGER_STEP, "HyperParameters": {
+    **EAGER_STEP["HyperParameters"], "compiled_training_torch_compile": "true"},
+    "ResourceConfig": {**EAGER_STEP["ResourceConfig"], "InstanceType": "ml.g5.2xlarge"}}
+
+
 def _raw(step_changes: dict, metadata: dict | None = None, *, base: dict = COMPLIANT_STEP,
-         precompile: bool = False):
+         precompile: bool = False, scheduled: bool = False):
     def build(stack):
         arguments = json.loads(json.dumps(base))
         arguments.update(step_changes)
@@ -92,6 +98,8 @@ def _raw(step_changes: dict, metadata: dict | None = None, *, base: dict = COMPL
             pipeline_definition={"PipelineDefinitionBody": json.dumps(definition)})
         if metadata:
             pipeline.add_metadata("compiled-training", metadata)
+        if scheduled:  # what a RetrainingSchedule records on the library's own pipelines
+            pipeline.add_metadata("compiled-training:schedules", ["Team/Weekly"])
     return build
 
 
@@ -119,11 +127,12 @@ NON_COMPLIANT = {
                                       "global_batch_size": "100"}}, base=NEURON_STEP),
     "CT14": _raw({"AlgorithmSpecification": {**EAGER_STEP["AlgorithmSpecification"]}},
                  base=EAGER_STEP),
+    "CT15": _raw({}, {"frameworkName": "pytorch"}, base=TORCH_COMPILE_STEP, scheduled=True),
 }
 
 
 def test_every_rule_has_id_info_explanation_and_level():
-    assert [r.id for r in RULES] == [f"CT{i}" for i in range(1, 15)]
+    assert [r.id for r in RULES] == [f"CT{i}" for i in range(1, 16)]
     for rule in RULES:
         assert rule.info and rule.explanation and rule.level
 
@@ -141,6 +150,19 @@ def test_non_compliant_pipeline_is_reported(tmp_path, rule_id):
 ])
 def test_a_script_on_every_gpu_or_on_one_gpu_leaves_none_idle(tmp_path, changes):
     assert _findings(tmp_path, _raw(changes, base=EAGER_STEP)) == {}
+
+
+@pytest.mark.parametrize(("changes", "scheduled", "library"), [
+    ({"Environment": {"COMPILED_TRAINING_COMPILE_CACHE_URL": "s3://b/p/compile-cache/Train/"}},
+     True, True),                                 # scheduled, and warm after its first run
+    ({}, False, True),                            # run by hand: its first run is every run
+    ({}, True, False),                            # a script of another's: no warm start to ask
+], ids=["cache-on", "not-scheduled", "hand-built"])
+def test_ct15_holds_only_scheduled_library_pipelines_to_the_compile_cache(tmp_path, changes,
+                                                                          scheduled, library):
+    metadata = {"frameworkName": "pytorch"} if library else None
+    assert "CompiledTraining-CT15" not in _findings(tmp_path, _raw(
+        changes, metadata, base=TORCH_COMPILE_STEP, scheduled=scheduled))
 
 
 def test_a_built_in_algorithm_on_several_gpus_is_not_held_to_the_launcher_rule(tmp_path):
@@ -169,7 +191,7 @@ def test_the_report_shows_the_pack_ran_where_it_found_nothing(tmp_path):
     assert not failed and section["conclusion"] == "success"
     assert [(v["ruleName"], v["severity"], v["description"]) for v in section["violations"]] == [
         ("CompiledTraining-Summary", "info",
-         "CompiledTraining checked 1 pipeline against CT1-CT14: no findings")]
+         "CompiledTraining checked 1 pipeline against CT1-CT15: no findings")]
 
 
 def test_a_training_compiler_pipeline_synthesizes_with_its_frozen_notice(tmp_path, source_dir):

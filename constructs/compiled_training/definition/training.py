@@ -14,6 +14,7 @@ from typing import Any
 
 from compiled_training.catalog.compilers import CompilerKind
 from compiled_training.catalog.neuron import EFA_ENVIRONMENT, is_trainium
+from compiled_training.definition import compile_cache
 from compiled_training.spec.job import (
     Distribution,
     HyperparameterValue,
@@ -75,12 +76,13 @@ def precompile_job(job: TrainingJob) -> TrainingJob:
 
 
 def job_environment(job: TrainingJob) -> dict[str, str]:
-    """The container's environment: the compiler's (Neuron's flags and its compile cache in
-    S3), EFA for a multi-node Trainium job (the toolkit sets it on trn1.32xlarge only), and
-    the job's own."""
+    """The container's environment: the compiler's (Neuron's flags; Neuron's or
+    torch.compile's compile cache in S3), EFA for a multi-node Trainium job (the toolkit sets
+    it on trn1.32xlarge only), and the job's own."""
     environment = job.compiler.environment()
     if job.compiler.kind is CompilerKind.NEURON_XLA and job.compile_cache_s3_uri:
         environment[contract.ENV_NEURON_COMPILE_CACHE_URL] = job.compile_cache_s3_uri
+    environment.update(compile_cache.environment(job))
     if job.instance_count > 1 and is_trainium(job.instance_type):
         environment.update(EFA_ENVIRONMENT)
     environment.update(job.environment)

@@ -33,6 +33,7 @@ from compiled_training.catalog.instances import (
     is_gpu,
     training_instance_types,
 )
+from compiled_training.definition import compile_cache
 from compiled_training.definition.entry_point import entry_point_problems
 from compiled_training.definition.launchers import (
     idle_gpus_message,
@@ -141,6 +142,11 @@ def check(job: TrainingJob) -> Findings:
     idle = idle_gpus_message(job)
     if idle:
         warnings.append(Finding("IdleGpus", idle))
+    cold = compile_cache.cold_start_reason(job)
+    if cold and job.torch_compile_cache_s3_uri is not None:  # not when switched off on purpose
+        warnings.append(Finding("CompileCacheCold", f"torch.compile compiles from nothing every "
+                                f"run, on the instances it pays for: {cold}; acknowledge this "
+                                f"warning where that is meant"))
     smdistributed = job.distribution is Distribution.SMDISTRIBUTED_DATA_PARALLEL
     if smdistributed and not job.compiler.is_training_compiler:
         error("Smdistributed",

@@ -29,6 +29,7 @@ from compiled_training.advice.advisor import Verdict, WorkloadProfile, assess_wo
 from compiled_training.catalog.dlc import training_compiler_releases
 from compiled_training.catalog.instances import gpus_per_instance, is_gpu
 from compiled_training.catalog.neuron import NEURON_CORES, is_trainium
+from compiled_training.pipelines.base import SCHEDULES_METADATA
 from compiled_training.wiring.acknowledgements import flatten
 from compiled_training_runtime import contract
 from constructs import IConstruct
@@ -45,6 +46,8 @@ class TrainingStep:
     precompiled: bool = False
     """Whether the step waits for a Neuron pre-compilation step (a training step with
     ``RUN_NEURON_PARALLEL_COMPILE=1`` in its environment)."""
+    scheduled: bool = False
+    """Whether a `RetrainingSchedule` starts the pipeline (the library's pipelines record it)."""
 
     @property
     def hyperparameters(self) -> dict[str, Any]:
@@ -54,12 +57,16 @@ class TrainingStep:
         return self.hyperparameters.get(name) == "true"
 
     @property
+    def torch_compile(self) -> bool:
+        return self.flag(contract.HP_TORCH_COMPILE)
+
+    @property
     def training_compiler(self) -> bool:
         return self.flag(contract.HP_TRAINING_COMPILER_ENABLED)
 
     @property
     def any_compiler(self) -> bool:
-        return self.training_compiler or self.flag(contract.HP_TORCH_COMPILE)
+        return self.training_compiler or self.torch_compile
 
     @property
     def instance_type(self) -> str:
@@ -182,6 +189,15 @@ def _compile_cache(step: TrainingStep) -> bool | None:
     return bool(step.environment.get(contract.ENV_NEURON_COMPILE_CACHE_URL))
 
 
+def _warm_start(step: TrainingStep) -> bool | None:
+    """A scheduled torch.compile step of the library's own that keeps its compile cache (the
+    runtime's warm start reads the URL; a script of another's may not, so only its own)."""
+    if not (step.scheduled and step.torch_compile and step.metadata) or is_trainium(
+            step.instance_type):
+        return None
+    return bool(step.environment.get(contract.ENV_COMPILE_CACHE_URL))
+
+
 def _multi_node_precompiled(step: TrainingStep) -> bool | None:
     if not _neuron_training(step) or step.instance_count < 2:
         return None
@@ -283,6 +299,13 @@ RULES: tuple[Rule, ...] = (
          "Enable torchrun (sagemaker_torch_distributed_enabled, the torch_distributed "
          "distribution) and have the script join the process group.",
          _every_gpu_used),
+    Rule("CT15", NagMessageLevel.WARN,
+         "A scheduled torch.compile step compiles from nothing every run.",
+         "Without its compile cache (compile_cache off, network_isolation, or PyTorch before "
+         "2.4) each scheduled run pays Dynamo, AOTAutograd and Inductor again on the instances "
+         "it bills; with it, a run restores what the last one compiled (the README's warm "
+         "starts).",
+         _warm_start),
 )
 
 
@@ -333,17 +356,20 @@ def training_steps(node: CfnResource) -> list[TrainingStep]:
         return []  # a definition in S3 cannot be read at synth
     definition = json.loads(flatten(body))
     metadata = stack.resolve(node.get_metadata("compiled-training") or {})
+    scheduled = bool(node.get_metadata(SCHEDULES_METADATA))
     steps = [step for step in definition.get("Steps", []) if step.get("Type") == "Training"]
     precompiling = {step.get("Name") for step in steps
                     if TrainingStep(step.get("Arguments", {}), metadata).precompiles}
     return [TrainingStep(step.get("Arguments", {}), metadata,
-                         precompiled=bool(precompiling & set(step.get("DependsOn", []))))
+                         precompiled=bool(precompiling & set(step.get("DependsOn", []))),
+                         scheduled=scheduled)
             for step in steps]
 
 
 class CompiledTrainingChecks(NagPack):
-    """Rules CT1-CT14 for pipelines that train deep-learning models, most with a compiler
-    (CT11-CT13: Neuron on Trainium; CT14: GPUs a job pays for and leaves idle).
+    """Rules CT1-CT15 for pipelines that train deep-learning models, most with a compiler
+    (CT11-CT13: Neuron on Trainium; CT14: GPUs a job pays for and leaves idle; CT15: a
+    scheduled torch.compile job without its compile cache).
 
     Errors fail the synth; warnings and informational findings are reported (in the console
     and ``validation-report.json``) without failing it, as cdk-nag 2 did: cdk-nag 3's packs

@@ -15,6 +15,7 @@ from typing import Any
 from aws_cdk import (
     Annotations,
     ArnFormat,
+    Duration,
     Lazy,
     Names,
     Tags,
@@ -27,7 +28,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
 
 from compiled_training.catalog.aws_names import split_s3
-from compiled_training.definition import validation
+from compiled_training.definition import compile_cache, validation
 from compiled_training.definition.training import execution_scoped
 from compiled_training.pipelines.governance import (
     PIPELINE_TAG,
@@ -69,6 +70,9 @@ from compiled_training_runtime import contract
 from constructs import Construct
 
 NEURON_COMPILE_CACHE = "neuron-compile-cache"
+SCHEDULES_METADATA = "compiled-training:schedules"
+"""The pipeline resource's metadata naming the schedules that start it (the rule pack reads
+it)."""
 """The folder of the pipeline's prefix where Neuron jobs keep compiled graphs across runs."""
 ONE_DAY_SECONDS = 24 * 3600
 
@@ -122,8 +126,9 @@ class PipelineBase(NamedPipeline):
                 f"{self._subject}: source_dir is required for {self.framework.describe()} (it "
                 f"holds entry_point {options.get('entry_point')!r})")
         self.kms_key = options.get("kms_key")
-        self.bucket = options.get("output_bucket") or TrainingOutputBucket.of_stack(
-            self, self.kms_key)
+        given_bucket = options.get("output_bucket")
+        self.bucket = given_bucket or TrainingOutputBucket.of_stack(self, self.kms_key)
+        self._own_bucket = given_bucket is None
         self.prefix = f"s3://{bucket_name(self.bucket)}/{self.pipeline_name}"
         tags = options.get("tags") or {}
         for key, value in sorted(tags.items()):
@@ -207,6 +212,8 @@ class PipelineBase(NamedPipeline):
             max_attempts=3 if max_attempts is None else max_attempts,
             tags={PIPELINE_TAG: self.pipeline_name},
             compile_cache_s3_uri=f"{self.prefix}/{NEURON_COMPILE_CACHE}/",
+            torch_compile_cache_s3_uri=(None if options.get("compile_cache") is False
+                                        else f"{self.prefix}/{compile_cache.COMPILE_CACHE}/"),
         )
 
     def _encrypts_between(self, instance_count: int) -> bool:
@@ -283,8 +290,10 @@ class PipelineBase(NamedPipeline):
             policy.allow_prefix(bucket, key_prefix, ["s3:GetObject"],
                                 why=f"Training reads every object under channel "
                                     f"{channel.name!r}'s prefix, and only there.")
-        # Neuron's compile cache (NEURON_COMPILE_CACHE) is under this prefix too: it needs
-        # the bucket "readable and writeable" (Neuron's caching guide), nothing more.
+        # The compile caches (Neuron's NEURON_COMPILE_CACHE, torch.compile's COMPILE_CACHE)
+        # are under this prefix too: Neuron needs the bucket "readable and writeable" (its
+        # caching guide), the runtime's warm start gets and puts one archive; nothing more.
+        self._expire_compile_caches(jobs)
         policy.allow_prefix(bucket_name(self.bucket), f"{self.pipeline_name}/",
                             ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
                             why="The job writes model, output and checkpoints (and reads "
@@ -305,6 +314,22 @@ class PipelineBase(NamedPipeline):
             ], ["*"], why="SageMaker creates the job's network interfaces at run time; these "
                           "EC2 actions support no resource-level permission.")
         return policy
+
+    def _expire_compile_caches(self, jobs: Sequence[TrainingJob]) -> None:
+        """On the library's own bucket, a torch.compile cache no run saved for
+        `compile_cache.EXPIRY_DAYS` expires (a given bucket's owner adds the rule: README)."""
+        if self._own_bucket and any(compile_cache.cache_uri(job) for job in jobs):
+            assert isinstance(self.bucket, s3.Bucket)
+            self.bucket.add_lifecycle_rule(
+                id=f"{self.pipeline_name}-{compile_cache.COMPILE_CACHE}",
+                prefix=f"{self.pipeline_name}/{compile_cache.COMPILE_CACHE}/",
+                expiration=Duration.days(compile_cache.EXPIRY_DAYS))
+
+    def mark_scheduled(self, schedule: str) -> None:
+        """Records, for the rule pack, that a schedule (its construct path) starts this
+        pipeline: a recurring torch.compile job without a compile cache draws CT15."""
+        schedules = self._resource.get_metadata(SCHEDULES_METADATA) or []
+        self._resource.add_metadata(SCHEDULES_METADATA, sorted({*schedules, schedule}))
 
     def _allow_logs_and_metrics(self, policy: InlinePolicy, job_kind: str) -> None:
         """Writes the logs and metrics of SageMaker jobs of one kind (``TrainingJobs``...)."""

@@ -123,6 +123,12 @@ class TrainingJobOptions(TypedDict, total=False):
     """When omitted, off (the container may reach the network)."""
     inter_container_encryption: bool | None
     """When omitted, on for multi-instance jobs."""
+    compile_cache: bool | None
+    """torch.compile's warm start: when omitted, on for PyTorch 2.4 and later. Each run's job
+    restores what the last run compiled from ``<prefix>/compile-cache/<step>/`` before its first
+    step and saves it back after training, so a scheduled run compiles only what changed; the
+    library's bucket expires a cache no run has saved for 30 days. False: every run compiles
+    from nothing (a scheduled pipeline draws the rule pack's CT15)."""
 
 
 class TrainingPipelineProps(TrainingJobOptions, total=False):

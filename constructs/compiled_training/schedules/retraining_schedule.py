@@ -170,6 +170,8 @@ class RetrainingSchedule(Construct):
                 f"{pipeline.pipeline_name}; move end_date or remove the schedule")
 
         self.pipeline = pipeline
+        if isinstance(pipeline, PipelineBase):
+            pipeline.mark_scheduled(self.node.path)
         self.team = team
         self.expression = expression
         self.topic = topic or self._topic()

@@ -167,6 +167,9 @@ class TrainingJob:
     """Set in the container beside what the compiler and the instances call for."""
     compile_cache_s3_uri: str | None = None
     """Where a Neuron job keeps its compiled graphs from run to run (the pipeline's prefix)."""
+    torch_compile_cache_s3_uri: str | None = None
+    """Where torch.compile jobs keep Inductor's cache from run to run (the pipeline's prefix,
+    ``definition.compile_cache``); None: switched off."""
 
     @property
     def parameters(self) -> list[Parameter]:

@@ -1,0 +1,59 @@
+"""Where a ``torch.compile`` job keeps its compile cache between runs (the runtime's
+``warm_start``), and why a job compiles cold every run instead."""
+
+from __future__ import annotations
+
+from compiled_training.definition.launchers import minor, trainium
+from compiled_training.spec.compiler import CompilerKind
+from compiled_training.spec.job import TrainingJob
+from compiled_training_runtime import contract
+
+COMPILE_CACHE = "compile-cache"
+"""The folder of the pipeline's prefix that holds its jobs' compile caches, one per step."""
+EXPIRY_DAYS = 30
+"""The library's bucket expires an archive this many days after a run last saved it: every run
+saves it again, so only a cache no run uses any more (an old image or instance type) goes."""
+
+
+def applies(job: TrainingJob) -> bool:
+    """Whether the job compiles with Inductor, whose caches this carries (the native
+    TorchNeuron backend on Trainium compiles with neuronx-cc instead)."""
+    return job.compiler.kind is CompilerKind.TORCH_COMPILE and not trainium(job.instance_type)
+
+
+def cold_start_reason(job: TrainingJob) -> str | None:
+    """Why the job's torch.compile starts cold every run, or None where its cache is on (or
+    the job does not compile with Inductor)."""
+    if not applies(job):
+        return None
+    if job.torch_compile_cache_s3_uri is None:
+        return "compile_cache is off"
+    version = job.framework.pytorch_version or "0"
+    if minor(version) < minor(contract.COMPILE_CACHE_SINCE):
+        return (f"PyTorch {version} keeps no compile cache on disk (Inductor's FX graph cache "
+                f"came in {contract.COMPILE_CACHE_SINCE}; PyTorch's caching recipe)")
+    if job.network_isolation:
+        return ("network_isolation cuts the job off from S3, where the job itself restores and "
+                "saves the cache, and what SageMaker moves for an isolated job cannot carry it "
+                "(a channel over a first run's empty prefix fails the job; checkpoints and "
+                "outputs land under one execution's keys)")
+    return None
+
+
+def cache_uri(job: TrainingJob) -> str | None:
+    """The job's cache prefix, one per step (so per benchmark arm; the runtime keys it further
+    by compiler mode, backend, versions and instance type), or None where it starts cold."""
+    if not applies(job) or cold_start_reason(job) is not None:
+        return None
+    return f"{job.torch_compile_cache_s3_uri}{job.step_name}/"
+
+
+def environment(job: TrainingJob) -> dict[str, str]:
+    """What the runtime's warm start reads: the prefix and the key it encrypts with."""
+    uri = cache_uri(job)
+    if uri is None:
+        return {}
+    variables = {contract.ENV_COMPILE_CACHE_URL: uri}
+    if job.kms_key_id:
+        variables[contract.ENV_COMPILE_CACHE_KMS_KEY_ID] = job.kms_key_id
+    return variables

@@ -1,0 +1,150 @@
+"""torch.compile's warm start as the constructs declare it: the cache's place under the
+pipeline's own prefix, its key and expiry, the off switch, and where a job starts cold."""
+
+from __future__ import annotations
+
+import re
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from aws_cdk.assertions import Annotations, Match, Template
+
+from compiled_training import (
+    Compiler,
+    CompilerBenchmark,
+    Framework,
+    InputChannel,
+    RetrainingSchedule,
+    TrainingPipeline,
+)
+from compiled_training_runtime import contract
+from tests.helpers import definitions, new_stack
+
+URL = contract.ENV_COMPILE_CACHE_URL
+PROPS = {
+    "pipeline_name": "ranker", "framework": Framework.pytorch("2.9.0"),
+    "compiler": Compiler.torch_compile(), "instance_type": "ml.g5.2xlarge",
+    "entry_point": "train.py",
+    "channels": [InputChannel("train", "s3://team-data/train/"),
+                 InputChannel("validation", "s3://team-data/validation/")],
+}
+
+
+def _steps(stack: cdk.Stack) -> dict[str, dict]:
+    (definition,) = definitions(Template.from_stack(stack).to_json())
+    return {step["Name"]: step["Arguments"] for step in definition["Steps"]
+            if step["Type"] == "Training"}
+
+
+def _pipeline(source_dir, **overrides) -> tuple[cdk.Stack, TrainingPipeline]:
+    stack = new_stack()
+    pipeline = TrainingPipeline(stack, "Ranker", **{**PROPS, "source_dir": source_dir,
+                                                    **overrides})
+    return stack, pipeline
+
+
+def _warnings(stack: cdk.Stack, rule: str) -> list[str]:
+    return [w.entry.data for w in Annotations.from_stack(stack).find_warning(
+        "*", Match.string_like_regexp(f"{rule}"))]
+
+
+def test_a_torch_compile_job_keeps_its_cache_under_its_pipelines_prefix(source_dir):
+    stack, _ = _pipeline(source_dir)
+
+    environment = _steps(stack)["Train"]["Environment"]
+
+    # s3://<the stack's output bucket>/<pipeline name>/compile-cache/<step>/
+    assert re.fullmatch(r"s3://[a-z0-9-]+/ranker/compile-cache/Train/", environment[URL])
+    assert contract.ENV_COMPILE_CACHE_KMS_KEY_ID not in environment
+    # The library's bucket expires a cache no run saved again for 30 days, and only that.
+    Template.from_stack(stack).has_resource_properties("AWS::S3::Bucket", {
+        "LifecycleConfiguration": {"Rules": Match.array_with([{
+            "Id": "ranker-compile-cache", "Prefix": "ranker/compile-cache/",
+            "ExpirationInDays": 30, "Status": "Enabled"}])}})
+    assert not _warnings(stack, "CompileCacheCold")
+
+
+def test_the_cache_is_encrypted_with_the_pipelines_key(source_dir):
+    stack = new_stack()
+    key = kms.Key(stack, "Key", enable_key_rotation=True)
+    TrainingPipeline(stack, "Ranker", **{**PROPS, "source_dir": source_dir, "kms_key": key})
+
+    environment = _steps(stack)["Train"]["Environment"]
+
+    # The key's ARN, as the job's OutputDataConfig.KmsKeyId has it.
+    assert environment[contract.ENV_COMPILE_CACHE_KMS_KEY_ID] == \
+        _steps(stack)["Train"]["OutputDataConfig"]["KmsKeyId"]
+
+
+def test_switched_off_the_job_gets_no_cache_and_the_bucket_no_rule(source_dir):
+    stack, _ = _pipeline(source_dir, compile_cache=False)
+
+    assert URL not in _steps(stack)["Train"].get("Environment", {})
+    assert "compile-cache" not in str(Template.from_stack(stack).find_resources(
+        "AWS::S3::Bucket"))
+    assert not _warnings(stack, "CompileCacheCold")  # a choice, not an accident
+
+
+@pytest.mark.parametrize(("overrides", "why"), [
+    ({"network_isolation": True}, "network_isolation cuts the job off from S3"),
+    ({"framework": Framework.pytorch("2.3.0")}, "PyTorch 2.3.0 keeps no compile cache on disk"),
+], ids=["network-isolation", "pytorch-2.3"])
+def test_a_job_that_cannot_keep_it_compiles_cold_with_a_warning_saying_why(source_dir,
+                                                                          overrides, why):
+    stack, _ = _pipeline(source_dir, **overrides)
+
+    assert URL not in _steps(stack)["Train"].get("Environment", {})
+    (warning,) = _warnings(stack, "CompileCacheCold")
+    assert why in warning and "compiles from nothing every run" in warning
+
+
+def test_only_torch_compile_jobs_carry_one(source_dir):
+    stack, _ = _pipeline(source_dir, framework=Framework.pytorch("1.13.1"),
+                         compiler=Compiler.training_compiler())
+
+    assert URL not in _steps(stack)["Train"].get("Environment", {})
+    assert "compile-cache" not in str(Template.from_stack(stack).find_resources(
+        "AWS::S3::Bucket"))
+
+
+def test_on_a_given_bucket_the_job_keeps_it_and_the_owner_sets_the_expiry(source_dir):
+    stack = new_stack()
+    bucket = s3.Bucket.from_bucket_name(stack, "Given", "team-outputs")
+    TrainingPipeline(stack, "Ranker", **{**PROPS, "source_dir": source_dir,
+                                         "output_bucket": bucket})
+
+    assert _steps(stack)["Train"]["Environment"][URL] == \
+        "s3://team-outputs/ranker/compile-cache/Train/"
+    assert not Template.from_stack(stack).find_resources("AWS::S3::Bucket")
+
+
+def test_a_benchmarks_compiler_arms_each_keep_their_own_and_the_baseline_none(source_dir):
+    stack = new_stack()
+    CompilerBenchmark(
+        stack, "Bench", pipeline_name="ranker-ab", framework=Framework.pytorch("2.9.0"),
+        compiler=Compiler.torch_compile(), instance_type="ml.g5.2xlarge",
+        source_dir=source_dir, entry_point="train.py", channels=PROPS["channels"])
+
+    caches = {name: arguments.get("Environment", {}).get(URL)
+              for name, arguments in _steps(stack).items()}
+
+    assert caches.pop("TrainBaseline") is None
+    assert caches and all(re.fullmatch(rf"s3://[a-z0-9-]+/ranker-ab/compile-cache/{name}/", uri)
+                          for name, uri in caches.items()), caches
+
+
+def test_the_same_input_synthesizes_the_same_template(source_dir):
+    first, _ = _pipeline(source_dir)
+    second, _ = _pipeline(source_dir)
+    assert Template.from_stack(first).to_json() == Template.from_stack(second).to_json()
+
+
+def test_a_schedule_marks_its_pipeline_for_the_rule_pack(source_dir):
+    stack, pipeline = _pipeline(source_dir, compile_cache=False)
+    RetrainingSchedule(stack, "Weekly", pipeline=pipeline, team="ranking",
+                       expression="cron(0 2 ? * MON *)")
+
+    (resource,) = Template.from_stack(stack).find_resources("AWS::SageMaker::Pipeline").values()
+    assert resource["Metadata"]["compiled-training:schedules"] == ["Team/Weekly"]
