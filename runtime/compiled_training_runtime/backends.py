@@ -53,7 +53,10 @@ class Backend:
         return torch.device("cpu")
 
     def prepare(self, model: torch.nn.Module) -> torch.nn.Module:
-        model = model.to(self.device)
+        return self._replicated(model.to(self.device))
+
+    def _replicated(self, model: torch.nn.Module) -> torch.nn.Module:
+        """The model in DistributedDataParallel under torchrun; as it is otherwise."""
         if self.world_size > 1:
             device_ids = [self.device.index] if self.device.type == "cuda" else None
             return torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
@@ -132,11 +135,14 @@ class TorchCompileBackend(Backend):
         return torch.device("neuron", int(os.environ.get("LOCAL_RANK", "0")))
 
     def prepare(self, model: torch.nn.Module) -> torch.nn.Module:
-        model = super().prepare(model)
-        # fullgraph: a graph break is an error here, not a silent slowdown.
+        model = model.to(self.device)
+        # fullgraph: a graph break is an error here, not a silent slowdown. The model compiles
+        # before DistributedDataParallel wraps it: DDP's own forward breaks the graph (its
+        # logger and bucketing are not traceable), and its reducer still all-reduces each
+        # bucket as the compiled backward produces it.
         model.forward = torch.compile(model.forward, backend=self.backend,  # type: ignore[method-assign]
                                       mode=self.mode, fullgraph=True)
-        return model
+        return self._replicated(model)
 
     def counters(self) -> dict[str, int]:
         from torch._dynamo.utils import counters

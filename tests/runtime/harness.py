@@ -15,8 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from compiled_training.definition.sourcedir import build_sourcedir
 from compiled_training.local.steps import DLC_TRAINING_MODULE, free_port, stand_in_gpus
 from compiled_training_runtime.local import job_env, job_folder
+from tests.helpers import TINY_BERT
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = ROOT / "runtime"
@@ -123,3 +125,25 @@ def run_torchrun(base: Path, hyperparameters: dict[str, Any], workers: int,
     return subprocess.run(command, env=direct_env(base, hyperparameters, python=python),
                           capture_output=True, text=True, timeout=timeout, check=False)
 
+
+# The teams' models are large; the tests keep their hyperparameters and shrink the model.
+TINY_TOOLKIT = {k: v for k, v in TINY_BERT.items() if k not in ("epochs", "learning_rate")}
+
+
+def toolkit_job(tmp_path: Path, step: dict[str, Any], **overrides: Any) -> Path:
+    """The step's hyperparameters (strings, as SageMaker passes them), the tiny model, and
+    the code the construct uploads, in an /opt/ml-shaped folder."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    code = tmp_path / "sourcedir.tar.gz"
+    code.write_bytes(build_sourcedir(RUNTIME))
+    hyperparameters = dict(step["HyperParameters"])
+    hyperparameters.update({k: json.dumps(v) for k, v in {**TINY_TOOLKIT, **overrides}.items()})
+    hyperparameters["sagemaker_submit_directory"] = json.dumps(str(code))
+    return opt_ml(tmp_path / "opt_ml", hyperparameters, validation=8)
+
+
+def run_summary(base: Path, logs: str = "") -> dict[str, Any]:
+    """The run summary rank 0 wrote; when there is none, the run's logs say why."""
+    path = base / "output" / "data" / "metrics.json"
+    assert path.is_file(), logs[-6000:]
+    return dict(json.loads(path.read_text()))

@@ -18,14 +18,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from compiled_training.definition.sourcedir import build_sourcedir
 from compiled_training_runtime import contract
 from tests.environments import NEWEST_NEURON_IMAGE, XLA_WITH_GRAD_SCALER, require
-from tests.helpers import TINY_BERT, definitions, substitute_expressions
-from tests.runtime.harness import RUNTIME, opt_ml, run_with_toolkit
-
-# The teams' models are large; the tests keep their hyperparameters and shrink the model.
-TINY = {k: v for k, v in TINY_BERT.items() if k not in ("epochs", "learning_rate")}
+from tests.helpers import definitions, substitute_expressions
+from tests.runtime.harness import TINY_TOOLKIT, run_summary, run_with_toolkit, toolkit_job
 
 
 def _team_step(assembly: Any, team: str, name: str = "Train") -> dict[str, Any]:
@@ -39,25 +35,6 @@ def _team_step(assembly: Any, team: str, name: str = "Train") -> dict[str, Any]:
     raise AssertionError(f"{team} has no step named {name}")
 
 
-def _job(tmp_path: Path, step: dict[str, Any], **overrides: Any) -> Path:
-    """The step's hyperparameters (strings, as SageMaker passes them), the tiny model, and
-    the code the construct uploads, in an /opt/ml-shaped folder."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    code = tmp_path / "sourcedir.tar.gz"
-    code.write_bytes(build_sourcedir(RUNTIME))
-    hyperparameters = dict(step["HyperParameters"])
-    hyperparameters.update({k: json.dumps(v) for k, v in {**TINY, **overrides}.items()})
-    hyperparameters["sagemaker_submit_directory"] = json.dumps(str(code))
-    return opt_ml(tmp_path / "opt_ml", hyperparameters, validation=8)
-
-
-def _summary(base: Path, logs: str = "") -> dict[str, Any]:
-    """The run summary rank 0 wrote; when there is none, the run's logs say why."""
-    path = base / "output" / "data" / "metrics.json"
-    assert path.is_file(), logs[-6000:]
-    return dict(json.loads(path.read_text()))
-
-
 def test_document_classification_starts_under_the_pytorchxla_launcher(reference_assembly,
                                                                       tmp_path):
     # The team trains in fp16: its loss scaler is torch_xla.amp.GradScaler, which the Training
@@ -66,7 +43,7 @@ def test_document_classification_starts_under_the_pytorchxla_launcher(reference_
     step = _team_step(reference_assembly, "DocumentClassification")
     assert step["HyperParameters"]["sagemaker_pytorch_xla_multi_worker_enabled"] == "true"
     assert step["HyperParameters"]["precision"] == '"fp16"'
-    base = _job(tmp_path, step, max_steps=4, log_every=2, model_family="bert")
+    base = toolkit_job(tmp_path, step, max_steps=4, log_every=2, model_family="bert")
     launches = tmp_path / "launches.jsonl"
 
     result = run_with_toolkit(base, gpus=1, launches=launches, python=python)
@@ -79,7 +56,7 @@ def test_document_classification_starts_under_the_pytorchxla_launcher(reference_
     (launch,) = [json.loads(line) for line in launches.read_text().splitlines()]
     assert launch["module"] == "train" and launch["argv"][0] == "train.py"
     assert "--max_steps" in launch["argv"]
-    summary = _summary(base, logs)
+    summary = run_summary(base, logs)
     assert summary["compiler"] == "training-compiler" and summary["steps"] == 4
     assert summary["precision"] == "fp16" and summary["loss_scale"] > 0
     assert (base / "model" / "model.pt").exists()
@@ -96,16 +73,16 @@ def test_creative_starts_under_torchrun_with_one_worker_per_gpu(reference_assemb
     step = _team_step(reference_assembly, "Creative")
     assert step["HyperParameters"]["sagemaker_torch_distributed_enabled"] == "true"
     # The team's own model comes from its model_factory; the launch is what is tested here.
-    base = _job(tmp_path, step, max_steps=2, model_family="bert", model_factory="")
+    base = toolkit_job(tmp_path, step, max_steps=2, model_family="bert", model_factory="")
 
     result = run_with_toolkit(base, gpus=2)
 
     logs = result.stdout + result.stderr
     assert result.returncode == 0, logs[-6000:]
     assert re.search(r"torchrun --nnodes 1 --nproc_per_node 2 train\.py ", logs)
-    summary = _summary(base, logs)
+    summary = run_summary(base, logs)
     assert summary["compiler"] == "none" and summary["world_size"] == 2
-    assert summary["steps"] == 2 and summary["samples"] == 2 * 2 * TINY["batch_size"]
+    assert summary["steps"] == 2 and summary["samples"] == 2 * 2 * TINY_TOOLKIT["batch_size"]
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
@@ -129,7 +106,7 @@ def test_the_trainium_arm_precompiles_trains_on_two_ranks_and_resumes(reference_
 
     # The pre-compilation step: the toolkit prefixes torchrun with neuron_parallel_compile.
     record = tmp_path / "precompile.jsonl"
-    base = _job(tmp_path / "precompile", precompile, log_every=1, model_family="bert")
+    base = toolkit_job(tmp_path / "precompile", precompile, log_every=1, model_family="bert")
     assert json.loads(precompile["HyperParameters"]["max_steps"]) == 10
     result = run_with_toolkit(base, neuron=record, environment=precompile["Environment"],
                               python=python)
@@ -143,7 +120,7 @@ def test_the_trainium_arm_precompiles_trains_on_two_ranks_and_resumes(reference_
     # The training step, 2 steps, then resumed to 6: each rank joined the xla group (the
     # runtime asked for "xla" at "xla://"), trained on half of each global batch.
     # Logged at the last step only: a log line reads the loss, one transfer per log.
-    base = _job(tmp_path / "train", train, max_steps=2, log_every=100, model_family="bert")
+    base = toolkit_job(tmp_path / "train", train, max_steps=2, log_every=100, model_family="bert")
     runs = []
     for max_steps in (2, 6):
         record = tmp_path / f"train-{max_steps}.jsonl"
@@ -155,12 +132,12 @@ def test_the_trainium_arm_precompiles_trains_on_two_ranks_and_resumes(reference_
         logs = result.stdout + result.stderr
         assert result.returncode == 0, logs[-6000:]
         assert re.search(r"\ntorchrun --nnodes 1 --nproc_per_node 2 train\.py ", logs)
-        runs.append((_summary(base, logs), _records(record), logs))
+        runs.append((run_summary(base, logs), _records(record), logs))
 
     (first, first_calls, _), (resumed, resumed_calls, resumed_logs) = runs
     for summary, calls in ((first, first_calls), (resumed, resumed_calls)):
         assert summary["compiler"] == "neuron-xla" and summary["world_size"] == 2
-        assert summary["global_batch_size"] == 2 * TINY["batch_size"]
+        assert summary["global_batch_size"] == 2 * TINY_TOOLKIT["batch_size"]
         assert summary["precision"] == "bf16"
         joins = [c for c in calls if c["call"] == "init_process_group"]
         assert sorted(c["rank"] for c in joins) == ["0", "1"]

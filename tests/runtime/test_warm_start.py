@@ -1,0 +1,146 @@
+"""torch.compile's warm start in the runtime: counted by the compiler's own cache counters,
+never timed (the compile benchmark times it).
+
+Replaced, because it cannot exist here: S3, by a folder (the cache URL's ``file://`` form;
+tests/local/test_run.py drives the ``s3://`` path through the local runner's stand-in S3) and
+the GPUs, by the CPU (the stand-in ``nvidia-smi`` gives torchrun its count).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from compiled_training import Compiler, Distribution, Framework, InputChannel, TrainingPipeline
+from compiled_training_runtime import contract
+from compiled_training_runtime.warm_start import ARCHIVE
+from tests.helpers import TINY_BERT, definitions, new_stack, substitute_expressions
+from tests.runtime.harness import (
+    RUNTIME,
+    direct_env,
+    metrics,
+    opt_ml,
+    run_summary,
+    run_with_toolkit,
+    toolkit_job,
+)
+
+COMPILE = {**TINY_BERT, contract.HP_TORCH_COMPILE: True, "max_steps": 1}
+SAVED = "compiled-training: compile cache: saved "
+
+
+def _run(base: Path, url: str, **environment: str) -> tuple[dict, str]:
+    """One direct run with the cache at ``url``: its summary's cache report and its logs."""
+    import subprocess
+    import sys
+
+    env = {**direct_env(base, COMPILE), contract.ENV_COMPILE_CACHE_URL: url, **environment}
+    result = subprocess.run([sys.executable, str(RUNTIME / "train.py")], env=env,
+                            capture_output=True, text=True, timeout=600, check=False)
+    logs = result.stdout + result.stderr
+    assert result.returncode == 0, logs[-4000:]
+    return metrics(base)[contract.SUMMARY_COMPILE_CACHE], logs
+
+
+@pytest.fixture(scope="module")
+def cold_store(tmp_path_factory) -> tuple[Path, dict]:
+    """A cache store after one cold run, and that run's report."""
+    root = tmp_path_factory.mktemp("cold")
+    report, _ = _run(opt_ml(root / "job", COMPILE), f"file://{root}/store/")
+    return root / "store", report
+
+
+def _copy(store: Path, tmp_path: Path) -> Path:
+    shutil.copytree(store, tmp_path / "store")
+    return tmp_path / "store"
+
+
+def _archive(store: Path) -> Path:
+    (archive,) = store.rglob(ARCHIVE)
+    return archive
+
+
+def test_a_first_run_compiles_cold_and_saves_what_it_compiled(cold_store):
+    store, report = cold_store
+    assert report["state"] == "cold" and report["graphs_compiled"] > 0
+    assert report["graphs_loaded"] == 0 and report["saved_bytes"] > 0
+    # Keyed by what invalidates it: instance (none here), device, backend-mode, versions.
+    key = _archive(store).relative_to(store).parts
+    assert key[:3] == ("local", "cpu", "inductor-default")
+    assert key[3].startswith("torch-") and key[4].startswith("triton-")
+
+
+def test_a_run_with_another_key_compiles_cold_beside_it(cold_store, tmp_path):
+    store = _copy(cold_store[0], tmp_path)
+
+    report, _ = _run(opt_ml(tmp_path / "job", COMPILE), f"file://{store}/",
+                     SM_CURRENT_INSTANCE_TYPE="ml.g5.2xlarge")
+
+    assert report["state"] == "cold" and report["graphs_compiled"] == \
+        cold_store[1]["graphs_compiled"]
+    assert len(list(store.rglob(ARCHIVE))) == 2  # the other key's archive stays
+
+
+def test_a_corrupt_archive_is_a_warning_and_a_cold_compile_then_replaced(cold_store, tmp_path):
+    store = _copy(cold_store[0], tmp_path)
+    _archive(store).write_bytes(b"not a tar archive")
+
+    report, logs = _run(opt_ml(tmp_path / "job", COMPILE), f"file://{store}/")
+
+    assert "compile cache: warning: could not restore" in logs and "compiling cold" in logs
+    assert report["state"] == "cold" and report["graphs_compiled"] > 0
+    assert "restore_error" in report and report["saved_bytes"] > 0
+
+
+def test_a_cache_that_cannot_be_saved_never_fails_a_finished_training(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("a folder cannot be made under a file")
+
+    report, logs = _run(opt_ml(tmp_path / "job", COMPILE), f"file://{blocker}/store/")
+
+    assert "compile cache: warning: could not save" in logs
+    assert report["state"] == "cold" and "save_error" in report
+    assert (tmp_path / "job" / "model" / "model.pt").exists()
+
+
+def _synthesized_step(source_dir: Path) -> dict:
+    """The Train step a torch.compile pipeline on two 4-GPU instances synthesizes."""
+    stack = new_stack()
+    TrainingPipeline(stack, "Ranker", pipeline_name="ranker",
+                     framework=Framework.pytorch("2.10.0"), compiler=Compiler.torch_compile(),
+                     instance_type="ml.g5.12xlarge", distribution=Distribution.TORCH_DISTRIBUTED,
+                     source_dir=source_dir, entry_point="train.py",
+                     channels=[InputChannel("train", "s3://team-data/train/")])
+    from aws_cdk.assertions import Template
+
+    (definition,) = definitions(Template.from_stack(stack).to_json())
+    (step,) = definition["Steps"]
+    return dict(substitute_expressions(step["Arguments"], {}))
+
+
+def test_a_scheduled_jobs_second_run_loads_the_graphs_the_first_compiled(tmp_path):
+    """Two ranks under torchrun, as the toolkit launches the synthesized step: this also holds
+    torch.compile under DistributedDataParallel (it compiled DDP's forward, which breaks the
+    graph, until the model was compiled before the wrap)."""
+    step = _synthesized_step(RUNTIME)
+    declared = step["Environment"][contract.ENV_COMPILE_CACHE_URL]
+    assert declared.endswith("/ranker/compile-cache/Train/")
+    # The job's own environment, its S3 prefix moved to a folder.
+    environment = {**step["Environment"], contract.ENV_COMPILE_CACHE_URL:
+                   f"file://{tmp_path}/s3/ranker/compile-cache/Train/"}
+    runs = []
+    for name in ("first", "second"):
+        base = toolkit_job(tmp_path / name, step, max_steps=1, model_family="bert")
+        result = run_with_toolkit(base, gpus=2, environment=environment)
+        logs = result.stdout + result.stderr
+        assert result.returncode == 0, logs[-6000:]
+        assert logs.count(SAVED) == 1, logs[-6000:]  # rank 0 alone, once both ranks are done
+        runs.append(run_summary(base, logs))
+
+    first, second = (run[contract.SUMMARY_COMPILE_CACHE] for run in runs)
+    assert runs[1]["world_size"] == 2
+    assert first["state"] == "cold" and first["graphs_compiled"] > 0
+    assert second["state"] == "warm" and second["graphs_compiled"] == 0
+    assert second["graphs_loaded"] == first["graphs_compiled"]
