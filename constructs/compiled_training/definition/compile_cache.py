@@ -1,5 +1,5 @@
 """Where a ``torch.compile`` job keeps its compile cache between runs (the runtime's
-``warm_start``), and why a job compiles cold every run instead."""
+``warm_start``), and why a job compiles cold every run instead; where Neuron's is."""
 
 from __future__ import annotations
 
@@ -10,6 +10,10 @@ from compiled_training_runtime import contract
 
 COMPILE_CACHE = "compile-cache"
 """The folder of the pipeline's prefix that holds its jobs' compile caches, one per step."""
+NEURON_COMPILE_CACHE = "neuron-compile-cache"
+"""The folder of the pipeline's prefix where Neuron jobs keep compiled graphs across runs."""
+CACHE_FOLDERS = (COMPILE_CACHE, NEURON_COMPILE_CACHE)
+"""What a pipeline's prefix keeps from one execution for the next."""
 EXPIRY_DAYS = 30
 """The library's bucket expires an archive this many days after a run last saved it: every run
 saves it again, so only a cache no run uses any more (an old image or instance type) goes."""

@@ -43,6 +43,34 @@ def local_aws(account: str, region: str) -> Iterator[Any]:
         yield boto3.client("s3")
 
 
+@contextmanager
+def s3_endpoint() -> Iterator[str]:
+    """The run's S3 over HTTP for the steps' own processes (a training job's warm start):
+    moto's server in a thread of this process, on the in-process mock's state."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+def carry(s3: Any, previous: Path, folders: tuple[str, ...]) -> int:
+    """Puts an earlier run's objects under ``folders`` (``<target>/s3/<bucket>/<key>``, as
+    `dump` wrote them) into the run's S3, as S3 keeps them from one execution to the next;
+    returns how many. The rest of that run's S3 was its own."""
+    count = 0
+    for path in sorted(previous.rglob("*")) if previous.is_dir() else []:
+        bucket, *key = path.relative_to(previous).parts
+        if path.is_file() and set(key[:-1]) & set(folders):
+            upload(s3, path, f"s3://{bucket}/{'/'.join(key)}")
+            count += 1
+    return count
+
+
 _CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
                 "AWS_SESSION_TOKEN": "local", "AWS_DEFAULT_REGION": "us-east-1"}
 

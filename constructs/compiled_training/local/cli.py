@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from compiled_training.catalog.aws_names import s3_uri_problem
+from compiled_training.definition.compile_cache import CACHE_FOLDERS
 from compiled_training.local.assembly import (
     LOCAL_ACCOUNT,
     LOCAL_REGION,
@@ -34,7 +35,7 @@ from compiled_training.local.assembly import (
     pick,
     read_assembly,
 )
-from compiled_training.local.aws import dump, ensure_bucket, local_aws, seed
+from compiled_training.local.aws import carry, dump, ensure_bucket, local_aws, s3_endpoint, seed
 from compiled_training.local.expressions import Unsupported, parameter_values
 from compiled_training.local.runner import all_steps, check_structure, execute, refuse_early
 from compiled_training.local.steps import Run
@@ -98,14 +99,20 @@ def _run(args: argparse.Namespace) -> int:
     pipeline = request.pipeline
     stack = pipeline.stack if pipeline else None
     with local_aws(stack.account if stack else LOCAL_ACCOUNT,
-                   stack.region if stack else LOCAL_REGION) as s3:
+                   stack.region if stack else LOCAL_REGION) as s3, s3_endpoint() as endpoint:
         for bucket in stack.buckets() if stack else []:
             ensure_bucket(s3, bucket)
         seed(s3, {uri: asset.source for uri, asset in (stack.assets if stack else {}).items()
                   if asset.packaging == "file"})
         seed(s3, request.data)
+        carried = carry(s3, workdir / EARLIER_S3, CACHE_FOLDERS)
+        shutil.rmtree(workdir / EARLIER_S3, ignore_errors=True)
         run = Run(workdir, args.python, args.processes, s3, stack, request.overrides,
-                  request.outputs)
+                  request.outputs, s3_endpoint=endpoint)
+        if carried:
+            run.notes.append(f"{carried} compile-cache object{'s' if carried > 1 else ''} "
+                             f"carried from the last run in this workdir, as S3 keeps them "
+                             f"between executions")
         if pipeline is not None and pipeline.stand_ins:
             run.notes.append("the template's references, as they stand in here: " + ", ".join(
                 f"{ref} = {value}" for ref, value in sorted(pipeline.stand_ins.items())))
@@ -115,7 +122,8 @@ def _run(args: argparse.Namespace) -> int:
     report.notes.append(f"workdir {workdir}: each step's opt_ml/ and log under steps/, the "
                         f"run's S3 under s3/, its SSM parameters in ssm.json")
     report.notes.append("the steps' code runs with stand-in AWS credentials: a call of its own "
-                        "to AWS is refused (the handlers' calls go to the stand-in AWS)")
+                        "to AWS is refused (the handlers' calls, and a training job's S3 calls, "
+                        "go to the stand-in AWS)")
     print()
     print(report.table())
     if args.json_path:
@@ -190,17 +198,23 @@ def _check_steps(definition: Mapping[str, Any], overrides: Mapping[str, Any],
 
 
 MARKER = ".compiled-training-run"
+EARLIER_S3 = "s3.earlier"
+"""The last run's S3 in a reused workdir, while this run carries its compile caches over."""
 
 
 def _workdir(given: Path | None) -> Path:
-    """The run's folder, emptied of an earlier run's steps, S3 and SSM: a new folder, or one an
+    """The run's folder, emptied of an earlier run's steps and S3 (less the compile caches it
+    carries over): a new folder, or one an
     earlier run made (its marker file says so); never a folder of the user's own."""
     workdir = (given or Path(tempfile.mkdtemp(prefix="compiled-training-run-"))).resolve()
     if workdir.exists() and any(workdir.iterdir()) and not (workdir / MARKER).is_file():
         raise RunInputError(f"--workdir {workdir} holds files of its own; give an empty or new "
                             f"folder (the runner clears what it wrote there before)")
-    for earlier in ("steps", "s3"):
-        shutil.rmtree(workdir / earlier, ignore_errors=True)
+    # The last run's S3 stays aside until its compile caches are carried into this one.
+    shutil.rmtree(workdir / EARLIER_S3, ignore_errors=True)
+    if (workdir / "s3").is_dir():
+        (workdir / "s3").rename(workdir / EARLIER_S3)
+    shutil.rmtree(workdir / "steps", ignore_errors=True)
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / MARKER).write_text("a compiled-training run's folder: steps/, s3/, ssm.json\n")
     return workdir

@@ -71,6 +71,8 @@ class Run:
     notes: list[str] = field(default_factory=list)
     execution: str = "local"
     """The execution's id: jobs are named after their step and it."""
+    s3_endpoint: str | None = None
+    """The run's S3 over HTTP, where a training job's own S3 calls go (`aws.s3_endpoint`)."""
 
     def job_name(self, step: str) -> str:
         return f"{step.lower()}-{self.execution}"[:63]
@@ -247,6 +249,8 @@ def _toolkit(base: Path, arguments: Mapping[str, Any], run: Run, log: Path) -> i
                 "PYTHONPATH": os.pathsep.join(filter(None, [str(XLA_SPAWN),
                                                              env.get("PYTHONPATH")])),
                 "PET_MASTER_PORT": str(free_port())})
+    if run.s3_endpoint:  # the job's own S3 calls (its warm start) reach the run's S3
+        env["AWS_ENDPOINT_URL_S3"] = run.s3_endpoint
     code = "from sagemaker_training import trainer; trainer.train()"
     with log.open("w") as out:
         process = subprocess.run([run.python, "-c", code], env=env, stdout=out,

@@ -211,7 +211,7 @@ class PipelineBase(NamedPipeline):
             inter_container_encryption=self._encrypts_between(self.instance_count),
             max_attempts=3 if max_attempts is None else max_attempts,
             tags={PIPELINE_TAG: self.pipeline_name},
-            compile_cache_s3_uri=f"{self.prefix}/{NEURON_COMPILE_CACHE}/",
+            compile_cache_s3_uri=f"{self.prefix}/{compile_cache.NEURON_COMPILE_CACHE}/",
             torch_compile_cache_s3_uri=(None if options.get("compile_cache") is False
                                         else f"{self.prefix}/{compile_cache.COMPILE_CACHE}/"),
         )
