@@ -18,7 +18,7 @@ export AWS_EC2_METADATA_DISABLED := true
 export UV_CACHE_DIR := $(CURDIR)/.venvs/uv-cache
 export PIP_NO_CACHE_DIR := 1
 
-.PHONY: setup setup-dev synth test lint bench clean test-envs image-matrix run-local
+.PHONY: setup setup-dev synth test lint bench bench-compile clean test-envs image-matrix run-local
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -69,6 +69,11 @@ run-local: setup-dev test-envs synth
 
 bench: setup
 	$(PY) benchmarks/synth_time.py
+
+# The compile benchmark (torch installed): each compiler on a tiny BERT, and torch.compile's
+# warm start, cold against warm from its compile cache, on two BERTs (benchmarks/RESULTS.md).
+bench-compile: setup-dev
+	$(VENV)/bin/compiled-training bench --steps 20 --out benchmarks/bench
 
 clean:
 	rm -rf cdk.out .pytest_cache .local-run

@@ -92,13 +92,22 @@ def test_its_entry_point_trains_under_torchrun_as_the_pipeline_launches_it(examp
     train, validation = digits()
     base = job_folder(tmp_path / "opt_ml", hyperparameters, train=train, validation=validation)
 
-    result = run_with_toolkit(base, gpus=2)
+    # The job's environment, its compile cache's S3 prefix moved to a folder (no S3 here).
+    environment = {**arguments["Environment"],
+                   contract.ENV_COMPILE_CACHE_URL: f"file://{tmp_path}/compile-cache/"}
+    assert arguments["Environment"][contract.ENV_COMPILE_CACHE_URL].endswith(
+        "/ltr-ranker/compile-cache/Train/")
+
+    result = run_with_toolkit(base, gpus=2, environment=environment)
 
     logs = result.stdout + result.stderr
     assert result.returncode == 0, logs[-6000:]
     assert re.search(r"torchrun --nnodes 1 --nproc_per_node 2 train\.py ", logs)
-    # The compiler switch reached the script, which compiled its step with the job's settings.
+    # The compiler switch reached the script, which compiled its step with the job's settings
+    # and saved what it compiled for the next run, once (rank 0, after both ranks finished).
     assert "compiling the step with torch.compile (mode=default, backend=inductor)" in logs
+    assert logs.count("compiled-training: compile cache: saved ") == 1, logs[-6000:]
+    assert '"state": "cold"' in logs and list((tmp_path / "compile-cache").rglob("*.tar.gz"))
     # SageMaker's metric extraction: each declared regex over the logs, the last match final.
     declared = {m["Name"]: m["Regex"] for m in arguments["AlgorithmSpecification"][
         "MetricDefinitions"]}

@@ -7,12 +7,16 @@ each step, a host sync the training loop never makes; the bench makes it to time
 the training loop's own syncs separately.
 
     python -m compiled_training_runtime.bench --compiler training-compiler --steps 20 > result.json
+
+With ``--compile-cache URL``, a torch-compile run restores and saves its compile cache there
+as a job does (`warm_start`): a second process on the same URL starts warm.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 import time
@@ -24,10 +28,22 @@ from . import backends, contract, data, models
 from .env import TrainingConfig
 
 
-def run(compiler: str, steps: int, config: TrainingConfig) -> dict[str, object]:
+def run(compiler: str, steps: int, config: TrainingConfig,
+        compile_cache: str | None = None) -> dict[str, object]:
+    """``compile_cache``: a cache URL (``file://`` or ``s3://``) the run restores before its
+    first step and saves after its last, as a job's warm start does (torch-compile only)."""
     torch.manual_seed(config.seed)
     backend = backends.create(compiler)
-    model = backend.prepare(models.build(config))
+    built = models.build(config)  # imports Transformers: before the clock, cold or warm
+    began = time.perf_counter()
+    cache = None
+    if compile_cache and compiler == contract.COMPILER_TORCH_COMPILE:
+        from .warm_start import CompileCache
+
+        cache = CompileCache.from_environ(environ={
+            **os.environ, contract.ENV_COMPILE_CACHE_URL: compile_cache})
+        cache.restore()
+    model = backend.prepare(built)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
     generator = torch.Generator().manual_seed(config.seed)
     shape = (config.batch_size, config.max_seq_length)
@@ -38,6 +54,7 @@ def run(compiler: str, steps: int, config: TrainingConfig) -> dict[str, object]:
     }
     wait = _waiter(backend)
     step_seconds: list[float] = []
+    first_step_done = 0.0
     syncs_before = 0
     model.train()
     for step in range(steps):
@@ -53,9 +70,13 @@ def run(compiler: str, steps: int, config: TrainingConfig) -> dict[str, object]:
             syncs_before = backend.counters().get("device_to_host_transfers", 0)
         wait()
         step_seconds.append(time.perf_counter() - start)
+        if step == 0:
+            first_step_done = time.perf_counter() - began
         print(f"step {step + 1}/{steps}", file=sys.stderr, flush=True)
     counters = backend.counters()
     syncs = counters.get("device_to_host_transfers", 0) - syncs_before
+    if cache is not None:
+        cache.save()
     return {
         contract.SUMMARY_COMPILER: backend.compiler,
         "steps": steps,
@@ -65,6 +86,10 @@ def run(compiler: str, steps: int, config: TrainingConfig) -> dict[str, object]:
         # The loop's own device-to-host transfers after the first step, per step.
         "host_syncs_per_step": syncs / max(steps - 1, 1),
         "peak_memory_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        # From before the cache's restore (the model built) to the end of the first step:
+        # what a job's warm start shortens.
+        "seconds_to_first_step": first_step_done,
+        contract.SUMMARY_COMPILE_CACHE: cache.summary() if cache is not None else None,
     }
 
 
@@ -82,9 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compiler", choices=contract.COMPILERS, required=True)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--config", default="{}", help="TrainingConfig fields as JSON")
+    parser.add_argument("--compile-cache", metavar="URL",
+                        help="restore and save torch.compile's cache there (file:// or s3://)")
     args = parser.parse_args(argv)
     config = TrainingConfig(**json.loads(args.config))
-    print(json.dumps(run(args.compiler, args.steps, config)))
+    print(json.dumps(run(args.compiler, args.steps, config, args.compile_cache)))
     return 0
 
 

@@ -364,3 +364,50 @@ def test_a_multi_gpu_job_is_told_to_launch_on_every_gpu():
 def test_no_launcher_note_where_nothing_would_idle(changes):
     notes = assess_workload(_with(WORKLOADS["creative"], **changes)).notes
     assert not any(note.startswith("train on all") for note in notes)
+
+
+# A short recurring torch.compile job: a BERT fine-tune of 15 minutes, daily, on PyTorch 2.9.
+SHORT_DAILY = _with(DOCUMENTS, name="short-daily", framework_version="2.9", hours_per_run=0.25,
+                    runs_per_week=7, instance_type="ml.g5.12xlarge", instance_count=1)
+
+
+def test_a_short_recurring_torch_compile_job_is_charged_its_warm_start_not_a_cold_compile():
+    assessment = assess_workload(SHORT_DAILY)
+
+    assert assessment.compiler is CompilerKind.TORCH_COMPILE
+    assert assessment.limits["duration"] is Verdict.ENABLE
+    reason = assessment.reasons["duration"]
+    assert "warm-start overhead (0.5-1.6 min after the first run's 2-5" in reason
+    assert "the library's warm-start bench" in reason and "gpt-fast issue 43" in reason
+    assert assessment.compile_minutes == (0.5, 1.6)
+    # The same job run cold each time (the first-run figure) does not pay.
+    assert assessment.break_even_minutes < 15 < assess_workload(
+        _with(SHORT_DAILY, framework_version="2.3")).break_even_minutes
+
+
+@pytest.mark.parametrize("changes", [
+    {"framework_version": "2.3"},   # Inductor keeps no cache on disk before PyTorch 2.4
+    {"runs_per_week": 0.1},         # once in ten weeks: the cache expires in between
+], ids=["pytorch-2.3", "rarer-than-the-cache-lives"])
+def test_a_job_that_cannot_start_warm_is_charged_a_first_runs_compile_every_run(changes):
+    assessment = assess_workload(_with(SHORT_DAILY, **changes))
+
+    assert assessment.compile_minutes == (2.0, 5.0)
+    assert assessment.limits["duration"] is Verdict.SKIP
+    assert "compile overhead (2-5 min a run" in assessment.reasons["duration"]
+
+
+def test_training_compiler_keeps_nothing_between_runs():
+    assessment = assess_workload(WORKLOADS["document-classification-debug"])
+    assert assessment.compile_minutes == (2.0, 5.0)
+    assert "keeps no compile cache between runs" in assessment.reasons["duration"]
+
+
+def test_a_years_compiling_is_one_cold_run_and_the_rest_warm():
+    warm, cold = (assess_workload(_with(SHORT_DAILY, hours_per_run=2, framework_version=v))
+                  for v in ("2.9", "2.3"))
+    price = ON_DEMAND_PRICES_USD["ml.g5.12xlarge"]
+    runs = 7 * 52
+    # The saving differs by the compile time the warm runs do not pay, at the high end.
+    extra = price / 60 * (runs - 1) * (5.0 - 1.6)
+    assert warm.saving_per_year[1] - cold.saving_per_year[1] == pytest.approx(extra)

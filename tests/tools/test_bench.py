@@ -38,6 +38,22 @@ def test_bench_runs_each_compiler_in_its_own_process_and_counts(tmp_path):
     assert table(list(rows.values())).count("\n") == 4
 
 
+def test_the_warm_start_table_loads_every_graph_the_cold_run_compiled(tmp_path, monkeypatch):
+    # One small model, one run each way: counted, not timed (RESULTS.md has the times).
+    monkeypatch.setattr(bench_module, "WARM_START_MODELS", {"tiny BERT": bench_module.CONFIG})
+
+    (row,) = bench_module.warm_start(tmp_path, steps=1, repeats=1)
+
+    cold, warm = row["cold"], row["warm"]
+    assert (cold["state"], warm["state"]) == ("cold", "warm")
+    assert cold["graphs_compiled"] > 0 and warm["graphs_compiled"] == 0
+    assert warm["graphs_loaded"] == cold["graphs_compiled"]
+    assert row["warm_over_cold"] == row["warm_seconds_to_first_step"] / \
+        row["cold_seconds_to_first_step"]
+    assert json.loads((tmp_path / "warm-start.json").read_text())[0]["model"] == "tiny BERT"
+    assert bench_module.warm_start_table([row]).count("\n") == 2
+
+
 @pytest.mark.parametrize(("compiled", "break_even"), [
     ([3.0, 0.3, 0.25, 0.25], 8),        # 2 s more to compile, 0.25 s saved a step
     ([3.0, 0.6, 0.5, 0.5], None),       # no step saved: it never breaks even

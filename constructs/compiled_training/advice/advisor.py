@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 
 from compiled_training.advice import cost
 from compiled_training.advice.priors import (
-    COMPILE_MINUTES,
     MIN_MINUTES_PER_RUN,
     MIN_SAVING_FOR_A_BENCHMARK_USD,
     TC_BATCH_GROWTH,
@@ -92,6 +91,7 @@ class Assessment:
     speedup: tuple[float, float]
     """Throughput with the compiler over without, at the same batch size (low, high)."""
     compile_minutes: tuple[float, float]
+    """A typical run's compile time: a warm run's where the graphs persist between runs."""
     break_even_minutes: float
     dollars_per_run: float | None
     """None when the instance type has no known price."""
@@ -208,7 +208,8 @@ def assess_workload(profile: WorkloadProfile, *,
     category, known = model_category(profile.model_family)
     prior = prior_for(compiler, category)
     speedup = cost.speedup(profile, prior)
-    break_even = cost.break_even_minutes(speedup)
+    compile = cost.compile_minutes(profile, compiler)
+    break_even = cost.break_even_minutes(speedup, compile)
     pytorch, nvidia = _pytorch_on_nvidia(profile)
     limits = {"framework": _allows(pytorch), "instance": _allows(nvidia),
               "compiler": _allows(compiler is not CompilerKind.NONE)}
@@ -217,10 +218,10 @@ def assess_workload(profile: WorkloadProfile, *,
         "precision": _precision(profile, compiler),
         "shapes": _shapes(profile, compiler, category),
         "bottleneck": _bottleneck(profile),
-        "duration": _duration(profile, compiler, speedup, break_even),
+        "duration": _duration(profile, compiler, speedup, break_even, compile),
     }.items():
         limits[factor], reasons[factor] = limit, reason
-    money = cost.money(profile, compiler, speedup, prices)
+    money = cost.money(profile, compiler, speedup, prices, compile)
     reasons["money"] = money.reason
     limits["money"] = Verdict.ENABLE
     verdict = min(limits.values(), key=lambda v: v.rank)
@@ -241,7 +242,7 @@ def assess_workload(profile: WorkloadProfile, *,
             lr = contract.scaled_learning_rate(profile.learning_rate, profile.batch_size, batch)
     return Assessment(
         profile=profile, compiler=compiler, verdict=verdict, reasons=reasons, limits=limits,
-        speedup=speedup, compile_minutes=COMPILE_MINUTES, break_even_minutes=break_even,
+        speedup=speedup, compile_minutes=compile.per_run, break_even_minutes=break_even,
         dollars_per_run=money.per_run, dollars_per_year=money.per_year,
         saving_per_year=money.saving, recommended_batch_size=batch, recommended_learning_rate=lr,
         notes=_notes(profile, compiler, category, verdict, batch) + _trainium_notes(
@@ -393,17 +394,17 @@ def _bottleneck(profile: WorkloadProfile) -> _Judged:
 
 
 def _duration(profile: WorkloadProfile, compiler: CompilerKind, speedup: tuple[float, float],
-              break_even: float) -> _Judged:
+              break_even: float, compile: cost.CompileMinutes) -> _Judged:
     minutes = profile.hours_per_run * 60
-    compile_range = f"{COMPILE_MINUTES[0]:.0f}-{COMPILE_MINUTES[1]:.0f} min"
     if compiler is CompilerKind.NONE:
         return Verdict.ENABLE, "no compiler: no compile time to amortise"
     if minutes < break_even:
         low, high = (minutes * (1 - 1 / s) for s in speedup)
-        return Verdict.SKIP, (f"{minutes:.0f}-minute runs: compile overhead ({compile_range}) "
-                              f"exceeds or eats the saving ({low:.1f}-{high:.1f} min); "
-                              f"break-even is {break_even:.0f} min")
-    return Verdict.ENABLE, f"{profile.hours_per_run:g} h runs amortise the {compile_range} compile"
+        return Verdict.SKIP, (f"{minutes:.0f}-minute runs: {compile.describe()} exceeds or eats "
+                              f"the saving ({low:.1f}-{high:.1f} min); break-even is "
+                              f"{break_even:.0f} min")
+    return Verdict.ENABLE, (f"{profile.hours_per_run:g} h runs amortise the "
+                            f"{compile.describe()}")
 
 
 def _notes(profile: WorkloadProfile, compiler: CompilerKind, category: str, verdict: Verdict,

@@ -8,9 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from compiled_training.advice.priors import (
-    COMPILE_MINUTES,
+    CACHE_EXPIRY_DAYS,
+    COMPILE_OVERHEAD,
     FP32_SPEEDUP_CAP,
-    MIN_MINUTES_PER_RUN,
+    MIN_RUN_OVER_COMPILE,
     WEEKS_PER_YEAR,
     Prior,
 )
@@ -32,13 +33,50 @@ def speedup(profile: WorkloadProfile, prior: Prior | None) -> tuple[float, float
     return (low, high)
 
 
-def break_even_minutes(speedup: tuple[float, float]) -> float:
-    """From the expected (middle) gain against the worst compile time, and never below the
-    half hour under which compilation is not worth its risk."""
+@dataclass(frozen=True)
+class CompileMinutes:
+    """What a run of the workload compiles, in minutes (low, high)."""
+
+    per_run: tuple[float, float]
+    """A typical run's: a warm run's where the graphs persist between its runs."""
+    first: tuple[float, float]
+    warm: bool
+    source: str
+
+    def describe(self) -> str:
+        low, high = self.per_run
+        if self.warm:
+            return (f"warm-start overhead ({low:g}-{high:g} min after the first run's "
+                    f"{self.first[0]:g}-{self.first[1]:g}; {self.source})")
+        return f"compile overhead ({low:g}-{high:g} min a run; {self.source})"
+
+
+def compile_minutes(profile: WorkloadProfile, compiler: CompilerKind) -> CompileMinutes:
+    """The compiler's overhead for this workload: warm where its graphs persist between runs
+    (torch.compile from PyTorch 2.4, the cache on by default) and a run comes at least once
+    in the cache's lifetime; a first run's otherwise."""
+    overhead = COMPILE_OVERHEAD.get(compiler)
+    if overhead is None:
+        return CompileMinutes((0.0, 0.0), (0.0, 0.0), False, "no compiler")
+    version = profile.framework_version
+    # The version is PyTorch's for a pytorch workload (a Hugging Face one's is Transformers').
+    cached = (compiler is not CompilerKind.TORCH_COMPILE or profile.framework != "pytorch"
+              or version is None or tuple(int(p) for p in version.split(".")[:2]) >= (2, 4))
+    recurring = profile.runs_per_week * CACHE_EXPIRY_DAYS / 7 >= 1
+    if overhead.warm is not None and cached and recurring:
+        return CompileMinutes(overhead.warm, overhead.first, True, overhead.source)
+    return CompileMinutes(overhead.first, overhead.first, False, overhead.source)
+
+
+def break_even_minutes(speedup: tuple[float, float], compile: CompileMinutes) -> float:
+    """From the expected (middle) gain against the worst compile time, and never below six
+    times that compile time (the half hour under which a 5-minute compile is not worth its
+    risk)."""
     expected_saving = 1 - 2 / sum(speedup)
     if expected_saving <= 0:
         return math.inf
-    return max(COMPILE_MINUTES[1] / expected_saving, MIN_MINUTES_PER_RUN)
+    worst = compile.per_run[1]
+    return max(worst / expected_saving, worst * MIN_RUN_OVER_COMPILE)
 
 
 @dataclass(frozen=True)
@@ -52,7 +90,7 @@ class Money:
 
 
 def money(profile: WorkloadProfile, compiler: CompilerKind, speedup: tuple[float, float],
-           prices: Mapping[str, float] | None) -> Money:
+           prices: Mapping[str, float] | None, compile: CompileMinutes) -> Money:
     price = price_per_hour(profile.instance_type, prices)
     if price is None:
         return Money(f"price unknown for {profile.instance_type}: dollars not counted; supply "
@@ -61,8 +99,10 @@ def money(profile: WorkloadProfile, compiler: CompilerKind, speedup: tuple[float
     hourly = price * profile.instance_count
     per_run = hourly * profile.hours_per_run
     runs = profile.runs_per_week * WEEKS_PER_YEAR
-    compile_cost = hourly * COMPILE_MINUTES[1] / 60
-    low, high = (max(0.0, (per_run * (1 - 1 / s) - compile_cost) * runs) for s in speedup)
+    # A year's compiling: the first run cold, the others at the per-run figure.
+    compile_cost = hourly / 60 * (compile.first[1] + (runs - 1) * compile.per_run[1]) \
+        if runs >= 1 else hourly / 60 * compile.first[1] * runs
+    low, high = (max(0.0, per_run * (1 - 1 / s) * runs - compile_cost) for s in speedup)
     reason = f"${per_run:,.0f} a run, ${per_run * runs:,.0f} a year"
     if profile.region != "us-east-1":
         reason += f" (us-east-1 price; {profile.region} may differ)"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from compiled_training.advice.priors import CACHE_EXPIRY_DAYS
 from compiled_training.definition.launchers import minor, trainium
 from compiled_training.spec.compiler import CompilerKind
 from compiled_training.spec.job import TrainingJob
@@ -14,9 +15,10 @@ NEURON_COMPILE_CACHE = "neuron-compile-cache"
 """The folder of the pipeline's prefix where Neuron jobs keep compiled graphs across runs."""
 CACHE_FOLDERS = (COMPILE_CACHE, NEURON_COMPILE_CACHE)
 """What a pipeline's prefix keeps from one execution for the next."""
-EXPIRY_DAYS = 30
+EXPIRY_DAYS = CACHE_EXPIRY_DAYS
 """The library's bucket expires an archive this many days after a run last saved it: every run
-saves it again, so only a cache no run uses any more (an old image or instance type) goes."""
+saves it again, so only a cache no run uses any more (an old image or instance type) goes (the
+advisor counts a workload that runs less often than this as cold every run)."""
 
 
 def applies(job: TrainingJob) -> bool:

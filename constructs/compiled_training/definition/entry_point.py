@@ -64,6 +64,32 @@ def entry_point_problems(
     return problems
 
 
+RUNTIME_PACKAGE = "compiled_training_runtime"
+
+
+def imports_runtime(entry_point: str, source_dir: Path | None) -> bool | None:
+    """Whether the entry point imports the library's runtime (whose warm start restores and
+    saves the compile cache), or None where the script cannot be read here."""
+    script = source_dir / entry_point if source_dir is not None else None
+    if script is None or not script.is_file():
+        return None
+    return _imports(script.read_bytes(), RUNTIME_PACKAGE)
+
+
+@functools.lru_cache(maxsize=64)
+def _imports(source: bytes, package: str) -> bool | None:
+    try:
+        module = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in ast.walk(module):
+        names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                 else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        if any(name.split(".")[0] == package for name in names):
+            return True
+    return False
+
+
 @functools.lru_cache(maxsize=64)  # pipelines sharing a script parse it once
 def _mp_fn_problem(source: bytes) -> str | None:
     """Why the script's module would have no callable ``_mp_fn(index)``, or None."""

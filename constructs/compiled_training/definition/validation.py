@@ -34,7 +34,7 @@ from compiled_training.catalog.instances import (
     training_instance_types,
 )
 from compiled_training.definition import compile_cache
-from compiled_training.definition.entry_point import entry_point_problems
+from compiled_training.definition.entry_point import entry_point_problems, imports_runtime
 from compiled_training.definition.launchers import (
     idle_gpus_message,
     major,
@@ -147,6 +147,14 @@ def check(job: TrainingJob) -> Findings:
         warnings.append(Finding("CompileCacheCold", f"torch.compile compiles from nothing every "
                                 f"run, on the instances it pays for: {cold}; acknowledge this "
                                 f"warning where that is meant"))
+    if compile_cache.cache_uri(job) and job.entry_point and imports_runtime(
+            job.entry_point, job.source_dir) is False:
+        warnings.append(Finding("CompileCacheUnused", f"entry_point {job.entry_point!r} does "
+                                f"not import compiled_training_runtime, so nothing restores or "
+                                f"saves the compile cache the job is given and every run "
+                                f"compiles from nothing: train inside `with compile_cache(...)` "
+                                f"(compiled_training_runtime.warm_start; the README's warm "
+                                f"starts), or pass compile_cache=False"))
     smdistributed = job.distribution is Distribution.SMDISTRIBUTED_DATA_PARALLEL
     if smdistributed and not job.compiler.is_training_compiler:
         error("Smdistributed",

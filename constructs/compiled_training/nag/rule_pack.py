@@ -248,7 +248,8 @@ RULES: tuple[Rule, ...] = (
          _multi_gpu_without_xla),
     Rule("CT5", NagMessageLevel.WARN,
          "The workload's runs are shorter than the compiler's break-even.",
-         "Compilation costs 2-5 minutes a run; shorter jobs lose more to it than they save.",
+         "Compilation costs 2-5 minutes a run (torch.compile's warm start: under a third of "
+         "that after the first run); shorter jobs lose more to it than they save.",
          _workload_rule(lambda w: assess_workload(w).limits["duration"] is not Verdict.SKIP)),
     Rule("CT6", NagMessageLevel.WARN,
          "The workload declares dynamic shapes.",

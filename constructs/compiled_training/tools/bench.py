@@ -28,16 +28,32 @@ from compiled_training_runtime.local import TINY_BERT
 COMPILERS = (contract.COMPILER_NONE, contract.COMPILER_TORCH_COMPILE,
              contract.COMPILER_TRAINING_COMPILER)
 CONFIG = {**TINY_BERT, "batch_size": 8}
+# The warm-start table's second model: a BERT whose cold compile takes tens of seconds here.
+LARGER_BERT = {**CONFIG, "num_hidden_layers": 4, "hidden_size": 256, "num_attention_heads": 4,
+               "intermediate_size": 1024, "vocab_size": 30522, "max_seq_length": 128}
+WARM_START_MODELS = {"tiny BERT": CONFIG, "BERT, 4 layers, hidden 256": LARGER_BERT}
 WARMUP_STEPS = 2
 # One compiler's run, in its own process.
 WORKER = "compiled_training_runtime.bench"
 
 
 def run_compiler(compiler: str, steps: int, config: dict[str, Any],
-                 progress: Any = None) -> dict[str, Any]:
-    env = dict(os.environ, PJRT_DEVICE=os.environ.get("PJRT_DEVICE", "CPU"))
-    command = [sys.executable, "-m", WORKER, "--compiler", compiler,
-               "--steps", str(steps), "--config", json.dumps(config)]
+                 progress: Any = None, compile_cache: str | None = None) -> dict[str, Any]:
+    """One compiler's run in a process of its own, with an Inductor cache folder of its own
+    (Inductor's default folder outlives processes: a second run would start warm unasked);
+    ``compile_cache``: the cache URL it restores and saves, as a job's warm start does."""
+    with tempfile.TemporaryDirectory(prefix="bench-inductor-") as inductor:
+        env = dict(os.environ, PJRT_DEVICE=os.environ.get("PJRT_DEVICE", "CPU"),
+                   TORCHINDUCTOR_CACHE_DIR=inductor)
+        command = [sys.executable, "-m", WORKER, "--compiler", compiler,
+                   "--steps", str(steps), "--config", json.dumps(config)]
+        if compile_cache:
+            command += ["--compile-cache", compile_cache]
+        return _worker(compiler, command, env, progress)
+
+
+def _worker(compiler: str, command: list[str], env: dict[str, str],
+            progress: Any) -> dict[str, Any]:
     errors: collections.deque[str] = collections.deque(maxlen=20)
     # The result goes to a file, not a pipe: a long run's result outgrows the pipe buffer,
     # and a worker blocked writing it would never close stderr, which is read line by line
@@ -163,3 +179,49 @@ def bench(steps: int, compilers: list[str], out: Path,
                                                 "summary": rows, "runs": results}, indent=2))
     plot(results, rows, out / "bench.png")
     return rows
+
+
+def warm_start(out: Path, steps: int = 2, repeats: int = 2) -> list[dict[str, Any]]:
+    """torch-compile cold, then warm from the cache the cold run saved (restored the way a
+    job's warm start restores it), each in a fresh process: seconds to the first finished
+    step (the least of ``repeats`` runs each way: this machine's noise only ever adds), and
+    the compiler's own counts of graphs compiled and loaded."""
+    require_extra("bench", "bench --warm-start")
+    rows = []
+    for name, config in WARM_START_MODELS.items():
+        colds, warms = [], []
+        for _ in range(repeats):
+            with tempfile.TemporaryDirectory(prefix="bench-compile-cache-") as store:
+                url = f"file://{store}/"
+                colds.append(run_compiler(contract.COMPILER_TORCH_COMPILE, steps, config,
+                                          compile_cache=url))
+                warms.append(run_compiler(contract.COMPILER_TORCH_COMPILE, steps, config,
+                                          compile_cache=url))
+        cold = min(colds, key=lambda run: run["seconds_to_first_step"])
+        warm = min(warms, key=lambda run: run["seconds_to_first_step"])
+        rows.append({
+            "model": name, "config": config, "repeats": repeats,
+            "cold_seconds_to_first_step": cold["seconds_to_first_step"],
+            "warm_seconds_to_first_step": warm["seconds_to_first_step"],
+            "warm_over_cold": warm["seconds_to_first_step"] / cold["seconds_to_first_step"],
+            "all_cold_seconds": [run["seconds_to_first_step"] for run in colds],
+            "all_warm_seconds": [run["seconds_to_first_step"] for run in warms],
+            "cold": cold[contract.SUMMARY_COMPILE_CACHE],
+            "warm": warm[contract.SUMMARY_COMPILE_CACHE]})
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "warm-start.json").write_text(json.dumps(rows, indent=2) + "\n")
+    return rows
+
+
+def warm_start_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| model | cold: s to first step | warm: s to first step | warm / cold | "
+             "graphs compiled cold | graphs compiled warm | graphs loaded warm | cache (KiB) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        cold, warm = r["cold"], r["warm"]
+        lines.append(
+            f"| {r['model']} | {r['cold_seconds_to_first_step']:.1f} | "
+            f"{r['warm_seconds_to_first_step']:.1f} | {r['warm_over_cold']:.0%} | "
+            f"{cold['graphs_compiled']} | {warm['graphs_compiled']} | {warm['graphs_loaded']} | "
+            f"{cold.get('saved_bytes', 0) / 1024:.0f} |")
+    return "\n".join(lines)

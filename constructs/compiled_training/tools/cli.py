@@ -3,7 +3,7 @@
     compiled-training advise WORKLOADS.yaml [--json] [--plot FILE.png] [--prices FILE.yaml]
                              [--live-prices]
     compiled-training bench [--steps N] [--compilers none,torch-compile,training-compiler]
-                            [--out DIR]
+                            [--out DIR] [--warm-start-only | --no-warm-start]
     compiled-training bench --ab [--compiler training-compiler|torch-compile] [--epochs N]
                                  [--out DIR]
     compiled-training run [cdk.out] --pipeline ID [--param NAME=VALUE]... [--data URI=DIR]...
@@ -11,6 +11,9 @@
 
 Compilers are named as in the API and cdk.json: ``training-compiler`` (SageMaker Training
 Compiler; locally its mechanism, XLA on the CPU), ``torch-compile``, ``none`` (eager PyTorch).
+
+``bench`` with torch-compile adds the warm-start table: seconds to the first finished step
+cold and warm (from the compile cache the cold run saved), on the tiny BERT and a larger one.
 
 ``bench --ab`` exits 0 when the compiler would ship and 1 when it would be held.
 
@@ -238,9 +241,16 @@ def _bench(args: argparse.Namespace) -> int:
               f"and --steps be at least {WARMUP_STEPS + 1}, got {args.compilers!r}, "
               f"{args.steps}", file=sys.stderr)
         return USAGE_ERROR
-    rows = bench.bench(args.steps, chosen, args.out)
-    print(bench.table(rows))
-    print(f"\nresults: {args.out / 'bench.json'}; plot: {args.out / 'bench.png'}")
+    if not args.warm_start_only:
+        rows = bench.bench(args.steps, chosen, args.out)
+        print(bench.table(rows))
+        print(f"\nresults: {args.out / 'bench.json'}; plot: {args.out / 'bench.png'}")
+    if args.warm_start_only or (contract.COMPILER_TORCH_COMPILE in chosen
+                                and not args.no_warm_start):
+        print("\nWarm start: torch-compile cold, then warm from the cache the cold run saved "
+              "(least of 2 runs each)")
+        print(bench.warm_start_table(bench.warm_start(args.out)))
+        print(f"\nresults: {args.out / 'warm-start.json'}")
     return 0
 
 
@@ -318,6 +328,12 @@ def main(argv: list[str] | None = None) -> int:
                        help=f"comma-separated, from {', '.join(COMPILERS)} (training-compiler "
                             "runs through XLA, Training Compiler's mechanism)")
     bench.add_argument("--out", type=Path, default=Path("bench-results"))
+    warm = bench.add_mutually_exclusive_group()
+    warm.add_argument("--warm-start-only", action="store_true",
+                      help="only the warm-start table: torch-compile's first step cold and "
+                           "warm from its compile cache, on two BERTs")
+    warm.add_argument("--no-warm-start", action="store_true",
+                      help="leave the warm-start table out")
     bench.add_argument("--ab", action="store_true",
                        help="run a CompilerBenchmark's arms and comparison here instead")
     bench.add_argument("--compiler", default=contract.COMPILER_TRAINING_COMPILER,

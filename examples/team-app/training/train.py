@@ -1,7 +1,10 @@
 """A team's own entry point that keeps compiled-training's whole launch contract.
 
-Plain PyTorch, no compiled-training import: copy it and replace the model and the data. What
-each part is for (the README's "launch contract" lists the same):
+Plain PyTorch: copy it and replace the model and the data. Its one optional import is the
+library's warm start (``compiled_training_runtime``, pure Python: copy its folder beside this
+file, or train on a RuntimeImage), which carries torch.compile's cache from run to run; without
+it every run compiles from nothing. What each part is for (the README's "launch contract"
+lists the same):
 
 - Launchers. SageMaker starts this file one of three ways: ``python train.py ARGS`` (no
   distribution), ``torchrun ... train.py ARGS`` (``torch_distributed``: one process per GPU,
@@ -23,6 +26,9 @@ each part is for (the README's "launch contract" lists the same):
   ``SAGEMAKER_BASE_DIR`` is set) is synced with S3 on spot jobs: save to it and resume from it,
   and on SIGTERM (a spot interruption) save before exiting.
 - The model goes to ``SM_MODEL_DIR``; SageMaker packs it as ``model.tar.gz``.
+- The compile cache. ``COMPILED_TRAINING_COMPILE_CACHE_URL`` names where the job keeps
+  torch.compile's cache: restore it before the first step, save it after the last (every rank
+  calls ``save``; rank 0 alone writes).
 """
 
 from __future__ import annotations
@@ -38,6 +44,11 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from torch import nn
+
+try:  # the compile cache between runs (the README's warm starts), where the runtime is shipped
+    from compiled_training_runtime.warm_start import CompileCache
+except ImportError:  # not beside this script nor in the image: every run compiles from nothing
+    CompileCache = None
 
 BASE = Path(os.environ.get("SAGEMAKER_BASE_DIR", "/opt/ml"))
 CHECKPOINT = BASE / "checkpoints" / "checkpoint.pt"
@@ -95,7 +106,7 @@ def main() -> None:
         start_step = state["step"]
     if distributed:
         model = nn.parallel.DistributedDataParallel(model)
-    step_model = model
+    step_model, cache = model, None
     # The toolkit decodes the "true" SageMaker passes and hands the script "True".
     if args.compiled_training_torch_compile.lower() == "true":
         mode = args.compiled_training_torch_compile_mode
@@ -103,6 +114,9 @@ def main() -> None:
         if rank == 0:
             print(f"compiling the step with torch.compile (mode={mode}, backend={backend})")
         step_model = torch.compile(model, mode=mode, backend=backend)
+        if CompileCache is not None:  # restores the last run's graphs, after the process group
+            cache = CompileCache.from_environ(mode=mode, backend=backend)
+            cache.restore()
 
     # A spot interruption sends SIGTERM to every process, not at the same step: the ranks agree
     # to stop at the next logging step (one small all-reduce every log_every steps, not every
@@ -165,6 +179,10 @@ def main() -> None:
         model_dir = Path(os.environ.get("SM_MODEL_DIR", BASE / "model"))
         model_dir.mkdir(parents=True, exist_ok=True)
         torch.save(unwrapped.state_dict(), model_dir / "model.pt")
+    if cache is not None:  # every rank: rank 0 saves once none still compiles
+        cache.save()
+        if rank == 0:
+            print(f"compile cache: {json.dumps(cache.summary())}")
     if distributed:
         dist.destroy_process_group()
 
