@@ -158,6 +158,7 @@ pipeline_props = st.fixed_dictionaries({
     "profiler": valid_or(st.one_of(st.none(), st.booleans()), "yes"),
     "max_attempts": valid_or(st.one_of(st.none(), st.integers(1, 20)), 0, 21, 3.0),
     "network_isolation": valid_or(st.one_of(st.none(), st.booleans()), "true"),
+    "compile_cache": valid_or(st.one_of(st.none(), st.booleans()), "off", 1),
 })
 
 

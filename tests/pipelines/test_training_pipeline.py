@@ -27,6 +27,7 @@ from compiled_training.catalog.dlc import resolve_dlc
 from tests.helpers import (
     ACCOUNT,
     ENV,
+    ROOT,
     SAMPLE_ENTRY_POINT,
     definitions,
     new_stack,
@@ -558,7 +559,8 @@ def test_a_name_derived_from_the_construct_path_warns_that_a_rename_strands_the_
 def test_current_pytorch_trains_on_every_gpu_under_torchrun(source_dir, version):
     # The SageMaker SDKs' torch_distributed list stops at 2.8.0; the images' toolkit does not.
     stack = new_stack()
-    _pipeline(stack, source_dir, framework=Framework.pytorch(version),
+    # The runtime's train.py: a script of its own that skips the warm start draws a warning.
+    _pipeline(stack, ROOT / "runtime", framework=Framework.pytorch(version),
               compiler=Compiler.torch_compile(), instance_type="ml.g5.12xlarge",
               instance_count=2, distribution=Distribution.TORCH_DISTRIBUTED,
               pipeline_name="ltr-ranker")

@@ -107,7 +107,8 @@ def test_a_gpu_pipeline_gets_no_neuron_environment(source_dir):
     _pipeline(stack, source_dir, framework=Framework.pytorch("2.9.0"),
               compiler=Compiler.torch_compile(), instance_type="ml.g5.48xlarge")
     (step,) = _definition(stack)["Steps"]
-    assert "Environment" not in step["Arguments"]
+    # Only torch.compile's own compile cache: no Neuron flag, cache or EFA setting.
+    assert set(step["Arguments"]["Environment"]) == {contract.ENV_COMPILE_CACHE_URL}
     assert contract.HP_TORCH_COMPILE_BACKEND not in step["Arguments"]["HyperParameters"]
 
 

@@ -403,8 +403,7 @@ def _duration(profile: WorkloadProfile, compiler: CompilerKind, speedup: tuple[f
         return Verdict.SKIP, (f"{minutes:.0f}-minute runs: {compile.describe()} exceeds or eats "
                               f"the saving ({low:.1f}-{high:.1f} min); break-even is "
                               f"{break_even:.0f} min")
-    return Verdict.ENABLE, (f"{profile.hours_per_run:g} h runs amortise the "
-                            f"{compile.describe()}")
+    return Verdict.ENABLE, f"{profile.hours_per_run:g} h runs amortise the {compile.describe()}"
 
 
 def _notes(profile: WorkloadProfile, compiler: CompilerKind, category: str, verdict: Verdict,

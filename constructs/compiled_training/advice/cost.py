@@ -48,7 +48,7 @@ class CompileMinutes:
         if self.warm:
             return (f"warm-start overhead ({low:g}-{high:g} min after the first run's "
                     f"{self.first[0]:g}-{self.first[1]:g}; {self.source})")
-        return f"compile overhead ({low:g}-{high:g} min a run; {self.source})"
+        return f"compile overhead ({low:g}-{high:g} min a run: {self.source})"
 
 
 def compile_minutes(profile: WorkloadProfile, compiler: CompilerKind) -> CompileMinutes:
@@ -60,12 +60,17 @@ def compile_minutes(profile: WorkloadProfile, compiler: CompilerKind) -> Compile
         return CompileMinutes((0.0, 0.0), (0.0, 0.0), False, "no compiler")
     version = profile.framework_version
     # The version is PyTorch's for a pytorch workload (a Hugging Face one's is Transformers').
-    cached = (compiler is not CompilerKind.TORCH_COMPILE or profile.framework != "pytorch"
-              or version is None or tuple(int(p) for p in version.split(".")[:2]) >= (2, 4))
-    recurring = profile.runs_per_week * CACHE_EXPIRY_DAYS / 7 >= 1
-    if overhead.warm is not None and cached and recurring:
+    cached = (profile.framework != "pytorch" or version is None
+              or tuple(int(p) for p in version.split(".")[:2]) >= (2, 4))
+    if overhead.warm is None:
+        cold_because = overhead.source
+    elif not cached:
+        cold_because = f"PyTorch {version} keeps no compile cache on disk (2.4 and later do)"
+    elif profile.runs_per_week * CACHE_EXPIRY_DAYS / 7 < 1:
+        cold_because = f"runs further apart than the {CACHE_EXPIRY_DAYS} days a cache is kept"
+    else:
         return CompileMinutes(overhead.warm, overhead.first, True, overhead.source)
-    return CompileMinutes(overhead.first, overhead.first, False, overhead.source)
+    return CompileMinutes(overhead.first, overhead.first, False, cold_because)
 
 
 def break_even_minutes(speedup: tuple[float, float], compile: CompileMinutes) -> float:

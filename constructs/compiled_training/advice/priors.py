@@ -77,8 +77,7 @@ CACHE_EXPIRY_DAYS = 30
 COMPILE_OVERHEAD: Mapping[CompilerKind, CompileOverhead] = {
     CompilerKind.TRAINING_COMPILER: CompileOverhead(
         FIRST_COMPILE_MINUTES, None,
-        "the use case's 2-5 min a run; Training Compiler's torch-xla 1.x keeps no compile "
-        "cache between runs"),
+        "Training Compiler's torch-xla 1.x keeps no compile cache between runs"),
     CompilerKind.TORCH_COMPILE: CompileOverhead(
         FIRST_COMPILE_MINUTES, (0.5, round(FIRST_COMPILE_MINUTES[1] * TORCH_COMPILE_WARM_RATIO,
                                            1)),
@@ -88,7 +87,7 @@ COMPILE_OVERHEAD: Mapping[CompilerKind, CompileOverhead] = {
     # the Trainium follow-up fills this slot; until then every run is charged a first run's.
     CompilerKind.NEURON_XLA: CompileOverhead(
         FIRST_COMPILE_MINUTES, None,
-        "no Neuron figure of its own yet: the GPU compilers' first-run range, every run"),
+        "no Neuron figure of its own yet, so the GPU compilers' first run, every run"),
 }
 # AWS's Training Compiler "tested models" table lists, per model and instance, the largest
 # batch with and without the compiler; for its transformer entries the compiler's batch is

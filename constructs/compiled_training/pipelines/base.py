@@ -69,11 +69,8 @@ from compiled_training.wiring.stack_reads import (
 from compiled_training_runtime import contract
 from constructs import Construct
 
-NEURON_COMPILE_CACHE = "neuron-compile-cache"
 SCHEDULES_METADATA = "compiled-training:schedules"
-"""The pipeline resource's metadata naming the schedules that start it (the rule pack reads
-it)."""
-"""The folder of the pipeline's prefix where Neuron jobs keep compiled graphs across runs."""
+"""The pipeline resource's metadata naming the schedules that start it (the rule pack's)."""
 ONE_DAY_SECONDS = 24 * 3600
 
 
@@ -290,9 +287,8 @@ class PipelineBase(NamedPipeline):
             policy.allow_prefix(bucket, key_prefix, ["s3:GetObject"],
                                 why=f"Training reads every object under channel "
                                     f"{channel.name!r}'s prefix, and only there.")
-        # The compile caches (Neuron's NEURON_COMPILE_CACHE, torch.compile's COMPILE_CACHE)
-        # are under this prefix too: Neuron needs the bucket "readable and writeable" (its
-        # caching guide), the runtime's warm start gets and puts one archive; nothing more.
+        # The compile caches are under this prefix too: Neuron needs it "readable and
+        # writeable" (its caching guide), the warm start gets and puts one archive.
         self._expire_compile_caches(jobs)
         policy.allow_prefix(bucket_name(self.bucket), f"{self.pipeline_name}/",
                             ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
@@ -326,8 +322,7 @@ class PipelineBase(NamedPipeline):
                 expiration=Duration.days(compile_cache.EXPIRY_DAYS))
 
     def mark_scheduled(self, schedule: str) -> None:
-        """Records, for the rule pack, that a schedule (its construct path) starts this
-        pipeline: a recurring torch.compile job without a compile cache draws CT15."""
+        """Records that a schedule (its path) starts this pipeline, for the rule pack's CT15."""
         schedules = self._resource.get_metadata(SCHEDULES_METADATA) or []
         self._resource.add_metadata(SCHEDULES_METADATA, sorted({*schedules, schedule}))
 
