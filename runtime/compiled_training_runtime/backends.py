@@ -136,10 +136,11 @@ class TorchCompileBackend(Backend):
 
     def prepare(self, model: torch.nn.Module) -> torch.nn.Module:
         model = model.to(self.device)
-        # fullgraph: a graph break is an error here, not a silent slowdown. The model compiles
-        # before DistributedDataParallel wraps it: DDP's own forward breaks the graph (its
-        # logger and bucketing are not traceable), and its reducer still all-reduces each
-        # bucket as the compiled backward produces it.
+        # fullgraph: a graph break is an error here, not a silent slowdown. So the model
+        # compiles before DistributedDataParallel wraps it: DDP's own forward breaks the graph
+        # (its logger is not traceable), and compiling the DDP module instead splits the graph
+        # at its buckets on purpose (DDPOptimizer). The price: the reducer all-reduces once
+        # the compiled backward returns, without overlapping it bucket by bucket.
         model.forward = torch.compile(model.forward, backend=self.backend,  # type: ignore[method-assign]
                                       mode=self.mode, fullgraph=True)
         return self._replicated(model)

@@ -58,18 +58,19 @@ def cache_key(mode: str, backend: str, environ: Mapping[str, str]) -> str:
     unusable elsewhere."""
     import torch
 
-    parts = [environ.get("SM_CURRENT_INSTANCE_TYPE") or "local", _device(torch, backend),
+    device = _device(torch, backend, int(environ.get("LOCAL_RANK", "0")))
+    parts = [environ.get("SM_CURRENT_INSTANCE_TYPE") or "local", device,
              f"{backend}-{mode}", f"torch-{torch.__version__}", f"triton-{_triton_version()}",
              f"py{sys.version_info[0]}.{sys.version_info[1]}"]
     return "/".join(re.sub(r"[^A-Za-z0-9._+-]", "_", part) for part in parts)
 
 
-def _device(torch: Any, backend: str) -> str:
+def _device(torch: Any, backend: str, index: int) -> str:
     if backend == contract.TORCH_COMPILE_NEURON_BACKEND:
         return "neuron"
     if torch.cuda.is_available():
-        major, minor = torch.cuda.get_device_capability()
-        return f"cuda-{torch.cuda.get_device_name()}-sm{major}{minor}"
+        major, minor = torch.cuda.get_device_capability(index)
+        return f"cuda-{torch.cuda.get_device_name(index)}-sm{major}{minor}"
     return "cpu"
 
 
@@ -96,8 +97,12 @@ class CompileCache:
         self.rank = int(environ.get("RANK", "0"))
         self.local_rank = int(environ.get("LOCAL_RANK", "0"))
         self.world_size = int(environ.get("WORLD_SIZE", "1"))
+        # The same on every rank (the job's environment): ranks that take part meet at the
+        # same barriers, whatever befalls the cache on one of them.
+        self._takes_part = bool(url) and not off_because
+        self._restored: set[str] = set()
         self._report: dict[str, Any] = {"state": "off", "why": off_because or "no cache URL"}
-        if url and not off_because:
+        if self._takes_part:
             self._report = {"state": "cold", "location": self.location}
 
     @staticmethod
@@ -128,63 +133,91 @@ class CompileCache:
 
     def restore(self) -> None:
         """Points Inductor at the folder and fills it from the last run's archive (the first
-        process of each host; the others wait for it)."""
-        if not self.on:
+        process of each host; the others wait for it). Never raises."""
+        if not self._takes_part:
             if self.url:
                 _warn(f"off: {self._report['why']}")
             return
         if self.world_size > 1 and not _distributed():
+            self._takes_part = False
             self._off("restore() runs before init_process_group: ranks cannot wait for one "
                       "another's restore, so every rank compiles cold")
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(self.folder)
-        _enable_caches()
-        self._report["compile_seconds_before"] = _compile_seconds()
-        if self.local_rank == 0:
-            self._restore_here()
-        _barrier()
+        try:
+            self._ranks_from_process_group()
+            self.folder.mkdir(parents=True, exist_ok=True)
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(self.folder)
+            triton = os.environ.get("TRITON_CACHE_DIR")
+            if triton and not str(Path(triton).resolve()).startswith(str(self.folder.resolve())):
+                _warn(f"TRITON_CACHE_DIR={triton} is outside {self.folder}: Triton's kernels "
+                      "are not carried between runs (unset it to keep them)")
+            _enable_caches()
+            self._report["compile_seconds_before"] = _compile_seconds()
+            if self.local_rank == 0:
+                self._restore_here()
+        except Exception as error:  # a cache must never fail the run
+            self._off(f"could not prepare {self.folder} ({type(error).__name__}: {error})")
+        finally:
+            _barrier(self.local_rank)
+
+    def _ranks_from_process_group(self) -> None:
+        if _distributed():
+            import torch.distributed as dist
+
+            self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
 
     def _restore_here(self) -> None:
-        with tempfile.TemporaryDirectory(prefix="compile-cache-") as scratch:
+        with tempfile.TemporaryDirectory(prefix="compile-cache-",
+                                         dir=self.folder.parent) as scratch:
             archive = Path(scratch) / ARCHIVE
             try:
                 if not _store(self).get(self.location, archive):
                     print(f"{PREFIX} none yet at {self.location}: compiling cold", flush=True)
                     return
                 unpacked = Path(scratch) / "unpacked"
-                _unpack(archive, unpacked)
+                restored = _unpack(archive, unpacked)
                 shutil.copytree(unpacked, self.folder, dirs_exist_ok=True)
             except Exception as error:  # a cache must never fail the run
                 _warn(f"could not restore {self.location} ({type(error).__name__}: {error}); "
                       "compiling cold")
                 self._report["restore_error"] = f"{type(error).__name__}: {error}"
                 return
+            self._restored = restored
             self._report.update(state="warm", restored_bytes=archive.stat().st_size)
             print(f"{PREFIX} restored {archive.stat().st_size} bytes from {self.location}",
                   flush=True)
 
     def save(self) -> None:
-        """Saves the folder as the next run's archive: rank 0, once every rank is done."""
-        if not self.on:
+        """Saves the folder as the next run's archive: rank 0, once every rank is done. Every
+        rank calls it (the others only wait). Never raises."""
+        if not self._takes_part:
             return
-        self._report.update(_counts(self._report.pop("compile_seconds_before", None)))
-        _barrier()  # no rank still compiles into the folder rank 0 archives
-        if self.rank != 0:
+        try:
+            self._report.update(_counts(self._report.pop("compile_seconds_before", None)))
+        except Exception as error:
+            self._report["counts_error"] = f"{type(error).__name__}: {error}"
+        _barrier(self.local_rank)  # no rank still compiles into the folder rank 0 archives
+        if self.rank != 0 or self._report["state"] == "off":
             return
-        with tempfile.TemporaryDirectory(prefix="compile-cache-") as scratch:
-            archive = Path(scratch) / ARCHIVE
-            try:
-                with tarfile.open(archive, "w:gz") as tar:
-                    tar.add(str(self.folder), arcname=".")
-                _store(self).put(archive, self.location)
-            except Exception as error:  # the training is done: a cache never undoes that
-                _warn(f"could not save {self.location} ({type(error).__name__}: {error}); the "
-                      "next run compiles cold")
-                self._report["save_error"] = f"{type(error).__name__}: {error}"
-                return
+        # Entries restored and not loaded once are another model's or configuration's: a
+        # cache that nothing hit starts again from what this run compiled, so it never only
+        # grows.
+        stale = self._restored if not self._report.get("graphs_loaded") else set()
+        archive = self.folder.parent / f".{self.folder.name}-{os.getpid()}.tar.gz"
+        try:
+            with tarfile.open(archive, "w:gz") as tar:
+                tar.add(str(self.folder), arcname=".", filter=lambda info: None if (
+                    os.path.normpath(info.name) in stale) else info)
+            _store(self).put(archive, self.location)
             self._report["saved_bytes"] = archive.stat().st_size
-            print(f"{PREFIX} saved {archive.stat().st_size} bytes to {self.location}", flush=True)
+            print(f"{PREFIX} saved {archive.stat().st_size} bytes to {self.location}",
+                  flush=True)
+        except Exception as error:  # the training is done: a cache never undoes that
+            _warn(f"could not save {self.location} ({type(error).__name__}: {error}); the "
+                  "next run compiles cold")
+            self._report["save_error"] = f"{type(error).__name__}: {error}"
+        finally:
+            archive.unlink(missing_ok=True)
 
     def summary(self) -> dict[str, Any]:
         """What the run summary reports: warm, cold or off (and why), the graphs loaded and
@@ -217,11 +250,18 @@ def _distributed() -> bool:
     return dist.is_available() and dist.is_initialized()
 
 
-def _barrier() -> None:
-    if _distributed():
-        import torch.distributed as dist
+def _barrier(local_rank: int) -> None:
+    if not _distributed():
+        return
+    import torch.distributed as dist
 
-        dist.barrier()
+    try:
+        if dist.get_backend() == "nccl":  # on this process's GPU, not one NCCL guesses
+            dist.barrier(device_ids=[local_rank])
+        else:
+            dist.barrier()
+    except Exception as error:  # a rank that left ends the job through torchrun anyway
+        _warn(f"the ranks could not meet ({type(error).__name__}: {error})")
 
 
 def _enable_caches() -> None:
@@ -238,7 +278,8 @@ def _counts(seconds_before: float | None) -> dict[str, Any]:
     from torch._dynamo.utils import counters
 
     seconds = _compile_seconds()
-    return {"graphs_loaded": int(counters["inductor"]["fxgraph_cache_hit"]),
+    loaded = int(counters["inductor"]["fxgraph_cache_hit"])
+    return {"hit": loaded > 0, "graphs_loaded": loaded,
             "graphs_compiled": int(counters["inductor"]["fxgraph_cache_miss"]),
             "compile_seconds": None if seconds is None or seconds_before is None
             else round(seconds - seconds_before, 3)}
@@ -255,8 +296,9 @@ def _compile_seconds() -> float | None:
     return float(times[0]) if times else 0.0
 
 
-def _unpack(archive: Path, target: Path) -> None:
-    """Unpacks an archive this module wrote: regular files and folders inside ``target``."""
+def _unpack(archive: Path, target: Path) -> set[str]:
+    """Unpacks an archive this module wrote (regular files and folders inside ``target``);
+    returns its files' names."""
     try:
         with tarfile.open(archive, "r:gz") as tar:
             members = tar.getmembers()
@@ -272,6 +314,7 @@ def _unpack(archive: Path, target: Path) -> None:
                 tar.extractall(target, members=members)  # noqa: S202 (checked above)
     except (tarfile.TarError, OSError, EOFError) as error:
         raise CacheError(f"not a readable archive: {error}") from None
+    return {os.path.normpath(m.name) for m in members if m.isfile()}
 
 
 class _S3:

@@ -377,9 +377,9 @@ def test_a_short_recurring_torch_compile_job_is_charged_its_warm_start_not_a_col
     assert assessment.compiler is CompilerKind.TORCH_COMPILE
     assert assessment.limits["duration"] is Verdict.ENABLE
     reason = assessment.reasons["duration"]
-    assert "warm-start overhead (0.5-1.6 min after the first run's 2-5" in reason
+    assert "warm-start overhead (0.5-1.5 min after the first run's 2-5" in reason
     assert "the library's warm-start bench" in reason and "gpt-fast issue 43" in reason
-    assert assessment.compile_minutes == (0.5, 1.6)
+    assert assessment.compile_minutes == (0.5, 1.5)
     # The same job run cold each time (the first-run figure) does not pay.
     assert assessment.break_even_minutes < 15 < assess_workload(
         _with(SHORT_DAILY, framework_version="2.3")).break_even_minutes
@@ -409,5 +409,5 @@ def test_a_years_compiling_is_one_cold_run_and_the_rest_warm():
     price = ON_DEMAND_PRICES_USD["ml.g5.12xlarge"]
     runs = 7 * 52
     # The saving differs by the compile time the warm runs do not pay, at the high end.
-    extra = price / 60 * (runs - 1) * (5.0 - 1.6)
+    extra = price / 60 * (runs - 1) * (5.0 - 1.5)
     assert warm.saving_per_year[1] - cold.saving_per_year[1] == pytest.approx(extra)

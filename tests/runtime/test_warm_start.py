@@ -144,3 +144,83 @@ def test_a_scheduled_jobs_second_run_loads_the_graphs_the_first_compiled(tmp_pat
     assert first["state"] == "cold" and first["graphs_compiled"] > 0
     assert second["state"] == "warm" and second["graphs_compiled"] == 0
     assert second["graphs_loaded"] == first["graphs_compiled"]
+
+
+def test_a_cache_nothing_hit_is_saved_again_without_the_entries_it_restored(cold_store,
+                                                                            tmp_path):
+    store = _copy(cold_store[0], tmp_path)
+    before = _members(_archive(store))
+    other_model = {**COMPILE, "hidden_size": 48}  # the same key: another model's graphs
+
+    import subprocess
+    import sys
+
+    base = opt_ml(tmp_path / "job", other_model)
+    env = {**direct_env(base, other_model),
+           contract.ENV_COMPILE_CACHE_URL: f"file://{store}/"}
+    result = subprocess.run([sys.executable, str(RUNTIME / "train.py")], env=env,
+                            capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-4000:]
+    report = metrics(base)[contract.SUMMARY_COMPILE_CACHE]
+
+    assert report["state"] == "warm" and report["hit"] is False
+    assert report["graphs_loaded"] == 0 and report["graphs_compiled"] > 0
+    graphs = {name for name in before if name.startswith("fxgraph/")}
+    assert graphs and not graphs & _members(_archive(store))  # the old model's graphs went
+
+
+def _members(archive: Path) -> set[str]:
+    import os
+    import tarfile
+
+    with tarfile.open(archive) as tar:
+        return {os.path.normpath(m.name) for m in tar.getmembers() if m.isfile()}
+
+
+@pytest.mark.parametrize("entry", ["../outside", "/etc/evil", "link"])
+def test_an_archive_that_would_write_outside_its_folder_is_refused(tmp_path, entry):
+    import io
+    import tarfile
+
+    from compiled_training_runtime.warm_start import CacheError, _unpack
+
+    archive = tmp_path / ARCHIVE
+    with tarfile.open(archive, "w:gz") as tar:
+        info = tarfile.TarInfo(entry)
+        if entry == "link":
+            info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+            tar.addfile(info)
+        else:
+            info.size = 1
+            tar.addfile(info, io.BytesIO(b"x"))
+
+    with pytest.raises(CacheError, match="unexpected entry"):
+        _unpack(archive, tmp_path / "unpacked")
+    assert not (tmp_path / "outside").exists() and not (tmp_path / "unpacked").exists()
+
+
+def test_s3_tells_a_first_run_from_a_failure_and_encrypts_with_the_jobs_key(tmp_path,
+                                                                           monkeypatch):
+    """The job's own S3 calls, against moto (AWS itself cannot be reached here)."""
+    import boto3
+    from moto import mock_aws
+
+    from compiled_training_runtime.warm_start import _S3
+
+    for name, value in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+                        "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        kms = boto3.client("kms").create_key()["KeyMetadata"]["Arn"]
+        boto3.client("s3").create_bucket(Bucket="outputs")
+        store, archive = _S3(kms), tmp_path / ARCHIVE
+        archive.write_bytes(b"archive")
+
+        assert store.get("s3://outputs/p/compile-cache/Train/k/x.tar.gz", tmp_path / "a") is False
+        with pytest.raises(Exception, match="NoSuchBucket"):  # not a first run: a warning
+            store.get("s3://no-such-bucket/p/x.tar.gz", tmp_path / "b")
+        store.put(archive, "s3://outputs/p/compile-cache/Train/k/x.tar.gz")
+        head = boto3.client("s3").head_object(Bucket="outputs",
+                                              Key="p/compile-cache/Train/k/x.tar.gz")
+
+    assert head["ServerSideEncryption"] == "aws:kms" and head["SSEKMSKeyId"] == kms

@@ -312,14 +312,14 @@ class PipelineBase(NamedPipeline):
         return policy
 
     def _expire_compile_caches(self, jobs: Sequence[TrainingJob]) -> None:
-        """On the library's own bucket, a torch.compile cache no run saved for
-        `compile_cache.EXPIRY_DAYS` expires (a given bucket's owner adds the rule: README)."""
+        """Expires a torch.compile cache no run saved lately (a given bucket's owner: README)."""
         if self._own_bucket and any(compile_cache.cache_uri(job) for job in jobs):
             assert isinstance(self.bucket, s3.Bucket)
             self.bucket.add_lifecycle_rule(
                 id=f"{self.pipeline_name}-{compile_cache.COMPILE_CACHE}",
                 prefix=f"{self.pipeline_name}/{compile_cache.COMPILE_CACHE}/",
-                expiration=Duration.days(compile_cache.EXPIRY_DAYS))
+                expiration=Duration.days(compile_cache.EXPIRY_DAYS),
+                noncurrent_version_expiration=Duration.days(1))  # each run overwrites it
 
     def mark_scheduled(self, schedule: str) -> None:
         """Records that a schedule (its path) starts this pipeline, for the rule pack's CT15."""
