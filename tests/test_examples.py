@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from compiled_training.definition.sourcedir import build_sourcedir
 from compiled_training_runtime import contract
 from compiled_training_runtime.local import digits, job_folder
 from tests.helpers import ROOT, cfn_lint, definitions, substitute_expressions
@@ -84,8 +83,11 @@ def test_its_entry_point_trains_under_torchrun_as_the_pipeline_launches_it(examp
     hyperparameters = dict(arguments["HyperParameters"])
     assert hyperparameters[contract.HP_TORCH_DISTRIBUTED] == "true"
     assert hyperparameters[contract.HP_TORCH_COMPILE] == "true"
-    code = tmp_path / "sourcedir.tar.gz"
-    code.write_bytes(build_sourcedir(EXAMPLE / "training"))
+    # The code archive the pipeline uploads: train.py, and the runtime it imports for its
+    # warm start, which the pipeline ships beside it.
+    (code,) = example_out.glob("asset.*.tar.gz")
+    with tarfile.open(code) as archive:
+        assert {"train.py", "compiled_training_runtime/warm_start.py"} <= set(archive.getnames())
     hyperparameters["sagemaker_submit_directory"] = json.dumps(str(code))
     # Fewer steps than the pipeline's 3 epochs; everything else as the pipeline sends it.
     hyperparameters.update(max_steps="40", log_every="10", checkpoint_every="20")

@@ -4,6 +4,7 @@ pipeline's own prefix, its key and expiry, the off switch, and where a job start
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import aws_cdk as cdk
 import pytest
@@ -151,3 +152,40 @@ def test_a_schedule_marks_its_pipeline_for_the_rule_pack(source_dir):
 
     (resource,) = Template.from_stack(stack).find_resources("AWS::SageMaker::Pipeline").values()
     assert resource["Metadata"]["compiled-training:schedules"] == ["Team/Weekly"]
+
+
+def _archive_names(stack: cdk.Stack) -> set[str]:
+    """The names in the code archive the stack's pipeline uploads."""
+    import tarfile
+
+    assembly = stack.node.root.synth()
+    (asset,) = Path(assembly.directory).glob("asset.*.tar.gz")
+    with tarfile.open(asset) as archive:
+        return set(archive.getnames())
+
+
+@pytest.mark.parametrize(("script", "shipped"), [
+    ("from compiled_training_runtime.warm_start import compile_cache\n", True),
+    ("import torch\n", False),
+], ids=["imports-the-runtime", "plain"])
+def test_a_script_that_imports_the_runtime_gets_it_in_its_code_archive(tmp_path, script,
+                                                                       shipped):
+    (tmp_path / "train.py").write_text(script)
+    stack = new_stack(outdir=tmp_path / "out")
+    TrainingPipeline(stack, "Ranker", **{**PROPS, "source_dir": tmp_path})
+
+    names = _archive_names(stack)
+
+    assert "train.py" in names
+    assert ("compiled_training_runtime/warm_start.py" in names) is shipped
+    assert bool(_warnings(stack, "CompileCacheUnused")) is not shipped
+
+
+def test_a_source_dir_holding_the_runtime_keeps_its_own(tmp_path):
+    stack = new_stack(outdir=tmp_path / "out")
+    runtime = Path(__file__).resolve().parents[2] / "runtime"
+    TrainingPipeline(stack, "Ranker", **{**PROPS, "source_dir": runtime})
+
+    names = _archive_names(stack)
+
+    assert sum(name.endswith("/warm_start.py") for name in names) == 1

@@ -76,6 +76,18 @@ def imports_runtime(entry_point: str, source_dir: Path | None) -> bool | None:
     return _imports(script.read_bytes(), RUNTIME_PACKAGE)
 
 
+def runtime_to_ship(entry_point: str | None, source_dir: Path) -> list[Path]:
+    """The runtime package's folder where the entry point imports it and ``source_dir`` does
+    not hold it (it is pure Python: the code archive carries it beside the script), else
+    nothing."""
+    if not entry_point or (source_dir / RUNTIME_PACKAGE).is_dir() or not imports_runtime(
+            entry_point, source_dir):
+        return []
+    import compiled_training_runtime
+
+    return [Path(compiled_training_runtime.__file__).parent]
+
+
 @functools.lru_cache(maxsize=64)
 def _imports(source: bytes, package: str) -> bool | None:
     try:

@@ -56,19 +56,24 @@ class _Entry(NamedTuple):
     data: bytes
 
 
-def _entries(source_dir: Path, excludes: Sequence[str]) -> list[_Entry]:
+def _entries(source_dir: Path, excludes: Sequence[str],
+             packages: Sequence[Path] = ()) -> list[_Entry]:
+    """The folder's files, and each of ``packages`` (folders) under its own name beside them."""
     entries = []
-    for name in _source_names(source_dir, excludes):
-        path = os.path.join(source_dir, name)
-        with open(path, "rb") as file:
-            entries.append(_Entry(name, 0o755 if os.access(path, os.X_OK) else 0o644,
-                                  file.read()))
-    return entries
+    trees = [(source_dir, "")] + [(package, f"{package.name}/") for package in packages]
+    for folder, prefix in trees:
+        for name in _source_names(folder, excludes):
+            path = os.path.join(folder, name)
+            with open(path, "rb") as file:
+                entries.append(_Entry(prefix + name, 0o755 if os.access(path, os.X_OK)
+                                      else 0o644, file.read()))
+    return sorted(entries, key=lambda entry: entry.name)
 
 
-def build_sourcedir(source_dir: Path, excludes: Sequence[str] = DEFAULT_EXCLUDES) -> bytes:
+def build_sourcedir(source_dir: Path, excludes: Sequence[str] = DEFAULT_EXCLUDES, *,
+                    packages: Sequence[Path] = ()) -> bytes:
     """The archive's bytes."""
-    return _archive(_entries(source_dir, excludes))
+    return _archive(_entries(source_dir, excludes, packages))
 
 
 def _archive(entries: list[_Entry]) -> bytes:
@@ -97,13 +102,15 @@ _GZIP_OS, _GZIP_OS_UNIX = 9, 3  # RFC 1952, section 2.3
 _WRITTEN: dict[str, Path] = {}
 
 
-def write_sourcedir(source_dir: Path, excludes: Sequence[str] = DEFAULT_EXCLUDES) -> Path:
-    """Writes the archive to a content-addressed temporary folder and returns its path.
+def write_sourcedir(source_dir: Path, excludes: Sequence[str] = DEFAULT_EXCLUDES, *,
+                    packages: Sequence[Path] = ()) -> Path:
+    """Writes the archive (``packages`` beside the folder's files) to a content-addressed
+    temporary folder and returns its path.
 
     The folder name is the content hash, so the CDK asset (a single file) hashes the same
     every synth, wherever the temporary folder is.
     """
-    entries = _entries(source_dir, excludes)
+    entries = _entries(source_dir, excludes, packages)
     digest = hashlib.sha256()
     for entry in entries:
         digest.update(f"{entry.name}\0{entry.mode}\0{len(entry.data)}\0".encode())

@@ -29,6 +29,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 
 from compiled_training.catalog.aws_names import split_s3
 from compiled_training.definition import compile_cache, validation
+from compiled_training.definition.entry_point import runtime_to_ship
 from compiled_training.definition.training import execution_scoped
 from compiled_training.pipelines.governance import (
     PIPELINE_TAG,
@@ -94,8 +95,7 @@ class PipelineBase(NamedPipeline):
     bucket: s3.IBucket
     """Where models, outputs and checkpoints go, under ``prefix``."""
     prefix: str
-    """This pipeline's S3 prefix (``s3://<bucket>/<pipeline name>``): its roles write only
-    there."""
+    """This pipeline's S3 prefix (``s3://<bucket>/<pipeline name>``), its roles' only one."""
     role: iam.IRole
     """The execution role its jobs run as (the ``role`` prop's, or one it created)."""
     pipeline_role: iam.IRole
@@ -117,7 +117,8 @@ class PipelineBase(NamedPipeline):
         self.parameters = {}
         self._channels: dict[str, InputChannel] = {}
         source_dir = options.get("source_dir")
-        self.code = self._code_asset(Path(source_dir)) if source_dir is not None else None
+        self.code = None if source_dir is None else self._code_asset(
+            Path(source_dir), options.get("entry_point"))
         if self.code is None and self.framework.runs_script:
             raise ValueError(
                 f"{self._subject}: source_dir is required for {self.framework.describe()} (it "
@@ -315,16 +316,15 @@ class PipelineBase(NamedPipeline):
         """Expires a torch.compile cache no run saved lately (a given bucket's owner: README)."""
         if self._own_bucket and any(compile_cache.cache_uri(job) for job in jobs):
             assert isinstance(self.bucket, s3.Bucket)
-            self.bucket.add_lifecycle_rule(
-                id=f"{self.pipeline_name}-{compile_cache.COMPILE_CACHE}",
-                prefix=f"{self.pipeline_name}/{compile_cache.COMPILE_CACHE}/",
+            folder = f"{self.pipeline_name}/{compile_cache.COMPILE_CACHE}"  # each run rewrites it
+            self.bucket.add_lifecycle_rule(id=folder.replace("/", "-"), prefix=f"{folder}/",
                 expiration=Duration.days(compile_cache.EXPIRY_DAYS),
-                noncurrent_version_expiration=Duration.days(1))  # each run overwrites it
+                noncurrent_version_expiration=Duration.days(1))
 
     def mark_scheduled(self, schedule: str) -> None:
         """Records that a schedule (its path) starts this pipeline, for the rule pack's CT15."""
-        schedules = self._resource.get_metadata(SCHEDULES_METADATA) or []
-        self._resource.add_metadata(SCHEDULES_METADATA, sorted({*schedules, schedule}))
+        schedules = {*(self._resource.get_metadata(SCHEDULES_METADATA) or []), schedule}
+        self._resource.add_metadata(SCHEDULES_METADATA, sorted(schedules))
 
     def _allow_logs_and_metrics(self, policy: InlinePolicy, job_kind: str) -> None:
         """Writes the logs and metrics of SageMaker jobs of one kind (``TrainingJobs``...)."""
@@ -443,8 +443,8 @@ class PipelineBase(NamedPipeline):
         watch_job_tags(stack, tag_set)
         return pipeline_role
 
-    def _code_asset(self, source_dir: Path) -> s3_assets.Asset:
+    def _code_asset(self, source_dir: Path, entry_point: str | None) -> s3_assets.Asset:
         if not source_dir.is_dir():
             raise ValueError(f"{self._subject}: source_dir must be an existing folder, got "
                              f"{str(source_dir)!r}")
-        return shared_archive_asset(self, source_dir)
+        return shared_archive_asset(self, source_dir, runtime_to_ship(entry_point, source_dir))

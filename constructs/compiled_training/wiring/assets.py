@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -13,10 +14,11 @@ from compiled_training.wiring.stack_reads import child, once, stack_of
 from constructs import Construct
 
 
-def shared_archive_asset(scope: Construct, folder: Path) -> s3_assets.Asset:
-    """A folder as a deterministic ``sourcedir.tar.gz`` asset, one per distinct archive in a
-    stack: pipelines that share code share it."""
-    archive = write_sourcedir(folder)
+def shared_archive_asset(scope: Construct, folder: Path,
+                         packages: Sequence[Path] = ()) -> s3_assets.Asset:
+    """A folder (and ``packages`` beside its files) as a deterministic ``sourcedir.tar.gz``
+    asset, one per distinct archive in a stack: pipelines that share code share it."""
+    archive = write_sourcedir(folder, packages=packages)
     stack = stack_of(scope)
     return child(stack, f"SourceDir{archive.parent.name[:16]}", s3_assets.Asset,
                  lambda construct_id: s3_assets.Asset(stack, construct_id, path=str(archive)))

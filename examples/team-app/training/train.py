@@ -1,9 +1,9 @@
 """A team's own entry point that keeps compiled-training's whole launch contract.
 
-Plain PyTorch: copy it and replace the model and the data. Its one optional import is the
-library's warm start (``compiled_training_runtime``, pure Python: copy its folder beside this
-file, or train on a RuntimeImage), which carries torch.compile's cache from run to run; without
-it every run compiles from nothing. What each part is for (the README's "launch contract"
+Plain PyTorch: copy it and replace the model and the data. Its one import of the library's is
+the warm start (``compiled_training_runtime.warm_start``), which carries torch.compile's cache
+from run to run: a pipeline whose entry point imports the runtime ships it (pure Python) in the
+code archive beside this file. What each part is for (the README's "launch contract"
 lists the same):
 
 - Launchers. SageMaker starts this file one of three ways: ``python train.py ARGS`` (no
@@ -49,6 +49,8 @@ try:  # the compile cache between runs (the README's warm starts), where the run
     from compiled_training_runtime.warm_start import CompileCache
 except ImportError:  # not beside this script nor in the image: every run compiles from nothing
     CompileCache = None
+    print("compile cache: compiled_training_runtime is not importable here, so this run "
+          "compiles from nothing and keeps nothing for the next", file=sys.stderr)
 
 BASE = Path(os.environ.get("SAGEMAKER_BASE_DIR", "/opt/ml"))
 CHECKPOINT = BASE / "checkpoints" / "checkpoint.pt"
