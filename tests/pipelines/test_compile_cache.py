@@ -93,7 +93,7 @@ def test_switched_off_the_job_gets_no_cache_and_the_bucket_no_rule(source_dir):
 
 @pytest.mark.parametrize(("overrides", "why"), [
     ({"network_isolation": True}, "network_isolation cuts the job off from S3"),
-    ({"framework": Framework.pytorch("2.3.0")}, "PyTorch 2.3.0 keeps no compile cache on disk"),
+    ({"framework": Framework.pytorch("2.3.0")}, "PyTorch 2.3.0 predates the compile caches this carries"),
 ], ids=["network-isolation", "pytorch-2.3"])
 def test_a_job_that_cannot_keep_it_compiles_cold_with_a_warning_saying_why(source_dir,
                                                                           overrides, why):

@@ -65,7 +65,7 @@ def compile_minutes(profile: WorkloadProfile, compiler: CompilerKind) -> Compile
     if overhead.warm is None:
         cold_because = overhead.source
     elif not cached:
-        cold_because = f"PyTorch {version} keeps no compile cache on disk (2.4 and later do)"
+        cold_because = f"PyTorch {version} predates the compile caches carried (2.4 and later)"
     elif profile.runs_per_week * CACHE_EXPIRY_DAYS / 7 < 1:
         cold_because = f"runs further apart than the {CACHE_EXPIRY_DAYS} days a cache is kept"
     else:

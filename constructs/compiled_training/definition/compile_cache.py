@@ -36,8 +36,9 @@ def cold_start_reason(job: TrainingJob) -> str | None:
         return "compile_cache is off"
     version = job.framework.pytorch_version or "0"
     if minor(version) < minor(contract.COMPILE_CACHE_SINCE):
-        return (f"PyTorch {version} keeps no compile cache on disk (Inductor's FX graph cache "
-                f"came in {contract.COMPILE_CACHE_SINCE}; PyTorch's caching recipe)")
+        return (f"PyTorch {version} predates the compile caches this carries (Inductor's FX "
+                f"graph and AOTAutograd caches need {contract.COMPILE_CACHE_SINCE}, PyTorch's "
+                f"caching recipe)")
     if job.network_isolation:
         return ("network_isolation cuts the job off from S3, where the job itself restores and "
                 "saves the cache, and what SageMaker moves for an isolated job cannot carry it "
