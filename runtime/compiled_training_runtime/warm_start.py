@@ -327,15 +327,15 @@ class _S3:
         self.kms_key_id = kms_key_id
 
     def get(self, uri: str, target: Path) -> bool:
-        from botocore.exceptions import ClientError
-
         bucket, key = _split(uri)
-        try:
-            self.client.download_file(bucket, key, str(target))
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"):
-                return False
-            raise
+        # Listed first: for a key that is not there S3 answers GetObject with 403, not 404,
+        # "if you don't have the s3:ListBucket permission" (S3 API reference, GetObject, read
+        # 2026-11-26); the role may list only under its own prefix (an s3:prefix condition),
+        # which a ListObjectsV2 with that Prefix meets and a GetObject carries no key for.
+        listed = self.client.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
+        if not any(item["Key"] == key for item in listed.get("Contents", [])):
+            return False
+        self.client.download_file(bucket, key, str(target))
         return True
 
     def put(self, source: Path, uri: str) -> None:

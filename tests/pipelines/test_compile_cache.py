@@ -189,3 +189,30 @@ def test_a_source_dir_holding_the_runtime_keeps_its_own(tmp_path):
     names = _archive_names(stack)
 
     assert sum(name.endswith("/warm_start.py") for name in names) == 1
+
+
+def test_the_execution_role_reaches_its_cache_as_the_job_asks_and_nothing_beside(source_dir):
+    """The job's own requests (ListObjectsV2 with the archive's key as Prefix, GetObject,
+    PutObject), evaluated as IAM evaluates the role's statements (`tests/iam_policy.py`)."""
+    from tests.helpers import render_tree
+    from tests.iam_policy import ALLOW, IMPLICIT_DENY, decide
+
+    stack = new_stack()
+    bucket = s3.Bucket.from_bucket_name(stack, "Given", "team-outputs")
+    TrainingPipeline(stack, "Ranker", **{**PROPS, "source_dir": source_dir,
+                                         "output_bucket": bucket})
+    template = Template.from_stack(stack).to_json()
+    (role,) = [r for k, r in template["Resources"].items() if k.startswith("RankerExecutionRole")]
+    statements = render_tree(role["Properties"]["Policies"][0]["PolicyDocument"]["Statement"],
+                             template)
+    key = "ranker/compile-cache/Train/ml.g5.2xlarge/cuda-A10G-sm86/inductor-default/x.tar.gz"
+
+    assert decide(statements, "s3:ListBucket", "arn:aws:s3:::team-outputs",
+                  {"s3:prefix": key}) == ALLOW
+    for action in ("s3:GetObject", "s3:PutObject"):
+        assert decide(statements, action, f"arn:aws:s3:::team-outputs/{key}", {}) == ALLOW
+        assert decide(statements, action, "arn:aws:s3:::team-outputs/other/compile-cache/x",
+                      {}) == IMPLICIT_DENY
+    # A GetObject carries no s3:prefix: without the listing first, a first run's missing
+    # archive would come back as 403, not 404 (why the runtime lists before it gets).
+    assert decide(statements, "s3:ListBucket", "arn:aws:s3:::team-outputs", {}) == IMPLICIT_DENY
