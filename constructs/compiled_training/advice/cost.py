@@ -18,6 +18,7 @@ from compiled_training.advice.priors import (
 from compiled_training.advice.workload import WorkloadProfile
 from compiled_training.catalog.compilers import CompilerKind, compiler_name
 from compiled_training.catalog.prices import price_per_hour
+from compiled_training_runtime import contract
 
 
 def speedup(profile: WorkloadProfile, prior: Prior | None) -> tuple[float, float]:
@@ -60,17 +61,21 @@ def compile_minutes(profile: WorkloadProfile, compiler: CompilerKind) -> Compile
         return CompileMinutes((0.0, 0.0), (0.0, 0.0), False, "no compiler")
     version = profile.framework_version
     # The version is PyTorch's for a pytorch workload (a Hugging Face one's is Transformers').
-    cached = (profile.framework != "pytorch" or version is None
-              or tuple(int(p) for p in version.split(".")[:2]) >= (2, 4))
+    since = contract.COMPILE_CACHE_SINCE
+    cached = profile.framework != "pytorch" or version is None or _minor(version) >= _minor(since)
     if overhead.warm is None:
         cold_because = overhead.source
     elif not cached:
-        cold_because = f"PyTorch {version} predates the compile caches carried (2.4 and later)"
+        cold_because = f"PyTorch {version} predates the compile caches carried ({since} and later)"
     elif profile.runs_per_week * CACHE_EXPIRY_DAYS / 7 < 1:
         cold_because = f"runs further apart than the {CACHE_EXPIRY_DAYS} days a cache is kept"
     else:
         return CompileMinutes(overhead.warm, overhead.first, True, overhead.source)
     return CompileMinutes(overhead.first, overhead.first, False, cold_because)
+
+
+def _minor(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".")[:2])
 
 
 def break_even_minutes(speedup: tuple[float, float], compile: CompileMinutes) -> float:

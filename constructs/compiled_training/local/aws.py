@@ -59,16 +59,13 @@ def s3_endpoint() -> Iterator[str]:
 
 
 def carry(s3: Any, previous: Path, folders: tuple[str, ...]) -> int:
-    """Puts an earlier run's objects under ``folders`` (``<target>/s3/<bucket>/<key>``, as
+    """Puts an earlier run's folders named ``folders`` (``<previous>/<bucket>/<key>``, as
     `dump` wrote them) into the run's S3, as S3 keeps them from one execution to the next;
-    returns how many. The rest of that run's S3 was its own."""
-    count = 0
-    for path in sorted(previous.rglob("*")) if previous.is_dir() else []:
-        bucket, *key = path.relative_to(previous).parts
-        if path.is_file() and set(key[:-1]) & set(folders):
-            upload(s3, path, f"s3://{bucket}/{'/'.join(key)}")
-            count += 1
-    return count
+    returns how many objects. The rest of that run's S3 was its own."""
+    found = [path for path in sorted(previous.rglob("*")) if path.is_dir()
+             and path.name in folders] if previous.is_dir() else []
+    seed(s3, {f"s3://{path.relative_to(previous).as_posix()}/": path for path in found})
+    return sum(1 for path in found for item in path.rglob("*") if item.is_file())
 
 
 _CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
