@@ -36,6 +36,7 @@ from compiled_training.spec.framework import Framework
 from compiled_training.spec.job import BenchmarkArm, InputChannel, Parameter
 from compiled_training.spec.typecheck import prop_names, required_keys
 from compiled_training.wiring.acknowledgements import acknowledge
+from compiled_training.wiring.stack_reads import free_id
 from compiled_training_runtime import contract
 from constructs import Construct
 
@@ -350,6 +351,7 @@ class TeamStack(Stack):
 
     def __init__(self, scope: Construct, construct_id: str, *, team_config: Mapping[str, Any],
                  base_dir: Path, **kwargs: Any) -> None:
+        free_id(scope, construct_id, "TeamStack")
         super().__init__(scope, construct_id, **kwargs)
         props = pipeline_props(construct_id, team_config, base_dir=base_dir)
         try:

@@ -36,6 +36,7 @@ from compiled_training.spec.framework import Framework
 from compiled_training.spec.typecheck import check_arguments
 from compiled_training.wiring.acknowledgements import skip_checkov
 from compiled_training.wiring.dlc_uri import dlc_image_uri
+from compiled_training.wiring.stack_reads import free_id
 from constructs import Construct
 
 # The top-level images/ folder, shipped inside the package (see pyproject.toml).
@@ -114,6 +115,7 @@ class RuntimeImage(Construct):
             as ``build_role`` otherwise.
         """
         check_arguments(RuntimeImage.__init__, locals())
+        free_id(scope, construct_id, "RuntimeImage")
         super().__init__(scope, construct_id)
         self._build_role, self._build_handler_role = build_role, build_handler_role
         where = f"RuntimeImage {self.node.path}"

@@ -11,7 +11,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.interfaces import aws_sagemaker as sagemaker_refs
 
-from compiled_training.wiring.stack_reads import format_arn, path, stack_of
+from compiled_training.wiring.stack_reads import format_arn, free_id, path, stack_of
 from constructs import Construct, IConstruct
 
 if TYPE_CHECKING:  # loaded by the first metric: a synth that asks for none skips its module
@@ -26,6 +26,7 @@ class NamedPipeline(Resource):
     made here (`PipelineBase`) and imported ones (`ImportedPipeline`) share it."""
 
     def __init__(self, scope: Construct, construct_id: str) -> None:
+        free_id(scope, construct_id, type(self).__name__)
         super().__init__(scope, construct_id)
         self._pipeline_name = ""
 

@@ -8,7 +8,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 
 from compiled_training.wiring.acknowledgements import acknowledge, skip_checkov
-from compiled_training.wiring.stack_reads import child, once, stack_of
+from compiled_training.wiring.stack_reads import child, free_id, once, stack_of
 from constructs import Construct
 
 LOG_PREFIX = "output-bucket/"
@@ -25,6 +25,7 @@ class TrainingOutputBucket(Construct):
         """
         :param kms_key: when omitted, S3-managed encryption (SSE-S3).
         """
+        free_id(scope, construct_id, "TrainingOutputBucket")
         super().__init__(scope, construct_id)
         logs = s3.Bucket(
             self,

@@ -36,6 +36,7 @@ from compiled_training.spec.job import ParameterType
 from compiled_training.spec.typecheck import check_arguments
 from compiled_training.wiring.acknowledgements import acknowledge, skip_checkov
 from compiled_training.wiring.policy import ImmutableRoleWarning, InlinePolicy, attached_policy
+from compiled_training.wiring.stack_reads import free_id
 from constructs import Construct
 
 # EventBridge Scheduler's SageMakerPipelineParameters: at most 200 entries, each value
@@ -126,6 +127,7 @@ class RetrainingSchedule(Construct):
             it. It must trust scheduler.amazonaws.com.
         """
         check_arguments(RetrainingSchedule.__init__, locals(), whole_minutes=["flexible_window"])
+        free_id(scope, construct_id, "RetrainingSchedule")
         super().__init__(scope, construct_id)
         where = f"RetrainingSchedule {self.node.path}"
         if not _TEAM.match(team):

@@ -101,6 +101,20 @@ def format_arn(stack: Stack, **components: Any) -> str:
     return once(stack, key, lambda: stack.format_arn(**components))
 
 
+def free_id(scope: IConstruct, construct_id: str, kind: str) -> None:
+    """Raises where ``scope`` already has a child ``construct_id``, naming both, before the
+    construct is made: the CDK's own refusal is a JavaScript stack trace through jsii."""
+    node = getattr(scope, "node", None)  # not a construct: the type checks say so after
+    taken = node.try_find_child(construct_id) if node is not None and isinstance(
+        construct_id, str) else None
+    if taken is not None:
+        where = scope.node.path or "the app"
+        raise ValueError(
+            f"{kind} id {construct_id!r} is already taken in {where} by "
+            f"{type(taken).__name__} {taken.node.path}: construct ids must be unique "
+            f"within their scope; give this {kind} another id")
+
+
 def child(stack: Stack, construct_id: str, kind: type[T],
           create: Callable[[str], T]) -> T:
     """The stack's child ``construct_id`` of type ``kind`` (one made elsewhere too), or
