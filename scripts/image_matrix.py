@@ -28,9 +28,10 @@ from tests.environments import ENVS, IMAGE_CONFIG, SAGEMAKER_CORE, build, site_p
 TARGET = ROOT / "constructs" / "compiled_training" / "catalog" / "image-uri-config"
 # The configurations the library resolves images from: training and inference; for Trainium,
 # the registries of the PyTorch NeuronX repository (the SDK's only file naming it) and of the
-# Hugging Face NeuronX one (its tags come from AWS's tables: catalog/neuron-training-images.json).
+# Hugging Face NeuronX one (its tags come from AWS's tables: catalog/neuron-training-images.json),
+# and the legacy PyTorch Neuron line (1.11.0), which both SDKs resolve on ml.trn*.
 CONFIGS = ("pytorch", "pytorch-training-compiler", "huggingface", "huggingface-training-compiler",
-           "xgboost", "hyperpod-recipes-neuron", "huggingface-neuronx")
+           "xgboost", "hyperpod-recipes-neuron", "huggingface-neuronx", "pytorch-neuron")
 RULES = "sdk-rules.json"
 
 

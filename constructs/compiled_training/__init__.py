@@ -17,6 +17,7 @@ _EXPORTS = {
     "Distribution": "spec.job",
     "InputChannel": "spec.job",
     "Parameter": "spec.job",
+    "TeamScope": "spec.team_scope",
     "ParameterType": "spec.job",
     "TrainingOutputBucket": "pipelines.output_bucket",
     "TrainingPipeline": "pipelines.training_pipeline",
@@ -50,6 +51,7 @@ __all__ = [
     "ParameterType",
     "RetrainingSchedule",
     "RuntimeImage",
+    "TeamScope",
     "TrainingImage",
     "TrainingJobOptions",
     "TrainingOutputBucket",
@@ -86,6 +88,7 @@ if TYPE_CHECKING:
         Parameter,
         ParameterType,
     )
+    from compiled_training.spec.team_scope import TeamScope
 
 
 def __getattr__(name: str) -> Any:

@@ -187,11 +187,17 @@ def test_trainium_resolves_the_pytorch_neuronx_images_and_lists_what_exists():
     assert image.account("af-south-1") == "626614931356"
     assert resolve_dlc(Framework.pytorch("2.1.2"), False, "ml.trn1n.32xlarge").tag == \
         "2.1.2-neuronx-py310-sdk2.20.2-ubuntu20.04"
-    with pytest.raises(ValueError, match=r"PyTorch 1.11.0 has no Neuron training image "
+    # Published by AWS, missing from the catalog until Neuron 2.33's check (2026-11-26).
+    assert resolve_dlc(Framework.pytorch("2.5.1"), False, "ml.trn1.32xlarge").path == \
+        "pytorch-training-neuronx:2.5.1-neuronx-py310-sdk2.22.0-ubuntu22.04"
+    assert resolve_dlc(Framework.pytorch("1.13.1"), False, "ml.trn1.2xlarge").tag == \
+        "1.13.1-neuronx-py310-sdk2.20.2-ubuntu20.04"
+    with pytest.raises(ValueError, match=r"PyTorch 1.12.1 has no Neuron training image "
                                          r"\(pytorch-training-neuronx\); for ml.trn1.32xlarge: "
-                                         r"PyTorch 2.1.2, PyTorch 2.6.0, PyTorch 2.7.0, "
-                                         r"PyTorch 2.8.0, PyTorch 2.9.0"):
-        resolve_dlc(Framework.pytorch("1.11.0"), False, "ml.trn1.32xlarge")
+                                         r"PyTorch 1.13.1, PyTorch 2.1.2, PyTorch 2.5.1, "
+                                         r"PyTorch 2.6.0, PyTorch 2.7.0, PyTorch 2.8.0, "
+                                         r"PyTorch 2.9.0 \(AWS publishes none after"):
+        resolve_dlc(Framework.pytorch("1.12.1"), False, "ml.trn1.32xlarge")
     with pytest.raises(ValueError, match=r"image 2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04 has "
                                          r"py312, not py311"):
         resolve_dlc(Framework.pytorch("2.9.0", py_version="py311"), False, "ml.trn1.32xlarge")
@@ -212,11 +218,44 @@ def test_the_neuron_row_the_sdk_knows_is_the_uri_it_builds_in_every_region():
         assert expected.endswith(f"/{image.path}")
 
 
+@pytest.mark.parametrize("version", ["1.11.0", "1.11"])
+def test_pytorch_1_11_on_trn1_is_the_legacy_image_both_sdks_resolve_in_every_region(version):
+    """Both SDKs hand ``pytorch-training-neuron:1.11.0`` to ``ml.trn*`` (SDK v2 is the oracle
+    here; the shipped ``pytorch-neuron.json`` is SDK v3's byte for byte: test_image_matrix)."""
+    from tests.helpers import sdk_image_uris
+
+    sdk = sdk_image_uris()
+    for instance_type in ("ml.trn1.2xlarge", "ml.trn1.32xlarge"):
+        image = resolve_dlc(Framework.pytorch(version), False, instance_type)
+        assert image.path == f"pytorch-training-neuron:{version}-neuron-py38-sdk2.4.0-ubuntu20.04"
+        assert len(image.regions) > 10
+        for region in image.regions:
+            expected = sdk.retrieve("pytorch", region=region, version=version,
+                                    instance_type=instance_type, image_scope="training")
+            assert expected.startswith(f"{image.account(region)}.dkr.ecr.{region}.")
+            assert expected.endswith(f"/{image.path}")
+
+
+@pytest.mark.parametrize("instance_type", ["ml.trn1n.32xlarge", "ml.trn2.48xlarge"])
+def test_pytorch_1_11_where_its_image_predates_the_family_is_refused_with_the_reason(
+        instance_type):
+    """The SDKs resolve it here too; AWS's table lists it for trn1, before trn1n (Neuron 2.9.0)
+    and trn2 (2.21.0) existed."""
+    with pytest.raises(ValueError, match=(
+            rf"PyTorch 1.11.0's Neuron training image \(pytorch-training-neuron, Neuron SDK "
+            rf"2.4.0, 2022-10-27\) serves trn1 only, not '{instance_type}': trn1n came with "
+            rf"Neuron 2.9.0 and trn2 with 2.21.0 .* train a PyTorch NeuronX release: .*"
+            rf"PyTorch 2.9.0$")):
+        resolve_dlc(Framework.pytorch("1.11.0"), False, instance_type)
+    with pytest.raises(ValueError, match=r"has py38, not py310"):
+        resolve_dlc(Framework.pytorch("1.11.0", py_version="py310"), False, "ml.trn1.2xlarge")
+
+
 def test_every_neuron_row_cites_its_source_and_is_tagged_as_aws_tags_them():
     from compiled_training.catalog import neuron
 
     images = neuron.neuron_images()
-    assert len(images) == 10 and len({image.tag for image in images}) == 10
+    assert len(images) == 12 and len({image.tag for image in images}) == 12
     for image in images:
         assert image.source
         assert re.fullmatch(r"\d+\.\d+\.\d+-neuronx-py3\d+-sdk2\.\d+\.\d+-ubuntu\d\d\.04",

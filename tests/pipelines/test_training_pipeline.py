@@ -333,7 +333,7 @@ def test_every_definition_variant_passes_the_validators(source_dir):
      r"trn2\) or Compiler.torch_compile\(\) \(native TorchNeuron, trn2\)"),
     ({"instance_type": "ml.trn2.48xlarge", "compiler": Compiler.torch_compile(),
       "framework": Framework.pytorch("2.3.0")},
-     r"the native TorchNeuron backend has no public Deep Learning Container"),
+     r"the native TorchNeuron backend has no SageMaker training image to resolve"),
     ({"distribution": Distribution.SMDISTRIBUTED_DATA_PARALLEL},
      r"'smdistributed' .* is not compatible with Training Compiler"),
     ({"framework": Framework.pytorch("2.1.0")},

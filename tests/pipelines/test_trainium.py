@@ -143,7 +143,9 @@ def test_torch_compile_on_trn2_is_the_native_neuron_backend_on_the_teams_image(s
     ({"compiler": Compiler.torch_compile(mode="reduce-overhead"),
       "instance_type": "ml.trn2.48xlarge"}, r"mode 'reduce-overhead' tunes CUDA"),
     ({"compiler": Compiler.torch_compile(), "instance_type": "ml.trn2.48xlarge"},
-     r"no public Deep Learning Container \(closed beta.*TrainingImage.from_ecr_repository"),
+     r"no SageMaker training image to resolve: a public beta since Neuron SDK 2.33 "
+     r"\(2026-10-19\) on trn2 and trn3.*no SageMaker repository or tag \(read 2026-11-26\); "
+     r"pass your TorchNeuron image as image=TrainingImage.from_ecr_repository"),
     ({"compiler": Compiler.none()}, r"runs compiled graphs only: use Compiler.neuron_xla\(\)"),
     ({"network_isolation": True}, r"network_isolation cuts the job off from S3, where "
                                   r"Compiler.neuron_xla\(\) keeps its compile cache"),
@@ -151,8 +153,11 @@ def test_torch_compile_on_trn2_is_the_native_neuron_backend_on_the_teams_image(s
      r"instance_count must be 1 on ml.trn1.2xlarge, which has no EFA.*ml.trn1.32xlarge"),
     ({"framework": Framework.pytorch("2.10.0")},
      r"PyTorch 2.10.0 has no Neuron training image \(pytorch-training-neuronx\); for "
-     r"ml.trn1.32xlarge: PyTorch 2.1.2, PyTorch 2.6.0, PyTorch 2.7.0, PyTorch 2.8.0, "
-     r"PyTorch 2.9.0"),
+     r"ml.trn1.32xlarge: PyTorch 1.13.1, PyTorch 2.1.2, PyTorch 2.5.1, PyTorch 2.6.0, "
+     r"PyTorch 2.7.0, PyTorch 2.8.0, PyTorch 2.9.0"),
+    ({"framework": Framework.pytorch("1.11.0"), "instance_type": "ml.trn2.48xlarge"},
+     r"PyTorch 1.11.0's Neuron training image \(pytorch-training-neuron, Neuron SDK 2.4.0, "
+     r"2022-10-27\) serves trn1 only"),
     ({"framework": Framework.pytorch("2.1.2"), "instance_type": "ml.trn2.48xlarge"},
      r"PyTorch 2.1.2's Neuron training images serve trn1, trn1n, not 'ml.trn2.48xlarge'"),
     ({"framework": Framework.huggingface("4.28.1", pytorch_version="1.13.1")},
@@ -170,6 +175,17 @@ def test_torch_compile_on_trn2_is_the_native_neuron_backend_on_the_teams_image(s
 def test_what_cannot_run_on_trainium_is_refused_naming_the_way(source_dir, overrides, message):
     with pytest.raises(ValueError, match=message):
         _pipeline(new_stack(), source_dir, **overrides)
+
+
+def test_pytorch_1_11_on_trn1_trains_on_the_image_both_sdks_resolve_under_torchrun(source_dir):
+    stack = new_stack()
+    _pipeline(stack, source_dir, framework=Framework.pytorch("1.11.0"),
+              instance_type="ml.trn1.2xlarge")
+    (step,) = _definition(stack)["Steps"]
+    arguments = step["Arguments"]
+    assert arguments["AlgorithmSpecification"]["TrainingImage"].endswith(
+        "/pytorch-training-neuron:1.11.0-neuron-py38-sdk2.4.0-ubuntu20.04")
+    assert arguments["HyperParameters"]["sagemaker_torch_distributed_enabled"] == "true"
 
 
 def test_hugging_face_jobs_train_on_the_hugging_face_neuronx_images(source_dir):

@@ -168,6 +168,9 @@ def _neuron_dlc(framework: FrameworkRelease, training_compiler: bool,
         raise ValueError(f"{what} has no Trainium training image; Trainium trains "
                          f"Framework.pytorch(...) or Framework.huggingface(...) on the Neuron "
                          f"SDK's PyTorch images")
+    legacy = _legacy_neuron_dlc(framework, instance_type)
+    if legacy is not None:
+        return legacy
     if framework.name == neuron.HUGGINGFACE:
         image = neuron.neuron_image(framework.pytorch_version or "", instance_type,
                                     transformers=framework.version)
@@ -180,6 +183,28 @@ def _neuron_dlc(framework: FrameworkRelease, training_compiler: bool,
                     registries=neuron.registries(
                         image_config(neuron.registries_source(framework.name)), framework.name,
                         image.transformers))
+
+
+def _legacy_neuron_dlc(framework: FrameworkRelease, instance_type: str) -> DlcImage | None:
+    """PyTorch 1.11.0's ``pytorch-training-neuron`` image, built as both SDKs build it from
+    their ``pytorch-neuron`` configuration (its version as spelled, then ``neuron``, the
+    Python, the Neuron SDK and the OS); None for any other framework or version."""
+    config = image_config(neuron.legacy()["config"])
+    version = config.get("version_aliases", {}).get(framework.version, framework.version)
+    if framework.name != neuron.PYTORCH or version not in config["versions"]:
+        return None
+    if problem := neuron.legacy_problem(instance_type):
+        raise ValueError(problem)
+    entry = config["versions"][version]
+    py_version = framework.py_version or entry["py_versions"][-1]
+    if py_version not in entry["py_versions"]:
+        raise ValueError(f"{framework.describe()}'s Neuron training image has "
+                         f"{', '.join(entry['py_versions'])}, not {py_version}")
+    sdk = max(entry["sdk_versions"], key=_release_key)
+    tag = "-".join((framework.version, "neuron", py_version, sdk,
+                    entry["container_version"]["trn"]))
+    return DlcImage(repository=entry["repository"], tag=tag,
+                    registries=tuple(sorted(entry["registries"].items())))
 
 
 def _processor(framework: FrameworkRelease, instance_type: str, available: list[str] | None,

@@ -1,10 +1,11 @@
 """AWS's PyTorch NeuronX training images for SageMaker (Trainium), and the instances they run on.
 
 The SageMaker SDKs resolve none of them for a Trainium estimator (for ``ml.trn*`` both give
-``pytorch-training-neuron:1.11.0``; their only PyTorch NeuronX URI is 2.1.2's, for HyperPod
-recipes), so the library keeps its own table, each row citing AWS's Deep Learning Container
-tables (``neuron-training-images.json``); the registries per region are the SDK v3's own for
-this repository.
+``pytorch-training-neuron:1.11.0``, whatever the version asked; their only PyTorch NeuronX URI
+is 2.1.2's, for HyperPod recipes), so the library keeps its own table, each row citing AWS's
+Deep Learning Container tables (``neuron-training-images.json``); the registries per region
+are the SDK v3's own for this repository. PyTorch 1.11.0 resolves as both SDKs resolve it, from
+their own configuration (``pytorch-neuron``), on the family its image serves.
 """
 
 from __future__ import annotations
@@ -92,7 +93,29 @@ def native_families() -> tuple[str, ...]:
 
 
 def native_image_status() -> str:
-    return f"{_table()['native']['status']} ({_table()['native']['source']})"
+    """What AWS publishes of the native path's training image, as of the table's check."""
+    return str(_table()["native"]["status"])
+
+
+def legacy() -> dict[str, Any]:
+    """The ``pytorch-training-neuron`` line (PyTorch 1.11.0): the SDKs' configuration's name,
+    the families its image serves, its Neuron SDK and source."""
+    line: dict[str, Any] = _table()["legacy"]
+    return line
+
+
+def legacy_problem(instance_type: str) -> str | None:
+    """Why the legacy image cannot serve ``instance_type``, or None."""
+    line, family = legacy(), instance_family(instance_type)
+    if family in line["families"]:
+        return None
+    return (f"PyTorch 1.11.0's Neuron training image (pytorch-training-neuron, Neuron SDK "
+            f"{line['neuron_sdk']}, {line['released']}) serves {', '.join(line['families'])} "
+            f"only, not {instance_type!r}: trn1n came with Neuron 2.9.0 and trn2 with 2.21.0 "
+            f"(both SageMaker SDKs still hand it to any ml.trn*); on {family} train a PyTorch "
+            f"NeuronX release: "
+            + ", ".join(sorted({i.describe() for i in neuron_images() if family in i.families},
+                               key=lambda text: _version_key(text.split()[-1]))))
 
 
 def is_trainium(instance_type: str) -> bool:

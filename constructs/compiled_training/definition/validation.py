@@ -109,8 +109,8 @@ def check(job: TrainingJob) -> Findings:
     needs_dlc = not job.image_uri and not job.compiler.is_training_compiler
     native = job.compiler.kind is CompilerKind.TORCH_COMPILE and trainium(job.instance_type)
     if needs_dlc and native:
-        error("Image", f"the native TorchNeuron backend has no public Deep Learning Container "
-                       f"({neuron.native_image_status()}): pass your TorchNeuron image as "
+        error("Image", f"the native TorchNeuron backend has no SageMaker training image to "
+                       f"resolve: {neuron.native_image_status()}; pass your TorchNeuron image as "
                        f"image=TrainingImage.from_ecr_repository(...), or use "
                        f"Compiler.neuron_xla() on the PyTorch NeuronX images")
     elif needs_dlc and known_instance_type(job.instance_type):

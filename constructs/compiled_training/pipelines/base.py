@@ -14,9 +14,7 @@ from typing import Any
 
 from aws_cdk import (
     Annotations,
-    ArnFormat,
     Duration,
-    Lazy,
     Names,
     Tags,
     Token,
@@ -33,9 +31,9 @@ from compiled_training.definition.entry_point import runtime_to_ship
 from compiled_training.definition.training import execution_scoped
 from compiled_training.pipelines.governance import (
     PIPELINE_TAG,
-    JobTagKeys,
     JobTagSet,
     attach_to_given_role,
+    job_tag_keys,
     watch_job_tags,
     with_job_tags,
 )
@@ -44,6 +42,7 @@ from compiled_training.pipelines.named_pipeline import ImportedPipeline, NamedPi
 from compiled_training.pipelines.network import vpc_config
 from compiled_training.pipelines.options import TrainingJobOptions
 from compiled_training.pipelines.output_bucket import TrainingOutputBucket
+from compiled_training.pipelines.reach import TEAM_ROLES, Reach, statements_not_yet_given
 from compiled_training.spec.compiler import Compiler
 from compiled_training.spec.framework import Framework
 from compiled_training.spec.job import (
@@ -137,6 +136,8 @@ class PipelineBase(NamedPipeline):
         self._given_roles: dict[str, iam.IRole | None] = {
             "role": options.get("role"), "pipeline_role": options.get("pipeline_role"),
             "handler_role": options.get("handler_role")}
+        self._reach = Reach(self._subject, self.pipeline_name, options.get("team_scope"),
+                            self._given_roles, app_root(self._stack))
         self._common = self._common_job(options)
 
     @staticmethod
@@ -284,19 +285,19 @@ class PipelineBase(NamedPipeline):
         if wildcards:
             raise ValueError(f"{self._subject}: " + "; ".join(wildcards))
         for channel in channels.values():
-            bucket, key_prefix = split_s3(channel.default_uri)
+            bucket, key_prefix = split_s3(self._reach.channel_prefix(channel, self._subject))
             policy.allow_prefix(bucket, key_prefix, ["s3:GetObject"],
-                                why=f"Training reads every object under channel "
-                                    f"{channel.name!r}'s prefix, and only there.")
+                                why="Training reads every object under its channels' prefixes "
+                                    "(in a team scope, the team's data URIs), and only there.")
         # The compile caches are under this prefix too: Neuron needs it "readable and
         # writeable" (its caching guide), the warm start gets and puts one archive.
         self._expire_compile_caches(jobs)
-        policy.allow_prefix(bucket_name(self.bucket), f"{self.pipeline_name}/",
+        policy.allow_prefix(bucket_name(self.bucket), self._reach.output_prefix,
                             ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
                             why="The job writes model, output and checkpoints (and reads "
                                 "checkpoints back to resume) under this pipeline's own prefix "
-                                "only.")
-        self._allow_logs_and_metrics(policy, "TrainingJobs")
+                                "only (in a team scope, its team's pipelines' prefixes).")
+        policy.allow_job_logs(self._stack, "TrainingJobs")
         if any(job.subnet_ids for job in jobs):
             policy.allow([
                 "ec2:CreateNetworkInterface",
@@ -325,21 +326,6 @@ class PipelineBase(NamedPipeline):
         """Records that a schedule (its path) starts this pipeline, for the rule pack's CT15."""
         schedules = {*(self._resource.get_metadata(SCHEDULES_METADATA) or []), schedule}
         self._resource.add_metadata(SCHEDULES_METADATA, sorted(schedules))
-
-    def _allow_logs_and_metrics(self, policy: InlinePolicy, job_kind: str) -> None:
-        """Writes the logs and metrics of SageMaker jobs of one kind (``TrainingJobs``...)."""
-        group = f"/aws/sagemaker/{job_kind}"
-        log_group = format_arn(self._stack, service="logs", resource="log-group",
-                               resource_name=group, arn_format=ArnFormat.COLON_RESOURCE_NAME)
-        policy.allow(["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-                     [f"{log_group}:log-stream:*"],
-                     why=f"SageMaker names a job's log streams at run time, inside the fixed "
-                         f"{group} log group.")
-        policy.allow(["logs:CreateLogGroup"], [log_group])
-        policy.allow(["cloudwatch:PutMetricData"], ["*"],
-                     conditions={"StringEquals": {"cloudwatch:namespace": group}},
-                     why="cloudwatch:PutMetricData supports no resource; the condition limits "
-                         "it to SageMaker's job namespaces.")
 
     def _execution_role(self, policy: InlinePolicy) -> iam.IRole:
         bucket_key = once(self.bucket, "encryption_key", lambda: self.bucket.encryption_key)
@@ -370,27 +356,30 @@ class PipelineBase(NamedPipeline):
         # Its own role's policy is written again if the tag aspects change the keys
         # (`_create_pipeline`); a given role's is not the pipeline's to rewrite: read there.
         tag_keys = (self._job_tags.tag_keys if self._given_roles["pipeline_role"] is None
-                    else Lazy.uncached_list(JobTagKeys(self._job_tags)))
+                    else job_tag_keys(self._given_roles["pipeline_role"], self._job_tags,
+                                      self._reach.team))
         for kind in job_kinds:
             jobs = format_arn(self._stack, service="sagemaker", resource=kind, resource_name="*")
             why = ("Pipelines name jobs at run time; the tag conditions limit create, describe "
-                   "and stop to jobs tagged with this pipeline's name.")
+                   "and stop to jobs tagged with this pipeline's name (in a team scope, a name "
+                   "under the team's prefix).")
             verb = verbs[kind]
-            own_tag = {f"aws:RequestTag/{PIPELINE_TAG}": self.pipeline_name}
             policy.allow([f"sagemaker:Create{verb}"], [jobs], why=why,
-                         conditions={"StringEquals": own_tag})
+                         conditions=self._reach.named(f"aws:RequestTag/{PIPELINE_TAG}"))
             # Tags only as its own job is created, and only its own tags (its own, and those
             # the stack sets on the pipeline: cost allocation): retagging another pipeline's
             # job would hand it describe and stop. SageMaker adds its own sagemaker: tags to a
             # job it creates (the execution, the step).
+            named = self._reach.named(f"aws:RequestTag/{PIPELINE_TAG}")
             policy.allow(["sagemaker:AddTags"], [jobs], why=why, conditions={
-                "StringEquals": {**own_tag, "sagemaker:TaggingAction": f"Create{verb}"},
+                **named, "StringEquals": {**named.get("StringEquals", {}),
+                                          "sagemaker:TaggingAction": f"Create{verb}"},
                 "ForAllValues:StringLike": {
                     "aws:TagKeys": tag_keys},
             })
             policy.allow([f"sagemaker:Describe{verb}", f"sagemaker:Stop{verb}"], [jobs],
-                         why=why, conditions={"StringEquals": {
-                             f"aws:ResourceTag/{PIPELINE_TAG}": self.pipeline_name}})
+                         why=why, conditions=self._reach.named(
+                             f"aws:ResourceTag/{PIPELINE_TAG}"))
         policy.allow(["iam:PassRole"], [role_arn(execution_role)], conditions={
             "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}})
         return policy
@@ -402,6 +391,8 @@ class PipelineBase(NamedPipeline):
         given = self._given_roles[prop]
         if given is None:
             return policy.role(self, construct_id, description)
+        if self._reach.team is not None and prop in TEAM_ROLES:
+            policy = statements_not_yet_given(given, policy)
         return attach_to_given_role(self, prop, given, policy, self.pipeline_name)
 
     def _handler_role(self) -> RoleMaker | None:

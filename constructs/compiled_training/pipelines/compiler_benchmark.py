@@ -156,7 +156,7 @@ class CompilerBenchmark(PipelineBase):
 
         self._execution_policy(policy, list(self.arms.values()),
                                [c for c in (self.code, comparison_code) if c])
-        self._allow_logs_and_metrics(policy, "ProcessingJobs")
+        policy.allow_job_logs(self._stack, "ProcessingJobs")
         self.role = self._execution_role(policy)
         self.arms = {name: replace(job, role_arn=role_arn(self.role))
                      for name, job in self.arms.items()}

@@ -4,11 +4,11 @@ account issues that the app may not change, the statements to grant it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Protocol
 
 import jsii
-from aws_cdk import IListProducer, IResolveContext, Stack
+from aws_cdk import IListProducer, IResolveContext, Lazy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
@@ -48,14 +48,27 @@ def with_job_tags(definition: dict[str, Any], tags: Any) -> dict[str, Any]:
 
 @jsii.implements(IListProducer)
 class JobTagKeys:
-    """The tag keys a role the user gives may add to the pipeline's jobs, read at synthesis: the
-    statement goes into the role's own policy, where the pipeline cannot write it again."""
+    """The tag keys a role the user gives may add to the jobs of its pipelines (one, or a
+    team's), read at synthesis: the statement goes into the role's own policy, where a
+    pipeline cannot write it again."""
 
-    def __init__(self, tag_set: JobTagSet) -> None:
-        self._tag_set = tag_set
+    def __init__(self, tag_sets: list[JobTagSet]) -> None:
+        self._tag_sets = tag_sets
 
     def produce(self, context: IResolveContext) -> list[str]:
-        return self._tag_set.keys()
+        each = [tag_set.keys() for tag_set in self._tag_sets]
+        return list(dict.fromkeys(key for keys in each for key in keys))
+
+
+def job_tag_keys(role: iam.IRole, tag_set: JobTagSet, team: Hashable | None) -> Any:
+    """The tag keys ``role`` (given) may add to a pipeline's jobs: the pipeline's own; in a
+    team scope, every teammate's, one list for the team (its statement is the same for all)."""
+    if team is None:
+        return Lazy.uncached_list(JobTagKeys([tag_set]))
+    tag_sets: list[JobTagSet] = once(role, ("team tag sets", team), list)
+    tag_sets.append(tag_set)
+    return once(role, ("team tag keys", team),
+                lambda: Lazy.uncached_list(JobTagKeys(tag_sets)))
 
 
 def attach_to_given_role(owner: Construct, prop: str, role: iam.IRole,

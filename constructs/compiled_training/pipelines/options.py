@@ -32,6 +32,7 @@ from compiled_training.spec.job import (
     HyperparameterValue,
     InputChannel,
 )
+from compiled_training.spec.team_scope import TeamScope
 from compiled_training.spec.typecheck import prop_names, prop_type
 
 if TYPE_CHECKING:
@@ -68,6 +69,12 @@ class TrainingJobOptions(TypedDict, total=False):
     """The role its Lambda steps run as (a benchmark's ``RecordDecision``; with
     ``registration``, the ``ModelMetrics`` report); when omitted, each function gets one of
     its own. Given: as ``role``; it must trust lambda.amazonaws.com."""
+    team_scope: TeamScope | None
+    """With ``role`` and ``pipeline_role`` given to a team's pipelines: the team those roles
+    serve (its pipeline-name prefix and data URIs), so that they take the team's statements
+    once instead of each pipeline's (one pair serves hundreds of pipelines). The pipeline's
+    name must begin with the prefix and its channels read under the data URIs. When omitted,
+    each pipeline's statements name it alone (a pipeline's roles reach no teammate's jobs)."""
     tags: Mapping[str, str] | None
     """Tags for the construct's resources and, with those set by ``Tags.of(scope)`` at any
     level above it, for every job the pipeline creates (cost allocation reads them there).

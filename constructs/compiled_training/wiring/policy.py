@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import jsii
-from aws_cdk import Annotations, Stack
+from aws_cdk import Annotations, ArnFormat, Stack
 from aws_cdk import aws_iam as iam
 
 from compiled_training.wiring.acknowledgements import acknowledge_wildcards
@@ -16,6 +16,7 @@ from compiled_training.wiring.stack_reads import (
     account,
     aws_partition,
     default_child,
+    format_arn,
     once,
     service_principal,
     stack_of,
@@ -69,6 +70,21 @@ class InlinePolicy:
         self.allow(actions, [f"arn:{partition}:s3:::{bucket}/{key_prefix}*"], why=why)
         self.allow(["s3:ListBucket"], [f"arn:{partition}:s3:::{bucket}"],
                    conditions={"StringLike": {"s3:prefix": [f"{key_prefix}*"]}})
+
+    def allow_job_logs(self, stack: Stack, job_kind: str) -> None:
+        """Writes the logs and metrics of SageMaker jobs of one kind (``TrainingJobs``...)."""
+        group = f"/aws/sagemaker/{job_kind}"
+        log_group = format_arn(stack, service="logs", resource="log-group",
+                               resource_name=group, arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        self.allow(["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                   [f"{log_group}:log-stream:*"],
+                   why=f"SageMaker names a job's log streams at run time, inside the fixed "
+                       f"{group} log group.")
+        self.allow(["logs:CreateLogGroup"], [log_group])
+        self.allow(["cloudwatch:PutMetricData"], ["*"],
+                   conditions={"StringEquals": {"cloudwatch:namespace": group}},
+                   why="cloudwatch:PutMetricData supports no resource; the condition limits "
+                       "it to SageMaker's job namespaces.")
 
     def role(self, scope: Construct, construct_id: str, description: str, *,
              service: str = SAGEMAKER) -> iam.Role:

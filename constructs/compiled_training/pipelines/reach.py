@@ -1,0 +1,105 @@
+"""Whose jobs, outputs and data a pipeline's role statements name: the pipeline's own, or, with
+a declared `TeamScope` and a role pair given to the team's pipelines, the team's.
+
+Per pipeline (the default) a role given to many pipelines takes each one's statements, each
+naming that pipeline alone: isolation between pipelines, at about 14 statements a pipeline
+(some 60 pipelines fill IAM's 10 managed policies a role). In a team scope the statements name
+the team (its pipeline-name prefix, its output prefix, its declared data), so every teammate's
+statements are the same ones: the roles take them once, and a pipeline after the first adds
+none, nor a call into the CDK for them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from aws_cdk import aws_iam as iam
+
+from compiled_training.spec.job import InputChannel
+from compiled_training.spec.team_scope import TeamScope
+from compiled_training.wiring.policy import InlinePolicy
+from compiled_training.wiring.stack_reads import once
+from constructs import IConstruct
+
+TEAM_ROLES = ("role", "pipeline_role")
+"""The roles a team scope is for: the pair a platform team hands a team."""
+
+
+class Reach:
+    """What the statements of one pipeline's roles name: the pipeline, or its team."""
+
+    def __init__(self, subject: str, pipeline_name: str, team: TeamScope | None,
+                 given_roles: Mapping[str, iam.IRole | None], app: IConstruct) -> None:
+        self.team = team
+        self._name = pipeline_name
+        if team is None:
+            return
+        problems = []
+        if missing := [prop for prop in TEAM_ROLES if given_roles.get(prop) is None]:
+            problems.append(f"team_scope is for a role pair given to the team's pipelines; "
+                            f"give {' and '.join(f'{prop}=' for prop in missing)} too")
+        if not team.names(pipeline_name):
+            problems.append(f"pipeline_name {pipeline_name!r} must begin with team_scope's "
+                            f"name_prefix {team.name_prefix!r}: the team's roles reach only "
+                            f"pipelines named so")
+        declared: list[TeamScope] = once(app, "team scopes", list)
+        for other in declared:
+            if other != team and other.overlaps(team):
+                problems.append(f"team_scope name_prefix {team.name_prefix!r} overlaps "
+                                f"another team's {other.name_prefix!r} in this app: one "
+                                f"team's roles would reach the other's pipelines; give "
+                                f"prefixes neither of which begins the other")
+        if problems:
+            raise ValueError(f"{subject}: " + "; ".join(problems))
+        if team not in declared:
+            declared.append(team)
+
+    @property
+    def output_prefix(self) -> str:
+        """The key prefix under the output bucket its roles may write."""
+        return self.team.name_prefix if self.team else f"{self._name}/"
+
+    def named(self, condition_key: str) -> dict[str, dict[str, str]]:
+        """The condition that ``condition_key`` (a pipeline tag) names this pipeline, or in a
+        team scope, any of the team's."""
+        if self.team is None:
+            return {"StringEquals": {condition_key: self._name}}
+        return {"StringLike": {condition_key: f"{self.team.name_prefix}*"}}
+
+    def channel_prefix(self, channel: InputChannel, subject: str) -> str:
+        """The S3 prefix the execution role reads ``channel`` under: its own, or its team's
+        declared data URI (a channel outside every one is refused)."""
+        uri = channel.default_uri
+        if self.team is None:
+            return uri
+        data = self.team.data_uri_of(uri)
+        if data is None:
+            declared = ", ".join(self.team.data_uris) or "none declared"
+            raise ValueError(
+                f"{subject}: channel {channel.name!r} URI {uri!r} is outside team_scope "
+                f"{self.team.name_prefix!r}'s data_uris ({declared}): the team's execution "
+                f"role reads there only; move the data or declare its prefix")
+        return data
+
+
+def statements_not_yet_given(role: iam.IRole, policy: InlinePolicy) -> InlinePolicy:
+    """The statements of ``policy`` that ``role`` was not given yet by a teammate: identical
+    statements (the team's) are given once."""
+    given: set[str] = once(role, "team statements", set)
+    fresh = InlinePolicy()
+    for statement in policy.statements:
+        key = _text(statement)
+        if key not in given:
+            given.add(key)
+            fresh.statements.append(statement)
+    resources = {r for s in fresh.statements for r in s["Resource"]}
+    fresh.wildcards = {r: why for r, why in policy.wildcards.items() if r in resources}
+    return fresh
+
+
+def _text(statement: Mapping[str, Any]) -> str:
+    # Tokens are strings here, the same object's the same string: the same statement reads
+    # the same.
+    return json.dumps(statement, sort_keys=True)
