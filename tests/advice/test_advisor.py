@@ -8,13 +8,13 @@ import pytest
 
 from compiled_training.advice import advisor
 from compiled_training.advice.advisor import (
-    FACTORS,
     MIN_SAVING_FOR_A_BENCHMARK_USD,
     Verdict,
     WorkloadProfile,
     assess_workload,
     model_category,
 )
+from compiled_training.advice.assessment import FACTORS
 from compiled_training.advice.priors import PRIORS
 from compiled_training.advice.workload import CATEGORIES
 from compiled_training.catalog.dlc import training_compiler_releases
@@ -146,9 +146,9 @@ def test_the_compiler_follows_framework_version_and_instance(changes, compiler, 
 
 
 @pytest.mark.parametrize(("instance_type", "said"), [
-    ("ml.trn1.32xlarge", "Neuron SDK"), ("ml.c5.18xlarge", "CPU instance"),
+    ("ml.c5.18xlarge", "CPU instance"), ("ml.m5.xlarge", "CPU instance"),
 ])
-def test_no_compiler_off_nvidia_gpus(instance_type, said):
+def test_no_compiler_off_nvidia_gpus_and_trainium(instance_type, said):
     assessment = assess_workload(_with(DOCUMENTS, instance_type=instance_type))
     assert (assessment.compiler, assessment.verdict) == (CompilerKind.NONE, Verdict.SKIP)
     assert said in assessment.reasons["instance"]
@@ -330,7 +330,7 @@ def test_torch_compile_at_its_published_gain_keeps_the_job_on_its_gpu():
     ({"hours_per_run": 0.2}, "runs too short to amortise a compiler"),
     ({"framework": "xgboost", "model_family": "xgboost"}, "xgboost does not run on the Neuron"),
     ({"instance_type": "ml.p5en.48xlarge"}, "price unknown"),
-    ({"instance_type": "ml.trn1.32xlarge"}, "ml.trn1.32xlarge is not a GPU job"),
+    ({"instance_type": "ml.c5.18xlarge"}, "ml.c5.18xlarge is not a GPU job"),
 ])
 def test_trainium_is_not_costed_where_nothing_says_what_it_would_do(changes, why):
     assessment = assess_workload(_with(DOCUMENTS, **changes))

@@ -7,7 +7,8 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiled_training.advice.advisor import FACTORS, Verdict, WorkloadProfile, assess_workload
+from compiled_training.advice.advisor import Verdict, WorkloadProfile, assess_workload
+from compiled_training.advice.assessment import FACTORS
 from compiled_training.advice.priors import MIN_SAVING_FOR_A_BENCHMARK_USD, WEEKS_PER_YEAR
 from compiled_training.advice.workload import BOTTLENECKS, MODEL_CATEGORIES
 from compiled_training.catalog.instances import training_instance_types

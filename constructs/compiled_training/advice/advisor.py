@@ -11,9 +11,18 @@ the lowest, the decision is to benchmark it there (vendor claims never ENABLE on
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from compiled_training.advice import cost
+from compiled_training.advice.assessment import (
+    Assessment,
+    Decision,
+    Judged,
+    Option,
+    allows,
+    bottleneck,
+    framework_reason,
+)
 from compiled_training.advice.priors import (
     MIN_MINUTES_PER_RUN,
     MIN_SAVING_FOR_A_BENCHMARK_USD,
@@ -24,6 +33,7 @@ from compiled_training.advice.priors import (
     Prior,
     prior_for,
 )
+from compiled_training.advice.trainium import assess_on_trainium, neuron_path
 from compiled_training.advice.workload import (
     PYTORCH_FRAMEWORKS,
     Verdict,
@@ -43,77 +53,6 @@ from compiled_training.catalog.neuron import is_trainium
 from compiled_training.catalog.prices import PRICES_SOURCE
 from compiled_training_runtime import contract
 
-FACTORS = ("framework", "instance", "compiler", "model", "precision", "shapes", "bottleneck",
-           "duration", "money")
-
-
-@dataclass(frozen=True)
-class Option:
-    """One way to run the workload, an instance type and a compiler, and what a run costs
-    there in USD (best, worst), with where the figure comes from."""
-
-    instance_type: str
-    compiler: CompilerKind
-    dollars_per_run: tuple[float, float]
-    basis: str
-
-    @property
-    def expected(self) -> float:
-        return sum(self.dollars_per_run) / 2
-
-
-@dataclass(frozen=True)
-class Decision:
-    """The verdict with the accelerator and the compiler it is for:
-    ``BENCHMARK on ml.trn1.32xlarge with neuron-xla`` (the CLI's compiler names)."""
-
-    verdict: Verdict
-    instance_type: str
-    compiler: CompilerKind
-    reason: str
-    """Why this accelerator: the options' expected costs, or why Trainium was not costed."""
-
-    def __str__(self) -> str:
-        return (f"{self.verdict.value} on {self.instance_type} with "
-                f"{self.compiler.value}")
-
-
-@dataclass(frozen=True)
-class Assessment:
-    """The compiler, the verdict, a reason per factor, and the numbers behind it."""
-
-    profile: WorkloadProfile
-    compiler: CompilerKind
-    verdict: Verdict
-    reasons: dict[str, str]
-    limits: dict[str, Verdict]
-    """The best verdict each factor allows; ``verdict`` is the lowest of them."""
-    speedup: tuple[float, float]
-    """Throughput with the compiler over without, at the same batch size (low, high)."""
-    compile_minutes: tuple[float, float]
-    """A typical run's compile time: a warm run's where the graphs persist between runs."""
-    break_even_minutes: float
-    dollars_per_run: float | None
-    """None when the instance type has no known price."""
-    dollars_per_year: float | None
-    saving_per_year: tuple[float, float] | None
-    recommended_batch_size: int | None = None
-    recommended_learning_rate: float | None = None
-    notes: list[str] = field(default_factory=list)
-    options: tuple[Option, ...] = ()
-    """The run costed on the job's GPU (eager, with the compiler) and on Trainium; empty when
-    the price is unknown."""
-    decision: Decision | None = None
-    """The verdict, the accelerator and the compiler; ``verdict`` and ``compiler`` are for the
-    job's own instance type."""
-
-    @property
-    def deciding_factor(self) -> str:
-        """The factor that set the verdict; for ENABLE, the model's published gains."""
-        if self.verdict is Verdict.ENABLE:
-            return "model"
-        return next(f for f in FACTORS if self.limits[f] is self.verdict)
-
 
 def choose_compiler(profile: WorkloadProfile) -> tuple[CompilerKind, dict[str, str]]:
     """The compiler for the job's framework, version and instance, with the reasons for it.
@@ -122,7 +61,10 @@ def choose_compiler(profile: WorkloadProfile) -> tuple[CompilerKind, dict[str, s
     release for the framework and version and it supports the instance family; torch.compile
     for PyTorch 2.x on any NVIDIA GPU; nothing otherwise.
     """
-    reasons = {"framework": _framework_reason(profile), "instance": _instance_reason(profile)}
+    reasons = {"framework": framework_reason(profile), "instance": _instance_reason(profile)}
+    if is_trainium(profile.instance_type):
+        kind, why = neuron_path(profile)
+        return kind, reasons | {"compiler": why}
     if not all(_pytorch_on_nvidia(profile)):
         return CompilerKind.NONE, reasons | {
             "compiler": "none: neither compiler applies (see framework and instance)"}
@@ -160,24 +102,12 @@ def _pytorch_on_nvidia(profile: WorkloadProfile) -> tuple[bool, bool]:
     return profile.framework in PYTORCH_FRAMEWORKS, accelerator(profile.instance_type) == "nvidia"
 
 
-def _framework_reason(profile: WorkloadProfile) -> str:
-    if profile.framework in PYTORCH_FRAMEWORKS:
-        version = (f"PyTorch {profile.framework_version}" if profile.framework_version
-                   else "version not given")
-        return f"{profile.framework} ({version}) builds a deep-learning graph"
-    if profile.framework == "tensorflow":
-        return ("tensorflow builds a deep-learning graph, but this library's compilers are for "
-                "PyTorch jobs; TensorFlow's own XLA (jit_compile) is outside it")
-    return (f"{profile.framework} is not a GPU deep-learning graph; a deep-learning compiler "
-            "has nothing to compile")
-
-
 def _instance_reason(profile: WorkloadProfile) -> str:
     instance, family = profile.instance_type, instance_family(profile.instance_type)
     return {
         "nvidia": f"{instance}: an NVIDIA GPU instance ({family}), what both compilers target",
         "amd": f"{instance}: AMD GPUs, which no CUDA image and neither compiler runs on",
-        "trainium": f"{instance}: Trainium compiles through the Neuron SDK, not these compilers",
+        "trainium": f"{instance}: Trainium, where every graph compiles through the Neuron SDK",
         "inferentia": f"{instance}: Inferentia is for inference, not these compilers",
         "cpu": f"{instance} is a CPU instance; both compilers target NVIDIA GPUs",
     }[accelerator(instance)]
@@ -204,6 +134,8 @@ def assess_workload(profile: WorkloadProfile, *,
     ``prices`` (USD per instance-hour by instance type) come before the built-in table; an
     instance type neither knows still gets its verdict, with the money marked unknown.
     """
+    if is_trainium(profile.instance_type):
+        return assess_on_trainium(profile, prices)
     compiler, reasons = choose_compiler(profile)
     category, known = model_category(profile.model_family)
     prior = prior_for(compiler, category)
@@ -211,13 +143,13 @@ def assess_workload(profile: WorkloadProfile, *,
     compile = cost.compile_minutes(profile, compiler)
     break_even = cost.break_even_minutes(speedup, compile)
     pytorch, nvidia = _pytorch_on_nvidia(profile)
-    limits = {"framework": _allows(pytorch), "instance": _allows(nvidia),
-              "compiler": _allows(compiler is not CompilerKind.NONE)}
+    limits = {"framework": allows(pytorch), "instance": allows(nvidia),
+              "compiler": allows(compiler is not CompilerKind.NONE)}
     for factor, (limit, reason) in {
         "model": _model(profile.model_family, category, known, compiler, prior),
         "precision": _precision(profile, compiler),
         "shapes": _shapes(profile, compiler, category),
-        "bottleneck": _bottleneck(profile),
+        "bottleneck": bottleneck(profile),
         "duration": _duration(profile, compiler, speedup, break_even, compile),
     }.items():
         limits[factor], reasons[factor] = limit, reason
@@ -330,15 +262,8 @@ def _trainium_notes(profile: WorkloadProfile, decision: Decision,
             f"quality loss"]
 
 
-def _allows(applies: bool) -> Verdict:
-    return Verdict.ENABLE if applies else Verdict.SKIP
-
-
-_Judged = tuple[Verdict, str]
-
-
 def _model(model_family: str, category: str, known: bool, compiler: CompilerKind,
-           prior: Prior | None) -> _Judged:
+           prior: Prior | None) -> Judged:
     said = (f"{model_family}: {category}" if known else
             f"{model_family}: not a family this advisor knows, treated as custom")
     if category == "tabular":
@@ -352,7 +277,7 @@ def _model(model_family: str, category: str, known: bool, compiler: CompilerKind
                                f"of its own ({prior.source}); measure before shipping")
 
 
-def _precision(profile: WorkloadProfile, compiler: CompilerKind) -> _Judged:
+def _precision(profile: WorkloadProfile, compiler: CompilerKind) -> Judged:
     if profile.precision != "fp32":
         return Verdict.ENABLE, (f"{profile.precision} mixed precision suits "
                                 f"{compiler_name(compiler)}")
@@ -370,7 +295,7 @@ _SHAPE_FIXES = {
 _ANY_SHAPE_FIX = "pad or bucket sequences, resize images to fixed crops"
 
 
-def _shapes(profile: WorkloadProfile, compiler: CompilerKind, category: str) -> _Judged:
+def _shapes(profile: WorkloadProfile, compiler: CompilerKind, category: str) -> Judged:
     if profile.static_shapes:
         return Verdict.ENABLE, "static shapes: one graph, compiled once"
     fix = _SHAPE_FIXES.get(category, _ANY_SHAPE_FIX)
@@ -383,18 +308,8 @@ def _shapes(profile: WorkloadProfile, compiler: CompilerKind, category: str) -> 
                                f"comes first ({fix})")
 
 
-def _bottleneck(profile: WorkloadProfile) -> _Judged:
-    if profile.bottleneck in ("data-loading", "communication"):
-        return Verdict.BENCHMARK, (f"bound by {profile.bottleneck}: a faster graph does not "
-                                   "shorten that")
-    if profile.bottleneck == "compute":
-        return Verdict.ENABLE, "compute-bound: what a compiler speeds up"
-    return Verdict.ENABLE, ("not stated: where data loading or communication bound the job, a "
-                            "faster graph shortens it less")
-
-
 def _duration(profile: WorkloadProfile, compiler: CompilerKind, speedup: tuple[float, float],
-              break_even: float, compile: cost.CompileMinutes) -> _Judged:
+              break_even: float, compile: cost.CompileMinutes) -> Judged:
     minutes = profile.hours_per_run * 60
     if compiler is CompilerKind.NONE:
         return Verdict.ENABLE, "no compiler: no compile time to amortise"

@@ -62,7 +62,9 @@ def compile_minutes(profile: WorkloadProfile, compiler: CompilerKind) -> Compile
     version = profile.framework_version
     # The version is PyTorch's for a pytorch workload (a Hugging Face one's is Transformers').
     since = contract.COMPILE_CACHE_SINCE
-    cached = profile.framework != "pytorch" or version is None or _minor(version) >= _minor(since)
+    # Only torch.compile's caches follow PyTorch's version; Neuron's have always persisted.
+    cached = (compiler is not CompilerKind.TORCH_COMPILE or profile.framework != "pytorch"
+              or version is None or _minor(version) >= _minor(since))
     if overhead.warm is None:
         cold_because = overhead.source
     elif not cached:

@@ -75,6 +75,19 @@ MIN_RUN_OVER_COMPILE = MIN_MINUTES_PER_RUN / FIRST_COMPILE_MINUTES[1]
 TORCH_COMPILE_WARM_RATIO = 0.30
 CACHE_EXPIRY_DAYS = 30
 """The library's bucket expires a compile cache no run saved for this long."""
+# Neuron's compiler (neuronx-cc, the PyTorch/XLA path), far longer than a GPU compiler's: AWS's
+# BERT-Large pretraining tutorial on trn1.32xlarge, "it takes ~13 minutes to compile the
+# BERT-Large model training step using the pre-compilation script (compare to ~40 minute if not
+# using the pre-compilation script)" (aws-neuron-sdk frameworks/torch/torch-neuronx/tutorials/
+# training/bert.rst at v2.25.0, 2025-07-31; the text since 2022-10; read 2026-11-26). A later
+# run "will detect the cached graphs in the persistent cache (on-disk) and reload the compiled
+# graphs for execution, avoiding any recompilation time" (the same tutorial): the library keeps
+# that cache in S3 (NEURON_COMPILE_CACHE_URL). AWS publishes no time for the reload; the warm
+# range is this library's assumption, up to the GPU compilers' first-compile bound. The native
+# path (torch.compile(backend="neuron")): "can take several minutes for large models" (Neuron's
+# torch.compile guide, 2026-10), no figure to cost.
+NEURON_FIRST_COMPILE_MINUTES = (13.0, 40.0)
+NEURON_WARM_COMPILE_MINUTES = (1.0, 5.0)
 COMPILE_OVERHEAD: Mapping[CompilerKind, CompileOverhead] = {
     CompilerKind.TRAINING_COMPILER: CompileOverhead(
         FIRST_COMPILE_MINUTES, None,
@@ -84,11 +97,10 @@ COMPILE_OVERHEAD: Mapping[CompilerKind, CompileOverhead] = {
                                            1)),
         "the library's warm-start bench, 2026-11-26: warm 30 % of cold (torch 2.9, CPU); "
         "a PyTorch maintainer's 30-40 s warm recompile (gpt-fast issue 43, 2023-12)"),
-    # Neuron's graphs persist (NEURON_COMPILE_CACHE_URL), but no figure of its own is in yet:
-    # the Trainium follow-up fills this slot; until then every run is charged a first run's.
     CompilerKind.NEURON_XLA: CompileOverhead(
-        FIRST_COMPILE_MINUTES, None,
-        "no Neuron figure of its own yet, so the GPU compilers' first run, every run"),
+        NEURON_FIRST_COMPILE_MINUTES, NEURON_WARM_COMPILE_MINUTES,
+        "AWS's BERT-Large tutorial on trn1: ~13 min with neuron_parallel_compile, ~40 "
+        "without; a cached reload assumed 1-5 min, AWS publishing no time"),
 }
 # AWS's Training Compiler "tested models" table lists, per model and instance, the largest
 # batch with and without the compiler; for its transformer entries the compiler's batch is
@@ -112,11 +124,18 @@ class TrainiumClaim:
     source: str
     public_image: bool
     """Whether SageMaker has a public training image for the path (`catalog.neuron`)."""
+    families: tuple[str, ...]
+    """The Trainium families the claim speaks for."""
+    compared_with: tuple[str, ...]
+    """The GPU instances AWS compares it with: a Trainium job's GPU alternative."""
 
 
 # AWS's own price-performance claims, the only published figures across accelerators:
 # - Trn1: "up to 50 % cost-to-train savings over comparable Amazon EC2 instances" (Amazon EC2
-#   Trn1 instances page, since general availability in 2022-10);
+#   Trn1 instances page, since general availability in 2022-10); the comparable GPU is P4d:
+#   "you should expect between 1.4-5X higher throughput on Trn1 as compared to the latest GPUs
+#   instances (P4d)" (Neuron's training FAQ, about-neuron/faq/training/neuron-training.rst,
+#   2026-07-23, read 2026-11-26);
 # - Trn2: "30-40 % better price performance than the current generation of GPU-based EC2 P5e
 #   and P5en instances" (Amazon EC2 Trn2 instances page, 2024-12): cost x 1/1.4 at best.
 # Vendor figures, measured on AWS's chosen models (transformers) against AWS's chosen GPUs:
@@ -124,11 +143,15 @@ class TrainiumClaim:
 TRAINIUM_CLAIMS = (
     TrainiumClaim("ml.trn1.32xlarge", CompilerKind.NEURON_XLA, (0.5, 1.0),
                   "AWS's Trn1 claim: up to 50 % lower cost to train than comparable EC2 "
-                  "instances", public_image=True),
+                  "instances", public_image=True, families=("trn1", "trn1n"),
+                  compared_with=("ml.p4d.24xlarge",)),
     TrainiumClaim("ml.trn2.48xlarge", CompilerKind.TORCH_COMPILE, (1 / 1.4, 1.0),
                   "AWS's Trn2 claim: 30-40 % better price performance than P5e/P5en",
-                  public_image=False),
+                  public_image=False, families=("trn2",),
+                  compared_with=("ml.p5e.48xlarge", "ml.p5en.48xlarge")),
 )
+# TorchNeuron has no SageMaker training image in AWS's tables as of Neuron 2.33 (public beta
+# since 2026-10-19; `catalog/neuron-training-images.json`), so the Trn2 row stays unbenchmarkable.
 # Where the claims were measured and Neuron's training tutorials live: transformer models.
 # Elsewhere (vision, diffusion, custom) no figure says what Trainium does.
 TRAINIUM_CATEGORIES = ("transformer",)

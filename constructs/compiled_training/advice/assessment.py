@@ -1,0 +1,110 @@
+"""What the advisor answers for a workload (`Assessment`: the verdict, a reason per factor, the
+options costed and the decision), and the factors judged alike on every accelerator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from compiled_training.advice.workload import PYTORCH_FRAMEWORKS, Verdict, WorkloadProfile
+from compiled_training.catalog.compilers import CompilerKind
+
+FACTORS = ("framework", "instance", "compiler", "model", "precision", "shapes", "bottleneck",
+           "duration", "money")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way to run the workload, an instance type and a compiler, and what a run costs
+    there in USD (best, worst), with where the figure comes from."""
+
+    instance_type: str
+    compiler: CompilerKind
+    dollars_per_run: tuple[float, float]
+    basis: str
+
+    @property
+    def expected(self) -> float:
+        return sum(self.dollars_per_run) / 2
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The verdict with the accelerator and the compiler it is for:
+    ``BENCHMARK on ml.trn1.32xlarge with neuron-xla`` (the CLI's compiler names)."""
+
+    verdict: Verdict
+    instance_type: str
+    compiler: CompilerKind
+    reason: str
+    """Why this accelerator: the options' expected costs, or why Trainium was not costed."""
+
+    def __str__(self) -> str:
+        return (f"{self.verdict.value} on {self.instance_type} with "
+                f"{self.compiler.value}")
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """The compiler, the verdict, a reason per factor, and the numbers behind it."""
+
+    profile: WorkloadProfile
+    compiler: CompilerKind
+    verdict: Verdict
+    reasons: dict[str, str]
+    limits: dict[str, Verdict]
+    """The best verdict each factor allows; ``verdict`` is the lowest of them."""
+    speedup: tuple[float, float]
+    """Throughput with the compiler over without, at the same batch size (low, high)."""
+    compile_minutes: tuple[float, float]
+    """A typical run's compile time: a warm run's where the graphs persist between runs."""
+    break_even_minutes: float
+    dollars_per_run: float | None
+    """None when the instance type has no known price."""
+    dollars_per_year: float | None
+    saving_per_year: tuple[float, float] | None
+    recommended_batch_size: int | None = None
+    recommended_learning_rate: float | None = None
+    notes: list[str] = field(default_factory=list)
+    options: tuple[Option, ...] = ()
+    """The run costed on the job's GPU (eager, with the compiler) and on Trainium; empty when
+    the price is unknown."""
+    decision: Decision | None = None
+    """The verdict, the accelerator and the compiler; ``verdict`` and ``compiler`` are for the
+    job's own instance type."""
+
+    @property
+    def deciding_factor(self) -> str:
+        """The factor that set the verdict; for ENABLE, the model's published gains."""
+        if self.verdict is Verdict.ENABLE:
+            return "model"
+        return next(f for f in FACTORS if self.limits[f] is self.verdict)
+
+
+Judged = tuple[Verdict, str]
+"""A factor's verdict, the best it allows, and why."""
+
+
+def allows(applies: bool) -> Verdict:
+    return Verdict.ENABLE if applies else Verdict.SKIP
+
+
+def framework_reason(profile: WorkloadProfile) -> str:
+    if profile.framework in PYTORCH_FRAMEWORKS:
+        version = (f"PyTorch {profile.framework_version}" if profile.framework_version
+                   else "version not given")
+        return f"{profile.framework} ({version}) builds a deep-learning graph"
+    if profile.framework == "tensorflow":
+        return ("tensorflow builds a deep-learning graph, but this library's compilers are for "
+                "PyTorch jobs; TensorFlow's own XLA (jit_compile) is outside it")
+    return (f"{profile.framework} is not a GPU deep-learning graph; a deep-learning compiler "
+            "has nothing to compile")
+
+
+def bottleneck(profile: WorkloadProfile) -> Judged:
+    if profile.bottleneck in ("data-loading", "communication"):
+        return Verdict.BENCHMARK, (f"bound by {profile.bottleneck}: a faster graph does not "
+                                   "shorten that")
+    if profile.bottleneck == "compute":
+        return Verdict.ENABLE, "compute-bound: what a compiler speeds up"
+    return Verdict.ENABLE, ("not stated: where data loading or communication bound the job, a "
+                            "faster graph shortens it less")

@@ -1,0 +1,239 @@
+"""The decision for a job already on Trainium, where every graph compiles through the Neuron SDK:
+which Neuron path fits its family and PyTorch version, how its precision, shapes and run length
+fare under Neuron's compiler (and its compile cache), what a run costs, and the GPU alternative
+AWS's own claims compare the instance with. Nothing here tells a Trainium job to try Trainium.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from compiled_training.advice import cost
+from compiled_training.advice.assessment import (
+    FACTORS,
+    Assessment,
+    Decision,
+    Judged,
+    Option,
+    allows,
+    bottleneck,
+    framework_reason,
+)
+from compiled_training.advice.priors import (
+    MIN_RUN_OVER_COMPILE,
+    TRAINIUM_CATEGORIES,
+    TRAINIUM_CLAIMS,
+    WEEKS_PER_YEAR,
+    TrainiumClaim,
+)
+from compiled_training.advice.workload import (
+    PYTORCH_FRAMEWORKS,
+    Verdict,
+    WorkloadProfile,
+    model_category,
+)
+from compiled_training.catalog import neuron
+from compiled_training.catalog.compilers import CompilerKind
+from compiled_training.catalog.instances import instance_family
+from compiled_training.catalog.prices import PRICES_SOURCE, price_per_hour
+
+NO_GAIN = (1.0, 1.0)
+"""Throughput over eager: on Trainium there is no eager run to compare with."""
+_SHAPE_FIX = "pad or bucket inputs into a few fixed shapes (sequence lengths, image sizes)"
+
+
+def neuron_path(profile: WorkloadProfile) -> tuple[CompilerKind, str]:
+    """The Neuron path for the job's family and PyTorch version, and why."""
+    family = instance_family(profile.instance_type)
+    if profile.framework not in PYTORCH_FRAMEWORKS:
+        return CompilerKind.NONE, (f"none: {profile.framework} does not run on the Neuron "
+                                   f"SDK's training images (PyTorch and Hugging Face only)")
+    image = _image(profile, family)
+    if family in neuron.native_families():
+        return CompilerKind.NEURON_XLA, (
+            f"Neuron PyTorch/XLA (Compiler.neuron_xla()): {image}; the native path "
+            f"(Compiler.torch_compile(), torch.compile(backend='neuron')) is "
+            f"{neuron.native_image_status()}: with your own image it is the way forward, as "
+            f"AWS ended PyTorch/XLA training support with Neuron 2.30")
+    return CompilerKind.NEURON_XLA, (
+        f"Neuron PyTorch/XLA (Compiler.neuron_xla()), the one path on {family}: {image} (the "
+        f"native TorchNeuron backend runs on {', '.join(neuron.native_families())} only)")
+
+
+def _image(profile: WorkloadProfile, family: str) -> str:
+    """The PyTorch NeuronX image the job's version trains on, or why it has none."""
+    version = profile.framework_version
+    if profile.framework != "pytorch" or version is None:
+        return f"its images run on {family}"
+    if version in ("1.11", "1.11.0"):
+        return neuron.legacy_problem(profile.instance_type) or (
+            "PyTorch 1.11.0's legacy image (pytorch-training-neuron, Neuron SDK 2.4.0) runs "
+            "on trn1; later releases train on pytorch-training-neuronx")
+    found = [image for image in neuron.neuron_images() if family in image.families
+             and (image.pytorch == version or image.pytorch.startswith(version + "."))]
+    if found:
+        return f"PyTorch {version} trains on {neuron.repository()}:{found[0].tag}"
+    newest = next(image for image in neuron.neuron_images() if family in image.families)
+    return (f"PyTorch {version} has no Neuron training image on {family} (the newest is "
+            f"PyTorch {newest.pytorch}, Neuron SDK {newest.neuron_sdk}): train on one that has")
+
+
+def assess_on_trainium(profile: WorkloadProfile,
+                       prices: Mapping[str, float] | None) -> Assessment:
+    """The verdict for the Neuron path on the job's own Trainium instance: judged as any
+    compiled job is, with Neuron's compile time and cache; the GPU alternative costed from
+    AWS's claim where it has a price, said to be uncosted where it has none."""
+    compiler, why = neuron_path(profile)
+    category, known = model_category(profile.model_family)
+    compile = cost.compile_minutes(profile, compiler)
+    break_even = compile.per_run[1] * MIN_RUN_OVER_COMPILE
+    neuron_runs = compiler is not CompilerKind.NONE
+    reasons = {"framework": framework_reason(profile),
+               "instance": (f"{profile.instance_type}: Trainium, where every graph compiles "
+                            f"through the Neuron SDK (neuronx-cc): the compiler is not optional"),
+               "compiler": why}
+    limits = {"framework": allows(neuron_runs), "instance": Verdict.ENABLE,
+              "compiler": allows(neuron_runs)}
+    for factor, (limit, reason) in {
+        "model": _model(profile.model_family, category, known),
+        "precision": _precision(profile.precision),
+        "shapes": _shapes(profile, compile),
+        "bottleneck": bottleneck(profile),
+        "duration": _duration(profile, compile, break_even),
+    }.items():
+        limits[factor], reasons[factor] = limit, reason
+    per_run, per_year, reasons["money"] = _money(profile, prices, compile)
+    limits["money"] = Verdict.ENABLE
+    verdict = min(limits.values(), key=lambda v: v.rank)
+    options, costed = _options(profile, per_run, prices)
+    decision = Decision(verdict, profile.instance_type, compiler, costed)
+    assert list(reasons) == list(FACTORS)
+    return Assessment(
+        profile=profile, compiler=compiler, verdict=verdict, reasons=reasons, limits=limits,
+        speedup=NO_GAIN, compile_minutes=compile.per_run, break_even_minutes=break_even,
+        dollars_per_run=per_run, dollars_per_year=per_year, saving_per_year=None,
+        notes=_notes(profile, limits, compile) if neuron_runs else [],
+        options=options, decision=decision)
+
+
+def _model(model_family: str, category: str, known: bool) -> Judged:
+    said = (f"{model_family}: {category}" if known else
+            f"{model_family}: not a family this advisor knows, treated as custom")
+    if category == "tabular":
+        return Verdict.SKIP, f"{said} (gradient-boosted trees build no deep-learning graph)"
+    if category in TRAINIUM_CATEGORIES:
+        return Verdict.ENABLE, (f"{said}, what Neuron's training tutorials (BERT, GPT, Llama) "
+                                f"and AWS's Trainium figures are for")
+    return Verdict.BENCHMARK, (f"{said}: no published Neuron training figure for {category} "
+                               f"models (Neuron's tutorials and AWS's claims are for "
+                               f"transformers); measure the job's own throughput")
+
+
+def _precision(precision: str) -> Judged:
+    if precision == "bf16":
+        return Verdict.ENABLE, "bf16: what Trainium trains in, natively (no loss scaler)"
+    if precision == "fp16":
+        return Verdict.BENCHMARK, (
+            "fp16: the library refuses it on Trainium, as fp16 needs a loss scaler that "
+            "torch-xla 2.9 (the newest Neuron images) no longer has, and Trainium computes in "
+            "bf16 natively; train in bf16 (hyperparameters['precision'] = 'bf16') and check "
+            "the quality")
+    return Verdict.BENCHMARK, ("fp32 only: Neuron's training guides autocast to bf16 for "
+                               "Trainium's speed; fp32 trains, at a fraction of it")
+
+
+def _shapes(profile: WorkloadProfile, compile: cost.CompileMinutes) -> Judged:
+    if profile.static_shapes:
+        return Verdict.ENABLE, "static shapes: one graph a step, compiled once and then cached"
+    low, high = compile.first
+    return Verdict.BENCHMARK, (
+        f"dynamic shapes: each new shape is a new Neuron compilation ({low:g}-{high:g} min "
+        f"for a BERT-Large step), and every shape's graphs fill the cache; {_SHAPE_FIX} first")
+
+
+def _duration(profile: WorkloadProfile, compile: cost.CompileMinutes,
+              break_even: float) -> Judged:
+    minutes = profile.hours_per_run * 60
+    if minutes < break_even:
+        return Verdict.SKIP, (
+            f"{minutes:.0f}-minute runs: the {compile.describe()} takes too much of each; "
+            f"Neuron pays from about {break_even:.0f}-minute runs: run them at least every "
+            f"few weeks (the cache is kept), precompile (Compiler.neuron_xla(precompile=True)), "
+            f"or train them on a GPU, where compiling is optional")
+    return Verdict.ENABLE, f"{profile.hours_per_run:g} h runs amortise the {compile.describe()}"
+
+
+def _money(profile: WorkloadProfile, prices: Mapping[str, float] | None,
+           compile: cost.CompileMinutes) -> tuple[float | None, float | None, str]:
+    price = price_per_hour(profile.instance_type, prices)
+    if price is None:
+        return None, None, (f"price unknown for {profile.instance_type}: dollars not counted; "
+                            f"supply one with prices={{'{profile.instance_type}': USD per "
+                            f"hour}} or `advise --prices FILE` (or --live-prices)")
+    hourly = price * profile.instance_count
+    per_run, runs = hourly * profile.hours_per_run, profile.runs_per_week * WEEKS_PER_YEAR
+    compiling = hourly / 60 * compile.per_run[1]
+    return per_run, per_run * runs, (
+        f"{_usd(per_run)} a run, {_usd(per_run * runs)} a year, up to {_usd(compiling)} a run "
+        f"of it compiling")
+
+
+def _usd(dollars: float) -> str:
+    """Whole dollars, cents under ten: a small instance's run is not '$0'."""
+    return f"${dollars:,.2f}" if dollars < 10 else f"${dollars:,.0f}"
+
+
+def _claim(instance_type: str) -> TrainiumClaim | None:
+    family = instance_family(instance_type)
+    return next((claim for claim in TRAINIUM_CLAIMS if family in claim.families), None)
+
+
+def _options(profile: WorkloadProfile, per_run: float | None,
+             prices: Mapping[str, float] | None) -> tuple[tuple[Option, ...], str]:
+    """The run on Trainium, and on each GPU AWS's claim compares it with: from the claim,
+    where that GPU has a price; uncosted where it has none. And the decision's reason."""
+    claim = _claim(profile.instance_type)
+    if claim is None:
+        return (), f"no AWS claim compares {profile.instance_type} with a GPU"
+    head = (f"the GPU alternative AWS compares {instance_family(profile.instance_type)} with "
+            f"({claim.source}): ")
+    if per_run is None:
+        return (), head + (f"{', '.join(claim.compared_with)}, uncosted: "
+                           f"{profile.instance_type} has no recorded price (give one with "
+                           f"prices= or --live-prices)")
+    options = [Option(profile.instance_type, CompilerKind.NEURON_XLA, (per_run, per_run),
+                      f"on-demand price ({PRICES_SOURCE})")]
+    uncosted = []
+    for gpu in claim.compared_with:
+        if price_per_hour(gpu, prices) is None:
+            uncosted.append(gpu)
+            continue
+        # AWS's claim: Trainium's cost to train is cost_factor of the GPU's (best, worst).
+        options.append(Option(gpu, CompilerKind.NONE,
+                              (per_run / claim.cost_factor[1], per_run / claim.cost_factor[0]),
+                              f"{claim.source}, against its eager run"))
+    costed = ", ".join(f"{o.instance_type} {_usd(o.dollars_per_run[0])}-"
+                       f"{_usd(o.dollars_per_run[1])}" for o in options[1:])
+    reason = head + (f"{costed} a run against {_usd(per_run)} here, by AWS's claim alone; a "
+               f"BenchmarkArm on it measures the job's own" if costed else "")
+    if uncosted:
+        reason += ("; " if costed else "") + (
+            f"{', '.join(uncosted)} uncosted: no recorded price (give one with prices= or "
+            f"--live-prices)")
+    return tuple(options), reason
+
+
+def _notes(profile: WorkloadProfile, limits: Mapping[str, Verdict],
+           compile: cost.CompileMinutes) -> list[str]:
+    notes = []
+    if limits["precision"] is not Verdict.ENABLE:
+        notes.append("set hyperparameters['precision'] to 'bf16': what Trainium trains in")
+    if not profile.static_shapes:
+        notes.append(f"first step: make the shapes static ({_SHAPE_FIX}); each new shape is "
+                     f"a new Neuron compilation")
+    cache = ("its runs after the first load their graphs from it" if compile.warm else
+             f"{compile.source}")
+    notes.append(f"the pipeline keeps Neuron's compile cache under its S3 prefix "
+                 f"(NEURON_COMPILE_CACHE_URL): {cache}; Compiler.neuron_xla(precompile=True) "
+                 f"compiles ahead in parallel (neuron_parallel_compile)")
+    return notes
