@@ -85,3 +85,18 @@ def test_readme_governed_example_adds_to_the_import_example(tmp_path, monkeypatc
     (definition,) = [d for d in definitions(template)
                      if d["Steps"][0]["Arguments"]["RoleArn"] == governed.role.role_arn]
     assert {"Key": "cost-center", "Value": "ml-42"} in definition["Steps"][0]["Arguments"]["Tags"]
+
+
+def test_readme_team_scope_example_adds_to_the_import_example(tmp_path, monkeypatch):
+    _, template = _run_with_import_example(tmp_path, monkeypatch, "TeamScope(")
+    resources = template["Resources"]
+    team_roles = [k for k, r in resources.items() if r["Type"] == "AWS::IAM::Role"
+                  and k.startswith(("NlpExecution", "NlpPipelines"))]
+    assert len(team_roles) == 2
+    (runner,) = [r for k, r in resources.items() if r["Type"] == "AWS::IAM::Policy"
+                 and k.startswith("NlpPipelinesDefaultPolicy")]
+    creates = [s for s in runner["Properties"]["PolicyDocument"]["Statement"]
+               if s["Action"] == "sagemaker:CreateTrainingJob"]
+    # Once for the team, not once a pipeline.
+    assert [s["Condition"] for s in creates] == [
+        {"StringLike": {"aws:RequestTag/compiled-training:pipeline": "nlp-*"}}]

@@ -8,6 +8,7 @@ here: the requests are built as SageMaker and S3 send them."""
 from __future__ import annotations
 
 import collections
+import json
 
 import aws_cdk as cdk
 import jsii
@@ -207,3 +208,27 @@ def test_overlapping_team_prefixes_in_one_app_are_refused():
 def test_a_team_scope_names_what_is_wrong(props, message):
     with pytest.raises(ValueError, match=rf"^TeamScope: .*{message}"):
         TeamScope(**props)
+
+
+def test_a_team_of_script_pipelines_passes_cdk_nag_with_its_wildcards_explained(source_dir):
+    """Every wildcard a team statement grants (the team's prefixes) carries its reason."""
+    from aws_cdk.assertions import Template
+    from cdk_nag import AwsSolutionsChecks
+
+    from compiled_training import Compiler
+
+    app = cdk.App()
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    stack = new_stack(app=app)
+    roles = _roles(stack)
+    for i in range(2):
+        _pipeline(stack, i, roles, framework=Framework.pytorch("2.9.0"),
+                  compiler=Compiler.torch_compile(), instance_type="ml.g5.2xlarge",
+                  source_dir=source_dir, entry_point="train.py",
+                  channels=[InputChannel("train", f"s3://team-data/nlp/p{i}/train/")])
+    template = Template.from_stack(stack)  # synthesizes: cdk-nag finds nothing unexplained
+    (policy,) = [p for k, p in template.find_resources("AWS::IAM::Policy").items()
+                 if k.startswith("TeamExecution")]
+    code_reads = [s for s in policy["Properties"]["PolicyDocument"]["Statement"]
+                  if s["Action"] == "s3:GetObject" and "cdk-" in json.dumps(s["Resource"])]
+    assert len(code_reads) == 1  # one code folder: one archive, granted once

@@ -49,8 +49,8 @@ class _StackResources:
         return [f"stack {self._stack.stack_name} would hold {total} resources, over "
                 f"CloudFormation's {MAX_RESOURCES_PER_STACK}: {top}. A pipeline with roles "
                 f"of its own is three; given shared roles (role=, pipeline_role=: a role "
-                f"serves up to about 60 pipelines) it is one. Or split the pipelines over "
-                f"stacks, one a team."]
+                f"serves up to about 60 pipelines, and with team_scope= hundreds) it is one. "
+                f"Or split the pipelines over stacks, one a team."]
 
 
 @jsii.implements(IValidation)
@@ -66,7 +66,9 @@ class _RolePolicies:
         return [f"role {_name(self._role)} serves {len(self._served)} pipelines, whose "
                 f"statements take {len(overflow)} managed policies besides its inline one; "
                 f"IAM attaches at most {MAX_MANAGED_POLICIES_PER_ROLE} to a role (20 on "
-                f"request): give each role fewer pipelines (about 60), one role a team"]
+                f"request): give each role fewer pipelines (about 60), one role a team, or "
+                f"declare the team (team_scope=TeamScope(...)): the pair then takes its "
+                f"statements once"]
 
 
 def _name(construct: IConstruct) -> str:
