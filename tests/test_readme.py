@@ -91,12 +91,12 @@ def test_readme_team_scope_example_adds_to_the_import_example(tmp_path, monkeypa
     _, template = _run_with_import_example(tmp_path, monkeypatch, "TeamScope(")
     resources = template["Resources"]
     team_roles = [k for k, r in resources.items() if r["Type"] == "AWS::IAM::Role"
-                  and k.startswith(("NlpExecution", "NlpPipelines"))]
+                  and k.startswith(("CvExecution", "CvPipelines"))]
     assert len(team_roles) == 2
     (runner,) = [r for k, r in resources.items() if r["Type"] == "AWS::IAM::Policy"
-                 and k.startswith("NlpPipelinesDefaultPolicy")]
+                 and k.startswith("CvPipelinesDefaultPolicy")]
     creates = [s for s in runner["Properties"]["PolicyDocument"]["Statement"]
                if s["Action"] == "sagemaker:CreateTrainingJob"]
     # Once for the team, not once a pipeline.
     assert [s["Condition"] for s in creates] == [
-        {"StringLike": {"aws:RequestTag/compiled-training:pipeline": "nlp-*"}}]
+        {"StringLike": {"aws:RequestTag/compiled-training:pipeline": "cv-*"}}]

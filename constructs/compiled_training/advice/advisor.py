@@ -63,8 +63,8 @@ def choose_compiler(profile: WorkloadProfile) -> tuple[CompilerKind, dict[str, s
     """
     reasons = {"framework": framework_reason(profile), "instance": _instance_reason(profile)}
     if is_trainium(profile.instance_type):
-        kind, why = neuron_path(profile)
-        return kind, reasons | {"compiler": why}
+        path = neuron_path(profile)
+        return path.compiler, reasons | {"compiler": path.reason}
     if not all(_pytorch_on_nvidia(profile)):
         return CompilerKind.NONE, reasons | {
             "compiler": "none: neither compiler applies (see framework and instance)"}

@@ -69,7 +69,9 @@ def compile_minutes(profile: WorkloadProfile, compiler: CompilerKind) -> Compile
         cold_because = overhead.source
     elif not cached:
         cold_because = f"PyTorch {version} predates the compile caches carried ({since} and later)"
-    elif profile.runs_per_week * CACHE_EXPIRY_DAYS / 7 < 1:
+    elif (compiler is CompilerKind.TORCH_COMPILE
+          and profile.runs_per_week * CACHE_EXPIRY_DAYS / 7 < 1):
+        # The library's lifecycle rule expires torch.compile's caches only: Neuron's stays.
         cold_because = f"runs further apart than the {CACHE_EXPIRY_DAYS} days a cache is kept"
     else:
         return CompileMinutes(overhead.warm, overhead.first, True, overhead.source)

@@ -7,6 +7,7 @@ AWS's own claims compare the instance with. Nothing here tells a Trainium job to
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from compiled_training.advice import cost
 from compiled_training.advice.assessment import (
@@ -42,40 +43,75 @@ NO_GAIN = (1.0, 1.0)
 _SHAPE_FIX = "pad or bucket inputs into a few fixed shapes (sequence lengths, image sizes)"
 
 
-def neuron_path(profile: WorkloadProfile) -> tuple[CompilerKind, str]:
+# Neuron's containers release notes: images of Neuron SDK releases before 2.21 are past AWS's
+# support (the catalog's rows cite it); PyTorch 1.11.0's legacy image is Neuron SDK 2.4.0's.
+SUPPORTED_SINCE_SDK = (2, 21)
+
+
+@dataclass(frozen=True)
+class NeuronPath:
+    """The Neuron path for a job: the compiler, why, whether its version has an image on the
+    family, and what to move to where its image is missing or past support."""
+
+    compiler: CompilerKind
+    reason: str
+    has_image: bool = True
+    move: str | None = None
+
+
+def neuron_path(profile: WorkloadProfile) -> NeuronPath:
     """The Neuron path for the job's family and PyTorch version, and why."""
     family = instance_family(profile.instance_type)
     if profile.framework not in PYTORCH_FRAMEWORKS:
-        return CompilerKind.NONE, (f"none: {profile.framework} does not run on the Neuron "
-                                   f"SDK's training images (PyTorch and Hugging Face only)")
-    image = _image(profile, family)
+        return NeuronPath(CompilerKind.NONE, f"none: {profile.framework} does not run on the "
+                                             f"Neuron SDK's training images (PyTorch and "
+                                             f"Hugging Face only)", False)
+    has_image, image, move = _image(profile, family)
     if family in neuron.native_families():
-        return CompilerKind.NEURON_XLA, (
-            f"Neuron PyTorch/XLA (Compiler.neuron_xla()): {image}; the native path "
-            f"(Compiler.torch_compile(), torch.compile(backend='neuron')) is "
-            f"{neuron.native_image_status()}: with your own image it is the way forward, as "
-            f"AWS ended PyTorch/XLA training support with Neuron 2.30")
-    return CompilerKind.NEURON_XLA, (
-        f"Neuron PyTorch/XLA (Compiler.neuron_xla()), the one path on {family}: {image} (the "
-        f"native TorchNeuron backend runs on {', '.join(neuron.native_families())} only)")
+        # "Starting with Neuron Release 2.30.0, PyTorch/XLA is no longer supported for training
+        # workloads" (the catalog's no-xla-training-support source, read 2026-11-26).
+        reason = (f"Neuron PyTorch/XLA (Compiler.neuron_xla()): {image}; the native path "
+                  f"(Compiler.torch_compile(), torch.compile(backend='neuron')) is "
+                  f"{neuron.native_image_status()}: with your own image it is the way forward, "
+                  f"as AWS supports PyTorch/XLA for training no longer from Neuron 2.30")
+    else:
+        reason = (f"Neuron PyTorch/XLA (Compiler.neuron_xla()), the one path on {family}: "
+                  f"{image} (the native TorchNeuron backend runs on "
+                  f"{', '.join(neuron.native_families())} only)")
+    return NeuronPath(CompilerKind.NEURON_XLA, reason, has_image, move)
 
 
-def _image(profile: WorkloadProfile, family: str) -> str:
-    """The PyTorch NeuronX image the job's version trains on, or why it has none."""
+def _image(profile: WorkloadProfile, family: str) -> tuple[bool, str, str | None]:
+    """Whether the job's version has a Neuron training image on the family, which, or why
+    not; and what to move to where it has none or only one past AWS's support."""
     version = profile.framework_version
-    if profile.framework != "pytorch" or version is None:
-        return f"its images run on {family}"
-    if version in ("1.11", "1.11.0"):
-        return neuron.legacy_problem(profile.instance_type) or (
-            "PyTorch 1.11.0's legacy image (pytorch-training-neuron, Neuron SDK 2.4.0) runs "
-            "on trn1; later releases train on pytorch-training-neuronx")
-    found = [image for image in neuron.neuron_images() if family in image.families
-             and (image.pytorch == version or image.pytorch.startswith(version + "."))]
-    if found:
-        return f"PyTorch {version} trains on {neuron.repository()}:{found[0].tag}"
-    newest = next(image for image in neuron.neuron_images() if family in image.families)
-    return (f"PyTorch {version} has no Neuron training image on {family} (the newest is "
-            f"PyTorch {newest.pytorch}, Neuron SDK {newest.neuron_sdk}): train on one that has")
+    line = neuron.HUGGINGFACE if profile.framework == "huggingface" else neuron.PYTORCH
+    images = [image for image in neuron.neuron_images(line) if family in image.families]
+    newest = (f"{images[0].describe()} (Neuron SDK {images[0].neuron_sdk})" if images
+              else None)
+    if version in ("1.11", "1.11.0") and line == neuron.PYTORCH:
+        problem = neuron.legacy_problem(profile.instance_type)
+        move = (f"PyTorch 1.11.0's image is Neuron SDK 2.4.0's (2022), long past AWS's support: "
+                f"move to {newest}")
+        if problem:
+            return False, problem, move
+        return True, ("PyTorch 1.11.0 trains on the legacy pytorch-training-neuron image "
+                      "(Neuron SDK 2.4.0), as both SageMaker SDKs resolve it"), move
+    if not images:
+        return False, (f"AWS publishes no {neuron.repository(line)} image for {family}"), None
+    if version is None:
+        return True, f"{neuron.repository(line)} images run on {family} (newest: {newest})", None
+    found = [image for image in images
+             if image.pytorch == version or image.pytorch.startswith(version + ".")]
+    if not found:
+        return False, (f"PyTorch {version} has no {neuron.repository(line)} image on {family} "
+                       f"(the newest is {newest}): train on one that has"), f"move to {newest}"
+    image = found[0]
+    sdk = tuple(int(part) for part in image.neuron_sdk.split(".")[:2])
+    past = (f"PyTorch {version}'s newest Neuron image is Neuron SDK {image.neuron_sdk}'s, past "
+            f"AWS's support (releases before 2.21): move to {newest}"
+            if sdk < SUPPORTED_SINCE_SDK else None)
+    return True, f"PyTorch {version} trains on {neuron.repository(line)}:{image.tag}", past
 
 
 def assess_on_trainium(profile: WorkloadProfile,
@@ -83,7 +119,8 @@ def assess_on_trainium(profile: WorkloadProfile,
     """The verdict for the Neuron path on the job's own Trainium instance: judged as any
     compiled job is, with Neuron's compile time and cache; the GPU alternative costed from
     AWS's claim where it has a price, said to be uncosted where it has none."""
-    compiler, why = neuron_path(profile)
+    path = neuron_path(profile)
+    compiler = path.compiler
     category, known = model_category(profile.model_family)
     compile = cost.compile_minutes(profile, compiler)
     break_even = compile.per_run[1] * MIN_RUN_OVER_COMPILE
@@ -91,9 +128,11 @@ def assess_on_trainium(profile: WorkloadProfile,
     reasons = {"framework": framework_reason(profile),
                "instance": (f"{profile.instance_type}: Trainium, where every graph compiles "
                             f"through the Neuron SDK (neuronx-cc): the compiler is not optional"),
-               "compiler": why}
+               "compiler": path.reason}
+    # A version without an image on the family cannot be built: it must move first.
     limits = {"framework": allows(neuron_runs), "instance": Verdict.ENABLE,
-              "compiler": allows(neuron_runs)}
+              "compiler": (Verdict.SKIP if not neuron_runs else Verdict.ENABLE
+                           if path.has_image else Verdict.BENCHMARK)}
     for factor, (limit, reason) in {
         "model": _model(profile.model_family, category, known),
         "precision": _precision(profile.precision),
@@ -106,13 +145,15 @@ def assess_on_trainium(profile: WorkloadProfile,
     limits["money"] = Verdict.ENABLE
     verdict = min(limits.values(), key=lambda v: v.rank)
     options, costed = _options(profile, per_run, prices)
+    if limits["duration"] is Verdict.SKIP:
+        costed = f"runs this short cost less where compiling is optional, on a GPU: {costed}"
     decision = Decision(verdict, profile.instance_type, compiler, costed)
     assert list(reasons) == list(FACTORS)
     return Assessment(
         profile=profile, compiler=compiler, verdict=verdict, reasons=reasons, limits=limits,
         speedup=NO_GAIN, compile_minutes=compile.per_run, break_even_minutes=break_even,
         dollars_per_run=per_run, dollars_per_year=per_year, saving_per_year=None,
-        notes=_notes(profile, limits, compile) if neuron_runs else [],
+        notes=_notes(profile, limits, compile, path) if neuron_runs else [],
         options=options, decision=decision)
 
 
@@ -134,12 +175,12 @@ def _precision(precision: str) -> Judged:
         return Verdict.ENABLE, "bf16: what Trainium trains in, natively (no loss scaler)"
     if precision == "fp16":
         return Verdict.BENCHMARK, (
-            "fp16: the library refuses it on Trainium, as fp16 needs a loss scaler that "
-            "torch-xla 2.9 (the newest Neuron images) no longer has, and Trainium computes in "
-            "bf16 natively; train in bf16 (hyperparameters['precision'] = 'bf16') and check "
-            "the quality")
-    return Verdict.BENCHMARK, ("fp32 only: Neuron's training guides autocast to bf16 for "
-                               "Trainium's speed; fp32 trains, at a fraction of it")
+            "fp16: the library refuses it on Trainium (the pipeline does not synthesize), as "
+            "fp16 needs a loss scaler that torch-xla 2.9 (the newest Neuron images) no longer "
+            "has, and Trainium computes in bf16 natively; switch to bf16 "
+            "(hyperparameters['precision'] = 'bf16') first, then check the quality")
+    return Verdict.BENCHMARK, ("fp32 only: Neuron's training guides train in bf16 (autocast); "
+                               "what fp32 costs on Trainium is not published: measure it")
 
 
 def _shapes(profile: WorkloadProfile, compile: cost.CompileMinutes) -> Judged:
@@ -155,11 +196,13 @@ def _duration(profile: WorkloadProfile, compile: cost.CompileMinutes,
               break_even: float) -> Judged:
     minutes = profile.hours_per_run * 60
     if minutes < break_even:
+        ways = ("lengthen the runs or train them on a GPU, where compiling is optional"
+                if compile.warm else
+                "precompile (Compiler.neuron_xla(precompile=True)), lengthen the runs, or train "
+                "them on a GPU, where compiling is optional")
         return Verdict.SKIP, (
             f"{minutes:.0f}-minute runs: the {compile.describe()} takes too much of each; "
-            f"Neuron pays from about {break_even:.0f}-minute runs: run them at least every "
-            f"few weeks (the cache is kept), precompile (Compiler.neuron_xla(precompile=True)), "
-            f"or train them on a GPU, where compiling is optional")
+            f"Neuron pays from about {break_even:.0f}-minute runs: {ways}")
     return Verdict.ENABLE, f"{profile.hours_per_run:g} h runs amortise the {compile.describe()}"
 
 
@@ -208,7 +251,9 @@ def _options(profile: WorkloadProfile, per_run: float | None,
         if price_per_hour(gpu, prices) is None:
             uncosted.append(gpu)
             continue
-        # AWS's claim: Trainium's cost to train is cost_factor of the GPU's (best, worst).
+        # AWS's claim: Trainium's cost to train is cost_factor of the GPU's (best, worst), so
+        # the GPU's run is costed from the claim; the GPU is costed only where SageMaker's
+        # price for it is recorded (or given), as the issue's "cited price" asks.
         options.append(Option(gpu, CompilerKind.NONE,
                               (per_run / claim.cost_factor[1], per_run / claim.cost_factor[0]),
                               f"{claim.source}, against its eager run"))
@@ -224,8 +269,8 @@ def _options(profile: WorkloadProfile, per_run: float | None,
 
 
 def _notes(profile: WorkloadProfile, limits: Mapping[str, Verdict],
-           compile: cost.CompileMinutes) -> list[str]:
-    notes = []
+           compile: cost.CompileMinutes, path: NeuronPath) -> list[str]:
+    notes = [path.move] if path.move else []
     if limits["precision"] is not Verdict.ENABLE:
         notes.append("set hyperparameters['precision'] to 'bf16': what Trainium trains in")
     if not profile.static_shapes:

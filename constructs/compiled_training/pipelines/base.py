@@ -42,7 +42,7 @@ from compiled_training.pipelines.named_pipeline import ImportedPipeline, NamedPi
 from compiled_training.pipelines.network import vpc_config
 from compiled_training.pipelines.options import TrainingJobOptions
 from compiled_training.pipelines.output_bucket import TrainingOutputBucket
-from compiled_training.pipelines.reach import TEAM_ROLES, Reach, statements_not_yet_given
+from compiled_training.pipelines.reach import TEAM_ROLES, Reach, give_once
 from compiled_training.spec.compiler import Compiler
 from compiled_training.spec.framework import Framework
 from compiled_training.spec.job import (
@@ -137,7 +137,8 @@ class PipelineBase(NamedPipeline):
             "role": options.get("role"), "pipeline_role": options.get("pipeline_role"),
             "handler_role": options.get("handler_role")}
         self._reach = Reach(self._subject, self.pipeline_name, options.get("team_scope"),
-                            self._given_roles, app_root(self._stack))
+                            self._given_roles, app_root(self._stack),
+                            named_by_path=self._named_by_path)
         self._common = self._common_job(options)
 
     @staticmethod
@@ -392,7 +393,8 @@ class PipelineBase(NamedPipeline):
         if given is None:
             return policy.role(self, construct_id, description)
         if self._reach.team is not None and prop in TEAM_ROLES:
-            policy = statements_not_yet_given(given, policy)
+            return give_once(given, policy, lambda fresh: attach_to_given_role(
+                self, prop, given, fresh, self.pipeline_name))
         return attach_to_given_role(self, prop, given, policy, self.pipeline_name)
 
     def _handler_role(self) -> RoleMaker | None:

@@ -12,14 +12,14 @@ none, nor a call into the CDK for them.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aws_cdk import aws_iam as iam
 
 from compiled_training.spec.job import InputChannel
 from compiled_training.spec.team_scope import TeamScope
-from compiled_training.wiring.policy import InlinePolicy
+from compiled_training.wiring.policy import InlinePolicy, attached_policy
 from compiled_training.wiring.stack_reads import once
 from constructs import IConstruct
 
@@ -31,26 +31,50 @@ class Reach:
     """What the statements of one pipeline's roles name: the pipeline, or its team."""
 
     def __init__(self, subject: str, pipeline_name: str, team: TeamScope | None,
-                 given_roles: Mapping[str, iam.IRole | None], app: IConstruct) -> None:
+                 given_roles: Mapping[str, iam.IRole | None], app: IConstruct, *,
+                 named_by_path: bool = False) -> None:
         self.team = team
         self._name = pipeline_name
-        if team is None:
-            return
+        # The app's team scopes, and its pipelines in none: a team's roles reach every
+        # pipeline named under its prefix, so a pipeline outside the team may not be.
+        declared: list[TeamScope] = once(app, "team scopes", list)
+        outside: dict[str, str] = once(app, "pipelines outside a team", dict)
         problems = []
+        if team is None:
+            for other in declared:
+                if other.names(pipeline_name):
+                    problems.append(_not_in_team(pipeline_name, other))
+            if problems:
+                raise ValueError(f"{subject}: " + "; ".join(problems))
+            outside[pipeline_name] = subject
+            return
         if missing := [prop for prop in TEAM_ROLES if given_roles.get(prop) is None]:
             problems.append(f"team_scope is for a role pair given to the team's pipelines; "
                             f"give {' and '.join(f'{prop}=' for prop in missing)} too")
         if not team.names(pipeline_name):
             problems.append(f"pipeline_name {pipeline_name!r} must begin with team_scope's "
                             f"name_prefix {team.name_prefix!r}: the team's roles reach only "
-                            f"pipelines named so")
-        declared: list[TeamScope] = once(app, "team scopes", list)
+                            f"pipelines named so" + (
+                                f"; pass pipeline_name='{team.name_prefix}...' (the name was "
+                                f"derived from the construct path)" if named_by_path else ""))
+        problems += [f"{who}: {_not_in_team(name, team)}" for name, who in outside.items()
+                     if team.names(name)]
         for other in declared:
-            if other != team and other.overlaps(team):
+            if other == team:
+                continue
+            if other.name_prefix == team.name_prefix:
+                problems.append(f"two team scopes declare name_prefix {team.name_prefix!r} "
+                                f"with different data_uris: declare the team once and give "
+                                f"the same TeamScope to each of its pipelines")
+            elif other.overlaps(team):
                 problems.append(f"team_scope name_prefix {team.name_prefix!r} overlaps "
                                 f"another team's {other.name_prefix!r} in this app: one "
                                 f"team's roles would reach the other's pipelines; give "
                                 f"prefixes neither of which begins the other")
+            elif shared := team.shared_data(other):
+                problems.append(f"team_scope {team.name_prefix!r}'s data_uris overlap "
+                                f"team {other.name_prefix!r}'s ({shared}): each team reads "
+                                f"data of its own")
         if problems:
             raise ValueError(f"{subject}: " + "; ".join(problems))
         if team not in declared:
@@ -84,19 +108,31 @@ class Reach:
         return data
 
 
-def statements_not_yet_given(role: iam.IRole, policy: InlinePolicy) -> InlinePolicy:
-    """The statements of ``policy`` that ``role`` was not given yet by a teammate: identical
-    statements (the team's) are given once."""
+def _not_in_team(pipeline_name: str, team: TeamScope) -> str:
+    return (f"pipeline_name {pipeline_name!r} begins with team_scope {team.name_prefix!r}'s "
+            f"prefix but the pipeline is not in that team: the team's roles would reach its "
+            f"jobs and outputs; give it that team's TeamScope (with the team's roles), or a "
+            f"name outside the prefix")
+
+
+def give_once(role: iam.IRole, policy: InlinePolicy,
+              attach: Callable[[InlinePolicy], iam.IRole]) -> iam.IRole:
+    """Attaches (``attach``) the statements of ``policy`` that ``role`` was not given yet by
+    a teammate: identical statements (the team's) are given once. An imported, immutable role
+    takes none, so each pipeline's warning lists them all again."""
     given: set[str] = once(role, "team statements", set)
-    fresh = InlinePolicy()
+    fresh, keys = InlinePolicy(), []
     for statement in policy.statements:
         key = _text(statement)
-        if key not in given:
-            given.add(key)
+        if key not in given and key not in keys:
+            keys.append(key)
             fresh.statements.append(statement)
     resources = {r for s in fresh.statements for r in s["Resource"]}
     fresh.wildcards = {r: why for r, why in policy.wildcards.items() if r in resources}
-    return fresh
+    attached = attach(fresh)
+    if once(role, "takes grants", lambda: attached_policy(role) is not None):
+        given.update(keys)
+    return attached
 
 
 def _text(statement: Mapping[str, Any]) -> str:

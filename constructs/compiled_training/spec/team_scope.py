@@ -50,6 +50,10 @@ class TeamScope:
                 elif {"*", "?"} & set(uri):
                     problems.append(f"data_uris: {uri!r} must not contain '*' or '?' (IAM "
                                     f"reads them as wildcards)")
+                elif not uri.endswith("/"):
+                    problems.append(f"data_uris: {uri!r} must end with '/' (a folder: without "
+                                    f"it, the grant reaches every key that begins alike, "
+                                    f"'{uri}-other/' too)")
         if problems:
             raise ValueError("TeamScope: " + "; ".join(problems))
 
@@ -59,6 +63,12 @@ class TeamScope:
     def data_uri_of(self, uri: str) -> str | None:
         """The declared data URI a channel's ``uri`` reads under, or None."""
         return next((data for data in self.data_uris if uri.startswith(data)), None)
+
+    def shared_data(self, other: TeamScope) -> str | None:
+        """A data URI of one team's that lies within (or holds) one of the other's, or None."""
+        return next((f"{mine} and {theirs}" for mine in self.data_uris
+                     for theirs in other.data_uris
+                     if mine.startswith(theirs) or theirs.startswith(mine)), None)
 
     def overlaps(self, other: TeamScope) -> bool:
         """Whether one team's pipeline names could fall under the other's prefix."""
