@@ -18,7 +18,7 @@ export AWS_EC2_METADATA_DISABLED := true
 export UV_CACHE_DIR := $(CURDIR)/.venvs/uv-cache
 export PIP_NO_CACHE_DIR := 1
 
-.PHONY: setup setup-dev synth test lint bench bench-compile clean test-envs image-matrix run-local
+.PHONY: setup setup-dev synth test test-fast lint docs dist api-baseline bench bench-compile clean test-envs image-matrix run-local
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -48,14 +48,42 @@ synth: setup
 test-envs: setup-dev
 	$(PY) tests/environments.py
 
-test: setup-dev lint test-envs
+test: setup-dev lint docs test-envs
 	$(PY) -m pytest -n 2 --dist loadgroup -q
 
-# ruff, mypy, and the package's layers (import-linter's contracts in pyproject.toml).
+# A contributor's loop: the pure layers, the constructs and the docs' examples, without the
+# runtime's torch and toolkit runs, the local runner, the side environments or the wheels
+# (a few minutes on 2 cores; CONTRIBUTING.md). `make test` runs everything, as CI does.
+test-fast: setup-dev
+	$(PY) -m pytest -n 2 --dist loadgroup -q tests/advice tests/catalog tests/spec \
+		tests/definition tests/wiring tests/pipelines tests/schedules tests/nag tests/docs \
+		tests/test_public_api.py tests/test_architecture.py tests/test_contract.py
+
+# The documentation site (mkdocs.yml), built strictly: a broken link, a missing page or a
+# public name without a docstring fails it. Into site/ (not committed).
+docs: setup-dev
+	$(VENV)/bin/mkdocs build --strict --quiet --site-dir site
+
+# The sdist and both wheels, as a release uploads them, checked by twine.
+dist: setup-dev
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+	$(PY) -m build --outdir dist runtime
+	$(VENV)/bin/twine check --strict dist/*
+
+# A release writes the public surface it ships (api/), which `make lint` holds later changes
+# to; CHANGELOG.md says what the release changed.
+api-baseline: setup-dev
+	$(PY) scripts/api_check.py --write
+
+# ruff, mypy, the package's layers (import-linter's contracts in pyproject.toml), and the
+# public surface against its baseline (scripts/api_check.py: a breaking change must be in
+# CHANGELOG.md).
 lint: setup-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) scripts/api_check.py
 
 # The DLC image matrix the library ships (catalog/image-uri-config), from the SageMaker SDK v3's
 # image configuration, read in its own environment (scripts/image_matrix.py).
@@ -76,4 +104,4 @@ bench-compile: setup-dev
 	$(VENV)/bin/compiled-training bench --steps 20 --out benchmarks/bench
 
 clean:
-	rm -rf cdk.out .pytest_cache .local-run
+	rm -rf cdk.out .pytest_cache .local-run site dist

@@ -23,6 +23,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
+from compiled_training_runtime import __version__ as VERSION
 from tests.environments import interpreter
 from tests.helpers import (
     ROOT,
@@ -33,7 +34,7 @@ from tests.helpers import (
 )
 
 pytestmark = pytest.mark.xdist_group("packaging")
-RUNTIME_WHEEL = "compiled_training_runtime-0.1.0-py3-none-any.whl"
+RUNTIME_WHEEL = f"compiled_training_runtime-{VERSION}-py3-none-any.whl"
 
 
 def _run(command: list, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:

@@ -30,6 +30,7 @@ from compiled_training.handlers import image_build as handler
 from compiled_training.image import runtime_image
 from compiled_training.image.runtime_image import stage_context
 from compiled_training.image.runtime_wheel import runtime_wheel
+from compiled_training_runtime import __version__ as VERSION
 from compiled_training_runtime import contract
 from tests.helpers import ACCOUNT, REGION, ROOT, cfn_lint, new_stack
 
@@ -273,13 +274,13 @@ def test_staged_context_holds_the_dockerfile_and_the_runtime_only(tmp_path):
     app.synth()
     (context,) = [p for p in tmp_path.glob("asset.*") if (p / "Dockerfile").exists()]
     files = sorted(p.relative_to(context).as_posix() for p in context.rglob("*") if p.is_file())
-    assert files == ["Dockerfile", "compiled_training_runtime-0.1.0-py3-none-any.whl"]
+    assert files == ["Dockerfile", f"compiled_training_runtime-{VERSION}-py3-none-any.whl"]
     with zipfile.ZipFile(context / files[1]) as wheel:
         names = wheel.namelist()
         assert wheel.read("compiled_training_runtime/contract.py") == (
             Path(contract.__file__).read_bytes())
     assert all(n.startswith(("compiled_training_runtime/",
-                             "compiled_training_runtime-0.1.0.dist-info/")) for n in names)
+                             f"compiled_training_runtime-{VERSION}.dist-info/")) for n in names)
     assert not any("test" in n or "egg-info" in n or "__pycache__" in n for n in names)
 
 
@@ -293,8 +294,8 @@ def test_runtime_wheel_is_deterministic_and_installs_with_pip(tmp_path):
     installed = tmp_path / "site" / "compiled_training_runtime"
     assert sorted(p.name for p in installed.glob("*.py")) == sorted(
         p.name for p in Path(contract.__file__).parent.glob("*.py"))
-    dist_info = tmp_path / "site" / "compiled_training_runtime-0.1.0.dist-info"
-    assert "Name: compiled-training-runtime\nVersion: 0.1.0\n" in (
+    dist_info = tmp_path / "site" / f"compiled_training_runtime-{VERSION}.dist-info"
+    assert f"Name: compiled-training-runtime\nVersion: {VERSION}\n" in (
         dist_info / "METADATA").read_text()
 
 

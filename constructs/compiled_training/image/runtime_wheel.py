@@ -28,7 +28,7 @@ _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can hold
 
 
 def runtime_wheel() -> tuple[str, bytes]:
-    """The wheel's file name (``compiled_training_runtime-0.1.0-py3-none-any.whl``) and bytes."""
+    """The wheel's file name (``compiled_training_runtime-<version>-py3-none-any.whl``), bytes."""
     installed = metadata.metadata(DISTRIBUTION)
     version = installed["Version"]
     stem = f"{DISTRIBUTION.replace('-', '_')}-{version}"

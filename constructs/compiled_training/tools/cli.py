@@ -308,6 +308,19 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["run"]:
         return _run(argv[1:])
+    args = parser().parse_args(argv)
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `advise ... | head` ends quietly
+    try:
+        return _bench(args) if args.command == "bench" else _advise(args)
+    except (InputError, MissingExtraError) as error:
+        print(f"compiled-training {args.command}: {error}", file=sys.stderr)
+        return USAGE_ERROR
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line, as ``--help`` prints it and the documentation's CLI page shows it
+    (``run``'s own options: `compiled_training.local.cli.parser`)."""
     parser = argparse.ArgumentParser(prog="compiled-training", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -347,14 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--quality-tolerance", type=float,
                        default=contract.DEFAULT_QUALITY_TOLERANCE,
                        help="with --ab: most validation accuracy lost to ship, in points")
-    args = parser.parse_args(argv)
-    if hasattr(signal, "SIGPIPE"):
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `advise ... | head` ends quietly
-    try:
-        return _bench(args) if args.command == "bench" else _advise(args)
-    except (InputError, MissingExtraError) as error:
-        print(f"compiled-training {args.command}: {error}", file=sys.stderr)
-        return USAGE_ERROR
+    return parser
 
 
 def _advise(args: argparse.Namespace) -> int:

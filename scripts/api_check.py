@@ -1,0 +1,170 @@
+"""The public surface against its committed baseline: `make lint` fails on a removed or
+incompatibly changed public name unless the changelog records it as breaking.
+
+The public surface is what an importing app and a shell script use:
+
+- every name in ``compiled_training.__all__`` and what it holds (a construct's parameters, a
+  props TypedDict's keys, a factory's arguments, an enum's members), read statically by
+  griffe, whose breaking-change detection compares it with the baseline (a removed object or
+  parameter, a parameter made required, moved or of another kind, a default or a return
+  type changed);
+- the CLI's commands, options and positional arguments, read from its parsers (the same
+  parsers ``--help`` prints).
+
+The baseline (``api/``) is the surface as released; ``make api-baseline`` writes it anew, as a
+release does. A breaking change passes only where ``CHANGELOG.md``'s ``[Unreleased]`` section
+names it under ``### Breaking`` in backticks, as this script prints it.
+
+Usage: python scripts/api_check.py [--write] [--root DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import griffe
+
+ROOT = Path(__file__).resolve().parent.parent
+BASELINE = Path("api")
+PYTHON_BASELINE, CLI_BASELINE = "python.json", "cli.json"
+CLI = "compiled-training"
+
+
+def python_surface(root: Path) -> griffe.Module:
+    """``compiled_training``'s public names as one module of their definitions (so that a
+    definition may move between modules without a breakage), docstrings left out."""
+    package = griffe.load("compiled_training", search_paths=[root / "constructs", root / "runtime"],
+                          resolve_aliases=True, resolve_external=False)
+    # Relative: the baseline names no machine's folders.
+    surface = griffe.Module("compiled_training",
+                            filepath=Path("constructs") / "compiled_training" / "__init__.py")
+    for name in package.exports or ():
+        member = package[name]
+        surface.set_member(name, member.final_target if member.is_alias else member)
+    _strip_docstrings(surface)
+    return surface
+
+
+def _strip_docstrings(obj: Any) -> None:
+    obj.docstring = None
+    for member in getattr(obj, "members", {}).values():
+        if not member.is_alias:
+            _strip_docstrings(member)
+
+
+def cli_surface(root: Path) -> dict[str, Any]:
+    """Each command's options and positional arguments, from the CLI's own parsers (``root``'s:
+    a process reads one checkout)."""
+    sys.path[:0] = [str(root / "constructs"), str(root / "runtime")]
+    from compiled_training.local.cli import parser as run_parser
+    from compiled_training.tools.cli import parser
+
+    commands = {}
+    top = parser()
+    for action in top._subparsers._group_actions:  # argparse keeps its subcommands here
+        for name, sub in getattr(action, "choices", {}).items():
+            commands[name] = _arguments(run_parser() if name == "run" else sub)
+    return {CLI: commands}
+
+
+def _arguments(parser: argparse.ArgumentParser) -> dict[str, Any]:
+    options, positionals = {}, []
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        if action.option_strings:
+            for option in action.option_strings:
+                options[option] = {"required": bool(action.required),
+                                   "takes_value": action.nargs != 0}
+        else:
+            positionals.append(action.dest)
+    return {"options": options, "positionals": positionals}
+
+
+def cli_breakages(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str]]:
+    """(name, what changed) for each incompatible change of the CLI."""
+    found = []
+    for command, before in old[CLI].items():
+        now = new[CLI].get(command)
+        name = f"{CLI} {command}"
+        if now is None:
+            found.append((name, "command removed"))
+            continue
+        if now["positionals"][:len(before["positionals"])] != before["positionals"]:
+            found.append((name, f"positional arguments {before['positionals']} became "
+                                f"{now['positionals']}"))
+        elif len(now["positionals"]) > len(before["positionals"]):
+            found.append((name, f"new required positional argument(s) "
+                                f"{now['positionals'][len(before['positionals']):]}"))
+        for option, was in before["options"].items():
+            option_now = now["options"].get(option)
+            if option_now is None:
+                found.append((f"{name} {option}", "option removed"))
+            elif option_now != was and (option_now["required"] or
+                                        option_now["takes_value"] != was["takes_value"]):
+                found.append((f"{name} {option}", f"option changed from {was} to {option_now}"))
+        for option, option_now in now["options"].items():
+            if option not in before["options"] and option_now["required"]:
+                found.append((f"{name} {option}", "new required option"))
+    return found
+
+
+def python_breakages(old: griffe.Module, new: griffe.Module) -> list[tuple[str, str]]:
+    return [(breakage.obj.path, breakage.kind.value)
+            for breakage in griffe.find_breaking_changes(old, new)]
+
+
+def recorded_as_breaking(changelog: str) -> set[str]:
+    """The names in backticks under ``### Breaking`` in the ``[Unreleased]`` section."""
+    unreleased = re.search(r"^## \[Unreleased\]\s*$(.*?)(?=^## )", changelog, re.M | re.S)
+    if not unreleased:
+        return set()
+    breaking = re.search(r"^### Breaking\s*$(.*?)(?=^### |\Z)", unreleased.group(1), re.M | re.S)
+    return set(re.findall(r"`([^`]+)`", breaking.group(1))) if breaking else set()
+
+
+def check(root: Path) -> list[str]:
+    """The unrecorded breakages of ``root``'s surface against its baseline, as lines."""
+    baseline = root / BASELINE
+    old_python = griffe.Module.from_json((baseline / PYTHON_BASELINE).read_text())
+    old_cli = json.loads((baseline / CLI_BASELINE).read_text())
+    recorded = recorded_as_breaking((root / "CHANGELOG.md").read_text())
+    found = (python_breakages(old_python, python_surface(root))
+             + cli_breakages(old_cli, cli_surface(root)))
+    return [f"`{name}`: {what}" for name, what in found if name not in recorded]
+
+
+def write(root: Path) -> None:
+    baseline = root / BASELINE
+    baseline.mkdir(exist_ok=True)
+    (baseline / PYTHON_BASELINE).write_text(python_surface(root).as_json(indent=1) + "\n")
+    (baseline / CLI_BASELINE).write_text(json.dumps(cli_surface(root), indent=1, sort_keys=True)
+                                         + "\n")
+
+
+def main() -> int:
+    args = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    args.add_argument("--write", action="store_true", help="write the baseline anew (a release)")
+    args.add_argument("--root", type=Path, default=ROOT, help="the checkout to read")
+    options = args.parse_args()
+    if options.write:
+        write(options.root)
+        print(f"wrote {BASELINE}/ from the public surface")
+        return 0
+    problems = check(options.root)
+    for problem in problems:
+        print(f"breaking change not in CHANGELOG.md's [Unreleased] ### Breaking: {problem}",
+              file=sys.stderr)
+    if problems:
+        print("record each under ### Breaking (the name in backticks), or keep the name "
+              "compatible", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

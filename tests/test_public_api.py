@@ -1,0 +1,88 @@
+"""The public surface is held to its committed baseline (`scripts/api_check.py`, run by
+`make lint`): a removed or incompatibly changed public name fails, naming it, unless the
+changelog's [Unreleased] section records it under Breaking. Tried on a scratch copy of the
+checkout, as a contributor's change would be."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scripts.api_check import check, recorded_as_breaking
+from tests.helpers import ROOT
+
+
+def test_the_checkout_matches_its_baseline():
+    assert check(ROOT) == []
+
+
+@pytest.fixture
+def scratch(tmp_path: Path) -> Path:
+    for folder in ("constructs", "runtime", "api", "scripts"):
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns(
+            "__pycache__", "*.egg-info", "build"))
+    shutil.copy(ROOT / "CHANGELOG.md", tmp_path / "CHANGELOG.md")
+    return tmp_path
+
+
+def _check(root: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, str(root / "scripts" / "api_check.py"), "--root",
+                           str(root)], capture_output=True, text=True, env=env, check=False)
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def _record(root: Path, name: str) -> None:
+    _edit(root / "CHANGELOG.md", "## [Unreleased]\n\n### Breaking\n",
+          f"## [Unreleased]\n\n### Breaking\n\n- `{name}`: removed, because.\n")
+
+
+def test_a_removed_prop_fails_naming_it_until_the_changelog_records_it(scratch):
+    _edit(scratch / "constructs/compiled_training/pipelines/options.py",
+          "    spot: bool | None\n", "")
+    failed = _check(scratch)
+    assert failed.returncode == 1
+    assert "`compiled_training.TrainingJobOptions.spot`: Public object was removed" in \
+        failed.stderr
+    _record(scratch, "compiled_training.TrainingJobOptions.spot")
+    assert _check(scratch).returncode == 0
+
+
+def test_a_required_argument_added_to_a_factory_fails(scratch):
+    _edit(scratch / "constructs/compiled_training/spec/compiler.py",
+          "    def torch_compile(", "    def torch_compile(level: int, ")
+    failed = _check(scratch)
+    assert failed.returncode == 1 and "compiled_training.Compiler.torch_compile" in failed.stderr
+
+
+def test_a_removed_cli_option_fails_naming_it(scratch):
+    _edit(scratch / "constructs/compiled_training/tools/cli.py",
+          '    advise.add_argument("--json", action="store_true", help="print JSON for machines")\n',
+          "")
+    failed = _check(scratch)
+    assert failed.returncode == 1
+    assert "`compiled-training advise --json`: option removed" in failed.stderr
+    _record(scratch, "compiled-training advise --json")
+    assert _check(scratch).returncode == 0
+
+
+def test_an_added_optional_name_is_not_breaking(scratch):
+    _edit(scratch / "constructs/compiled_training/pipelines/options.py",
+          "    spot: bool | None\n", "    spot: bool | None\n    spot_note: str | None\n")
+    assert _check(scratch).returncode == 0
+
+
+def test_only_the_unreleased_breaking_entries_count():
+    changelog = ("# Changelog\n\n## [Unreleased]\n\n### Breaking\n\n- `a.B.c` went.\n\n"
+                 "### Added\n\n- `x.Y`\n\n## [0.2.0] - 2026-11-26\n\n### Breaking\n\n- `old.Z`\n")
+    assert recorded_as_breaking(changelog) == {"a.B.c"}
