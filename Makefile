@@ -9,6 +9,7 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export SAGEMAKER_SUPPRESS_V2_WARNING := 1
 export AWS_EC2_METADATA_DISABLED := true
+export NO_MKDOCS_2_WARNING := 1
 # The extras and the test environments come through uv, which keeps one unpacked copy of each
 # wheel in this cache and hard-links it into every environment: the CUDA builds of torch that
 # PyPI has bring GBs of NVIDIA libraries each, the same ones to the main venv and the images'

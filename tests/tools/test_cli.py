@@ -58,9 +58,8 @@ def test_a_prices_file_comes_before_the_table(tmp_path, capsys):
     assert given["creative"] == table["creative"]
 
 
-def test_the_readme_shows_the_table_advise_prints(capsys):
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## The decision: advisor"):]
+def test_the_guide_shows_the_table_advise_prints(capsys):
+    section = (ROOT / "docs" / "guides" / "decision.md").read_text()
     (shown,) = re.findall(r"```text\n(workload .*?)```", section, flags=re.S)[:1]
     assert main(["advise", str(WORKLOADS)]) == 0
     printed = capsys.readouterr().out

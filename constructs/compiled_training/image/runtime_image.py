@@ -47,6 +47,9 @@ _KEEP_IMAGES = 20
 
 
 class BuildMode(str, Enum):
+    """Where a `RuntimeImage` is built: in the cloud at deploy time, or by the deploying
+    machine's Docker."""
+
     LOCAL = "local"
     """The deploying machine's Docker builds a CDK image asset."""
     CLOUD = "cloud"

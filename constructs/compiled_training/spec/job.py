@@ -30,6 +30,8 @@ class Distribution(str, Enum):
 
 
 class ParameterType(str, Enum):
+    """A pipeline parameter's type, as SageMaker Pipelines names it."""
+
     STRING = "String"
     INTEGER = "Integer"
     FLOAT = "Float"

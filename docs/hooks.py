@@ -1,0 +1,86 @@
+"""The site's build hooks (mkdocs.yml): pages made from the repository's own files, so that
+each fact has one source, and the checks a strict build fails on.
+
+- The changelog, the contributor's guide, the benchmarks' results and the example app's README
+  are included as they are in the repository.
+- The CLI page is the CLI's own ``--help`` texts, read from its parsers.
+- Every public name (``compiled_training.__all__``) has a docstring of its own and a place in
+  the API reference (a ``::: compiled_training.<Name>`` block in ``docs/reference/``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File, Files
+
+ROOT = Path(__file__).resolve().parent.parent
+INCLUDED = {
+    "changelog.md": "CHANGELOG.md",
+    "contributing.md": "CONTRIBUTING.md",
+    "results/RESULTS.md": "benchmarks/RESULTS.md",
+    "results/RESULTS-synth.md": "benchmarks/RESULTS-synth.md",
+    "results/bench/bench.png": "benchmarks/bench/bench.png",
+    "examples/team-app.md": "examples/team-app/README.md",
+}
+REFERENCE = ROOT / "docs" / "reference"
+_DIRECTIVE = re.compile(r"^::: compiled_training\.(\w+)\s*$", re.M)
+
+
+def on_config(config: Any) -> Any:
+    problems = public_name_problems()
+    if problems:
+        raise PluginError("the API reference: " + "; ".join(problems))
+    return config
+
+
+def on_files(files: Files, config: Any) -> Files:
+    for uri, source in INCLUDED.items():
+        files.append(File.generated(config, uri, abs_src_path=str(ROOT / source)))
+    files.append(File.generated(config, "cli.md", content=cli_page()))
+    return files
+
+
+def public_name_problems() -> list[str]:
+    """Public names without a docstring of their own, or without a place in the reference."""
+    sys.path[:0] = [str(ROOT / "constructs"), str(ROOT / "runtime")]
+    import compiled_training
+
+    documented = {name for page in REFERENCE.glob("*.md")
+                  for name in _DIRECTIVE.findall(page.read_text())}
+    problems = []
+    for name in compiled_training.__all__:
+        obj = getattr(compiled_training, name)
+        if not (obj.__dict__.get("__doc__") if isinstance(obj, type) else obj.__doc__):
+            problems.append(f"{name} has no docstring of its own")
+        if name not in documented:
+            problems.append(f"{name} is in no docs/reference page (::: compiled_training.{name})")
+    problems += [f"docs/reference names {name}, which is not public"
+                 for name in sorted(documented - set(compiled_training.__all__))]
+    return problems
+
+
+def cli_page() -> str:
+    """The CLI's reference: each command's ``--help``, from the parsers that print it."""
+    sys.path[:0] = [str(ROOT / "constructs"), str(ROOT / "runtime")]
+    from compiled_training.local.cli import parser as run_parser
+    from compiled_training.tools.cli import parser
+
+    top = parser()
+    sections = ["# The command line", "",
+                "`compiled-training` and each of its commands, as `--help` prints them (this "
+                "page is made from the same parsers).", "", _help("compiled-training", top)]
+    for action in top._subparsers._group_actions:  # argparse keeps its subcommands here
+        for name, sub in getattr(action, "choices", {}).items():
+            sections.append(_help(f"compiled-training {name}",
+                                  run_parser() if name == "run" else sub))
+    return "\n".join(sections)
+
+
+def _help(title: str, parser: argparse.ArgumentParser) -> str:
+    return f"## `{title}`\n\n```text\n{parser.format_help().rstrip()}\n```\n"
