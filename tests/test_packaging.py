@@ -64,6 +64,35 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return sorted((work / "dist").glob("*.whl"))
 
 
+@pytest.fixture(scope="module")
+def sdists(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Both sdists, as `make dist` builds them (``python -m build``), from a copy."""
+    work = tmp_path_factory.mktemp("sdists")
+    source = work / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".*", "node_modules", "cdk.out", "build", "*.egg-info", "__pycache__", "*-results",
+        "site", "dist"))
+    for project in (source, source / "runtime"):
+        built = _run([sys.executable, "-m", "build", "--sdist", "--outdir", work / "dist",
+                      project])
+        assert built.returncode == 0, built.stderr[-3000:]
+    return sorted((work / "dist").glob("*.tar.gz"))
+
+
+def test_the_sdists_pass_twine_and_install_to_the_same_templates_as_the_wheels(
+        sdists, consumer, tmp_path):
+    """A user (or a mirror) that installs from source gets the same library: the version
+    written once reaches both, and the app synthesizes to the same bytes."""
+    assert [p.name for p in sdists] == [f"compiled_training-{VERSION}.tar.gz",
+                                        f"compiled_training_runtime-{VERSION}.tar.gz"]
+    checked = _run([sys.executable, "-m", "twine", "check", "--strict", *sdists])
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    python = _installed(tmp_path, sys.executable, sdists)
+    from_source = _synthesized(python, tmp_path)
+    for template in consumer.glob("*.template.json"):
+        assert (from_source / template.name).read_bytes() == template.read_bytes()
+
+
 def _installed(work: Path, interpreter: str, wheels: list[Path], *also: str) -> Path:
     """A fresh virtualenv of ``interpreter`` with the wheels, their dependencies and ``also``."""
     created = _run([interpreter, "-m", "venv", work / "venv"])
