@@ -25,7 +25,7 @@ setup: $(VENV)/.installed node_modules/.installed
 
 setup-dev: setup $(VENV)/.installed-dev
 
-$(VENV)/.installed: pyproject.toml runtime/pyproject.toml
+$(VENV)/.installed: pyproject.toml runtime/pyproject.toml setup.py runtime/compiled_training_runtime/__init__.py
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ./runtime -e .

@@ -11,8 +11,11 @@ each fact has one source, and the checks a strict build fails on.
 from __future__ import annotations
 
 import argparse
+import ast
+import inspect
 import re
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -55,14 +58,22 @@ def public_name_problems() -> list[str]:
                   for name in _DIRECTIVE.findall(page.read_text())}
     problems = []
     for name in compiled_training.__all__:
-        obj = getattr(compiled_training, name)
-        if not (obj.__dict__.get("__doc__") if isinstance(obj, type) else obj.__doc__):
+        if not written_docstring(getattr(compiled_training, name)):
             problems.append(f"{name} has no docstring of its own")
         if name not in documented:
             problems.append(f"{name} is in no docs/reference page (::: compiled_training.{name})")
     problems += [f"docs/reference names {name}, which is not public"
                  for name in sorted(documented - set(compiled_training.__all__))]
     return problems
+
+
+def written_docstring(obj: Any) -> str | None:
+    """The docstring written in the source for ``obj`` (a class or a function), not one
+    Python made or inherited (``@dataclass`` writes the signature where there is none)."""
+    source = textwrap.dedent(inspect.getsource(obj))
+    (definition,) = [node for node in ast.parse(source).body
+                     if isinstance(node, (ast.ClassDef, ast.FunctionDef))]
+    return ast.get_docstring(definition)
 
 
 def cli_page() -> str:

@@ -31,7 +31,7 @@ import griffe
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = Path("api")
-PYTHON_BASELINE, CLI_BASELINE = "python.json", "cli.json"
+PYTHON_BASELINE, CLI_BASELINE, VALUES_BASELINE = "python.json", "cli.json", "values.json"
 CLI = "compiled-training"
 
 
@@ -43,11 +43,31 @@ def python_surface(root: Path) -> griffe.Module:
     # Relative: the baseline names no machine's folders.
     surface = griffe.Module("compiled_training",
                             filepath=Path("constructs") / "compiled_training" / "__init__.py")
+    targets = {}
     for name in package.exports or ():
         member = package[name]
-        surface.set_member(name, member.final_target if member.is_alias else member)
+        targets[name] = member.final_target if member.is_alias else member
+    for target in targets.values():  # in the package still, where the bases resolve
+        if target.is_class:
+            _with_inherited(target)
+    for name, target in targets.items():
+        surface.set_member(name, target)
     _strip_docstrings(surface)
     return surface
+
+
+def _with_inherited(cls: Any) -> None:
+    """A class's public members from its bases in this package, as its own: a removed
+    ``pipeline_arn`` of `NamedPipeline` breaks `TrainingPipeline`'s users."""
+    for name, inherited in cls.inherited_members.items():
+        if not name.startswith("_") and name not in cls.members:
+            target = inherited.final_target if inherited.is_alias else inherited
+            cls.set_member(name, _copy(target))
+
+
+def _copy(obj: Any) -> Any:
+    """A copy of a griffe object (through its JSON), so that each class owns its own."""
+    return json.loads(obj.as_json(), object_hook=griffe.json_decoder)
 
 
 def _strip_docstrings(obj: Any) -> None:
@@ -77,13 +97,43 @@ def _arguments(parser: argparse.ArgumentParser) -> dict[str, Any]:
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction):
             continue
+        choices = sorted(map(str, action.choices)) if action.choices else None
         if action.option_strings:
             for option in action.option_strings:
                 options[option] = {"required": bool(action.required),
-                                   "takes_value": action.nargs != 0}
+                                   "takes_value": action.nargs != 0, "choices": choices}
         else:
-            positionals.append(action.dest)
+            positionals.append({"name": action.dest, "choices": choices,
+                                "required": action.nargs not in ("?", "*")})
     return {"options": options, "positionals": positionals}
+
+
+def enum_values(root: Path) -> dict[str, dict[str, str]]:
+    """Each public enum's members and their values, as Python has them (griffe compares no
+    attribute's value, and CompilerKind's are the contract's constants): the words cdk.json,
+    the run summary and the CLI spell."""
+    sys.path[:0] = [str(root / "constructs"), str(root / "runtime")]
+    import enum
+
+    import compiled_training
+
+    return {name: {member.name: str(member.value) for member in obj}
+            for name in compiled_training.__all__
+            if isinstance(obj := getattr(compiled_training, name), type)
+            and issubclass(obj, enum.Enum)}
+
+
+def value_breakages(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str]]:
+    found = []
+    for name, members in old.items():
+        for member, value in members.items():
+            now = new.get(name, {}).get(member)
+            if name in new and now is None:
+                found.append((f"compiled_training.{name}.{member}", "enum member removed"))
+            elif now is not None and now != value:
+                found.append((f"compiled_training.{name}.{member}",
+                              f"enum value changed from {value!r} to {now!r}"))
+    return found
 
 
 def cli_breakages(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str]]:
@@ -95,22 +145,42 @@ def cli_breakages(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, s
         if now is None:
             found.append((name, "command removed"))
             continue
-        if now["positionals"][:len(before["positionals"])] != before["positionals"]:
-            found.append((name, f"positional arguments {before['positionals']} became "
-                                f"{now['positionals']}"))
-        elif len(now["positionals"]) > len(before["positionals"]):
+        names = [p["name"] for p in now["positionals"]]
+        if names[:len(before["positionals"])] != [p["name"] for p in before["positionals"]]:
+            found.append((name, f"positional arguments {[p['name'] for p in before['positionals']]}"
+                                f" became {names}"))
+        for was, positional in zip(before["positionals"], now["positionals"], strict=False):
+            found += _argument_breakages(f"{name} {was['name']}", was, positional)
+        added = now["positionals"][len(before["positionals"]):]
+        if any(p["required"] for p in added):
             found.append((name, f"new required positional argument(s) "
-                                f"{now['positionals'][len(before['positionals']):]}"))
+                                f"{[p['name'] for p in added if p['required']]}"))
         for option, was in before["options"].items():
             option_now = now["options"].get(option)
             if option_now is None:
                 found.append((f"{name} {option}", "option removed"))
-            elif option_now != was and (option_now["required"] or
-                                        option_now["takes_value"] != was["takes_value"]):
-                found.append((f"{name} {option}", f"option changed from {was} to {option_now}"))
+            else:
+                found += _argument_breakages(f"{name} {option}", was, option_now)
         for option, option_now in now["options"].items():
             if option not in before["options"] and option_now["required"]:
                 found.append((f"{name} {option}", "new required option"))
+    return found
+
+
+def _argument_breakages(name: str, was: dict[str, Any], now: dict[str, Any]
+                        ) -> list[tuple[str, str]]:
+    """An argument made required, taking a value where it took none (or the reverse), or
+    refusing a choice it took."""
+    found = []
+    if now["required"] and not was["required"]:
+        found.append((name, "now required"))
+    if was.get("takes_value", True) != now.get("takes_value", True):
+        found.append((name, "takes a value where it took none, or the reverse"))
+    if now["choices"] is not None and set(was["choices"] or ()) - set(now["choices"]):
+        found.append((name, f"choices {sorted(set(was['choices'] or ()) - set(now['choices']))}"
+                            f" removed"))
+    elif now["choices"] is not None and was["choices"] is None:
+        found.append((name, f"now limited to {now['choices']}"))
     return found
 
 
@@ -133,9 +203,11 @@ def check(root: Path) -> list[str]:
     baseline = root / BASELINE
     old_python = griffe.Module.from_json((baseline / PYTHON_BASELINE).read_text())
     old_cli = json.loads((baseline / CLI_BASELINE).read_text())
+    old_values = json.loads((baseline / VALUES_BASELINE).read_text())
     recorded = recorded_as_breaking((root / "CHANGELOG.md").read_text())
     found = (python_breakages(old_python, python_surface(root))
-             + cli_breakages(old_cli, cli_surface(root)))
+             + cli_breakages(old_cli, cli_surface(root))
+             + value_breakages(old_values, enum_values(root)))
     return [f"`{name}`: {what}" for name, what in found if name not in recorded]
 
 
@@ -145,6 +217,8 @@ def write(root: Path) -> None:
     (baseline / PYTHON_BASELINE).write_text(python_surface(root).as_json(indent=1) + "\n")
     (baseline / CLI_BASELINE).write_text(json.dumps(cli_surface(root), indent=1, sort_keys=True)
                                          + "\n")
+    (baseline / VALUES_BASELINE).write_text(json.dumps(enum_values(root), indent=1,
+                                                       sort_keys=True) + "\n")
 
 
 def main() -> int:

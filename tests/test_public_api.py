@@ -52,9 +52,16 @@ def test_a_removed_prop_fails_naming_it_until_the_changelog_records_it(scratch):
           "    spot: bool | None\n", "")
     failed = _check(scratch)
     assert failed.returncode == 1
-    assert "`compiled_training.TrainingJobOptions.spot`: Public object was removed" in \
-        failed.stderr
-    _record(scratch, "compiled_training.TrainingJobOptions.spot")
+    # The prop, and the props that inherit it: each is what an app writes.
+    named = ("compiled_training.TrainingJobOptions.spot",
+             "compiled_training.TrainingPipelineProps.spot",
+             "compiled_training.CompilerBenchmarkProps.spot")
+    for name in named:
+        assert f"`{name}`: Public object was removed" in failed.stderr
+    for name in named[:2]:
+        _record(scratch, name)
+    assert "CompilerBenchmarkProps.spot" in _check(scratch).stderr  # one left unrecorded
+    _record(scratch, named[2])
     assert _check(scratch).returncode == 0
 
 
@@ -86,3 +93,40 @@ def test_only_the_unreleased_breaking_entries_count():
     changelog = ("# Changelog\n\n## [Unreleased]\n\n### Breaking\n\n- `a.B.c` went.\n\n"
                  "### Added\n\n- `x.Y`\n\n## [0.2.0] - 2026-11-26\n\n### Breaking\n\n- `old.Z`\n")
     assert recorded_as_breaking(changelog) == {"a.B.c"}
+
+
+def test_an_inherited_public_method_removed_from_a_base_breaks_the_constructs(scratch):
+    _edit(scratch / "constructs/compiled_training/pipelines/named_pipeline.py",
+          "    def grant_start_execution(", "    def _grant_start_execution(")
+    failed = _check(scratch)
+    assert failed.returncode == 1
+    assert "`compiled_training.TrainingPipeline.grant_start_execution`" in failed.stderr
+    assert "`compiled_training.CompilerBenchmark.grant_start_execution`" in failed.stderr
+
+
+def test_an_enum_members_value_or_removal_breaks(scratch):
+    """The words cdk.json and the CLI spell: CompilerKind's are the contract's constants."""
+    _edit(scratch / "runtime/compiled_training_runtime/contract.py",
+          'COMPILER_TORCH_COMPILE = "torch-compile"', 'COMPILER_TORCH_COMPILE = "torchcompile"')
+    _edit(scratch / "constructs/compiled_training/spec/job.py",
+          '    SMDISTRIBUTED_DATA_PARALLEL = "smdistributed"\n', "")
+    failed = _check(scratch)
+    assert failed.returncode == 1
+    assert ("`compiled_training.CompilerKind.TORCH_COMPILE`: enum value changed from "
+            "'torch-compile' to 'torchcompile'") in failed.stderr
+    assert "`compiled_training.Distribution.SMDISTRIBUTED_DATA_PARALLEL`" in failed.stderr
+
+
+def test_a_removed_command_or_an_optional_argument_made_required_breaks(scratch):
+    cli = scratch / "constructs/compiled_training/tools/cli.py"
+    text = cli.read_text()
+    start = text.index('    bench = commands.add_parser("bench"')
+    end = text.index("    return parser\n", start)
+    cli.write_text(text[:start] + text[end:])
+    _edit(scratch / "constructs/compiled_training/local/cli.py",
+          'run.add_argument("assembly", nargs="?", default="cdk.out", type=Path,',
+          'run.add_argument("assembly", type=Path,')
+    failed = _check(scratch)
+    assert failed.returncode == 1
+    assert "`compiled-training bench`: command removed" in failed.stderr
+    assert "`compiled-training run assembly`: now required" in failed.stderr

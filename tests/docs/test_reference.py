@@ -4,6 +4,7 @@ is listed on a construct's page."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import subprocess
@@ -54,8 +55,16 @@ def test_a_public_name_without_a_docstring_fails_the_build(monkeypatch):
     sys.path.insert(0, str(ROOT / "docs"))
     import hooks
 
+    import compiled_training
     from compiled_training.spec import job
 
     assert hooks.public_name_problems() == []
-    monkeypatch.setattr(job.ParameterType, "__doc__", None)
+
+    @dataclasses.dataclass(frozen=True)
+    class Undocumented:  # @dataclass writes its signature as __doc__: not a docstring
+        name: str
+
+    assert Undocumented.__doc__ and hooks.written_docstring(Undocumented) is None
+    monkeypatch.setattr(job, "ParameterType", Undocumented)
+    monkeypatch.setattr(compiled_training, "ParameterType", Undocumented)
     assert hooks.public_name_problems() == ["ParameterType has no docstring of its own"]
