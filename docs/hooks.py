@@ -79,17 +79,13 @@ def written_docstring(obj: Any) -> str | None:
 def cli_page() -> str:
     """The CLI's reference: each command's ``--help``, from the parsers that print it."""
     sys.path[:0] = [str(ROOT / "constructs"), str(ROOT / "runtime")]
-    from compiled_training.local.cli import parser as run_parser
-    from compiled_training.tools.cli import parser
+    from compiled_training.tools.cli import command_parsers, parser
 
-    top = parser()
     sections = ["# The command line", "",
                 "`compiled-training` and each of its commands, as `--help` prints them (this "
-                "page is made from the same parsers).", "", _help("compiled-training", top)]
-    for action in top._subparsers._group_actions:  # argparse keeps its subcommands here
-        for name, sub in getattr(action, "choices", {}).items():
-            sections.append(_help(f"compiled-training {name}",
-                                  run_parser() if name == "run" else sub))
+                "page is made from the same parsers).", "", _help("compiled-training", parser())]
+    sections += [_help(f"compiled-training {name}", sub)
+                 for name, sub in command_parsers().items()]
     return "\n".join(sections)
 
 

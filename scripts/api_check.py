@@ -81,15 +81,9 @@ def cli_surface(root: Path) -> dict[str, Any]:
     """Each command's options and positional arguments, from the CLI's own parsers (``root``'s:
     a process reads one checkout)."""
     sys.path[:0] = [str(root / "constructs"), str(root / "runtime")]
-    from compiled_training.local.cli import parser as run_parser
-    from compiled_training.tools.cli import parser
+    from compiled_training.tools.cli import command_parsers
 
-    commands = {}
-    top = parser()
-    for action in top._subparsers._group_actions:  # argparse keeps its subcommands here
-        for name, sub in getattr(action, "choices", {}).items():
-            commands[name] = _arguments(run_parser() if name == "run" else sub)
-    return {CLI: commands}
+    return {CLI: {name: _arguments(sub) for name, sub in command_parsers().items()}}
 
 
 def _arguments(parser: argparse.ArgumentParser) -> dict[str, Any]:

@@ -318,6 +318,15 @@ def main(argv: list[str] | None = None) -> int:
         return USAGE_ERROR
 
 
+def command_parsers() -> dict[str, argparse.ArgumentParser]:
+    """Each command's parser by name, ``run``'s own (the local runner's) included: what the
+    API check and the documentation's CLI page read."""
+    top = parser()
+    commands = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    run = importlib.import_module("compiled_training.local.cli").parser()
+    return {name: run if name == "run" else sub for name, sub in commands.choices.items()}
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line, as ``--help`` prints it and the documentation's CLI page shows it
     (``run``'s own options: `compiled_training.local.cli.parser`)."""
