@@ -23,6 +23,9 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the API check's reading of the checkout serves here too
+from scripts.api_check import importable  # noqa: E402
+
 INCLUDED = {
     "changelog.md": "CHANGELOG.md",
     "contributing.md": "CONTRIBUTING.md",
@@ -51,7 +54,7 @@ def on_files(files: Files, config: Any) -> Files:
 
 def public_name_problems() -> list[str]:
     """Public names without a docstring of their own, or without a place in the reference."""
-    sys.path[:0] = [str(ROOT / "constructs"), str(ROOT / "runtime")]
+    importable(ROOT)
     import compiled_training
 
     documented = {name for page in REFERENCE.glob("*.md")
@@ -78,7 +81,7 @@ def written_docstring(obj: Any) -> str | None:
 
 def cli_page() -> str:
     """The CLI's reference: each command's ``--help``, from the parsers that print it."""
-    sys.path[:0] = [str(ROOT / "constructs"), str(ROOT / "runtime")]
+    importable(ROOT)
     from compiled_training.tools.cli import command_parsers, parser
 
     sections = ["# The command line", "",

@@ -77,10 +77,17 @@ def _strip_docstrings(obj: Any) -> None:
             _strip_docstrings(member)
 
 
+def importable(root: Path) -> None:
+    """Puts ``root``'s two packages first on the path, once (a process reads one checkout)."""
+    for folder in (str(root / "runtime"), str(root / "constructs")):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+
+
 def cli_surface(root: Path) -> dict[str, Any]:
     """Each command's options and positional arguments, from the CLI's own parsers (``root``'s:
     a process reads one checkout)."""
-    sys.path[:0] = [str(root / "constructs"), str(root / "runtime")]
+    importable(root)
     from compiled_training.tools.cli import command_parsers
 
     return {CLI: {name: _arguments(sub) for name, sub in command_parsers().items()}}
@@ -106,7 +113,7 @@ def enum_values(root: Path) -> dict[str, dict[str, str]]:
     """Each public enum's members and their values, as Python has them (griffe compares no
     attribute's value, and CompilerKind's are the contract's constants): the words cdk.json,
     the run summary and the CLI spell."""
-    sys.path[:0] = [str(root / "constructs"), str(root / "runtime")]
+    importable(root)
     import enum
 
     import compiled_training

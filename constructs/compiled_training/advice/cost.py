@@ -103,13 +103,18 @@ class Money:
     """The most the compiler could save a year; unknown counts as enough (never blocks)."""
 
 
+def price_unknown(instance_type: str) -> str:
+    """Why a workload's money is not counted, and how to give the price."""
+    return (f"price unknown for {instance_type}: dollars not counted; supply one with "
+            f"prices={{'{instance_type}': USD per hour}} or `advise --prices FILE` (or "
+            f"--live-prices)")
+
+
 def money(profile: WorkloadProfile, compiler: CompilerKind, speedup: tuple[float, float],
            prices: Mapping[str, float] | None, compile: CompileMinutes) -> Money:
     price = price_per_hour(profile.instance_type, prices)
     if price is None:
-        return Money(f"price unknown for {profile.instance_type}: dollars not counted; supply "
-                      f"one with prices={{'{profile.instance_type}': USD per hour}} or "
-                      "`advise --prices FILE` (or --live-prices)")
+        return Money(price_unknown(profile.instance_type))
     hourly = price * profile.instance_count
     per_run = hourly * profile.hours_per_run
     runs = profile.runs_per_week * WEEKS_PER_YEAR

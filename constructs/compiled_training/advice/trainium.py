@@ -210,9 +210,7 @@ def _money(profile: WorkloadProfile, prices: Mapping[str, float] | None,
            compile: cost.CompileMinutes) -> tuple[float | None, float | None, str]:
     price = price_per_hour(profile.instance_type, prices)
     if price is None:
-        return None, None, (f"price unknown for {profile.instance_type}: dollars not counted; "
-                            f"supply one with prices={{'{profile.instance_type}': USD per "
-                            f"hour}} or `advise --prices FILE` (or --live-prices)")
+        return None, None, cost.price_unknown(profile.instance_type)
     hourly = price * profile.instance_count
     per_run, runs = hourly * profile.hours_per_run, profile.runs_per_week * WEEKS_PER_YEAR
     compiling = hourly / 60 * compile.per_run[1]
