@@ -15,6 +15,11 @@ runs but that torch loads on import, and the torch releases tested here pin near
 uv unpacks each wheel once into its cache (``UV_CACHE_DIR``, which make keeps beside the
 environments, on their file system) and hard-links it into every environment that uses it; with
 pip, each environment held its own copy and CI's disk ran out.
+
+Even shared, they take about 14 GiB beside the main environment's 8, and CI's machines come with
+more or less free disk: an environment that would leave the test run less than ``RESERVE_GIB`` is
+not built, says so, and the tests that need it skip naming the disk (pytest's ``-ra`` summary lists
+them). The environments are built in the order of what they cover, the local run's first.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,6 +51,9 @@ class Environment:
     torch_xla: bool = False
     runtime: bool = True
     """Installs the runtime as the images do (the tool environments need none)."""
+    disk_gib: float = field(default=0.5, repr=False)
+    """What building it adds to the disk, built in ENVS' order after the main environment
+    (measured with du, rounded up: the NVIDIA libraries it shares with those are not counted)."""
 
     @property
     def folder(self) -> Path:
@@ -70,6 +78,11 @@ class Environment:
         marker = self.folder / ".installed"
         return marker.exists() and marker.read_text() == repr(self)
 
+    @property
+    def no_room(self) -> Path:
+        """Where ``build`` writes why it left this environment unbuilt for lack of disk."""
+        return HOME / f"{self.name}.no-room"
+
 
 XLA_WITH_GRAD_SCALER = "py311-torch-xla2.8"
 NEWEST_NEURON_IMAGE = "py312-torch-xla2.9"
@@ -89,34 +102,14 @@ def require(name: str) -> Environment:
     env = next(env for env in ENVS if env.name == name)
     if env.interpreter() is None:
         pytest.skip(f"no Python {env.python} on this machine for {env.purpose}")
+    if not env.ready and env.no_room.exists():
+        pytest.skip(env.no_room.read_text())
     assert env.ready, f"{env.name} is not built: run `.venv/bin/python tests/environments.py` (make test does)"
     return env
 
 
 ENVS = (
-    Environment("py39-torch1.13.1", "pytorch-trcomp-training:1.13.1 (Python 3.9)", "3.9",
-             ("torch==1.13.1", "numpy<2", *_TRANSFORMERS_4_21_NEEDS), ("transformers==4.21.1",)),
-    Environment("py38-torch1.11.0", "huggingface-pytorch-trcomp-training, PyTorch 1.11, "
-             "Transformers 4.21.1 (Python 3.8)", "3.8",
-             ("torch==1.11.0", "numpy<1.25", *_TRANSFORMERS_4_21_NEEDS),
-             ("transformers==4.21.1",)),
-    # The newest PyTorch GPU training DLC's Python and torch (pytorch-training:2.10.0-gpu-py313),
-    # the image torch_compile() resolves by default.
-    Environment(NEWEST_GPU_IMAGE, "pytorch-training:2.10.0 (Python 3.13)", "3.13",
-                ("torch==2.10.0", "numpy", "transformers>=4.46,<6")),
-    # torch-xla 2.9 removed torch_xla.amp.GradScaler, which the Training Compiler images have;
-    # with the toolkit and the PyTorch DLCs' launcher logic, as in those images.
-    Environment(XLA_WITH_GRAD_SCALER, "torch-xla with torch_xla.amp.GradScaler (2.8)", "3.11",
-             ("torch==2.8.0", "torch-xla==2.8.1", "transformers>=4.46,<6", "sagemaker-training",
-              "sagemaker-pytorch-training"), torch_xla=True),
-    # The newest PyTorch NeuronX training DLC's Python and torch
-    # (pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0), the image neuron_xla() resolves:
-    # PyPI's torch-xla 2.9 stands in for the Neuron SDK's build of it (torch-neuronx and
-    # neuronx-cc exist only inside the image), with the toolkit and the PyTorch DLCs' launcher
-    # logic, which the Neuron images run too.
-    Environment(NEWEST_NEURON_IMAGE, "pytorch-training-neuronx:2.9.0 (Python 3.12)", "3.12",
-                ("torch==2.9.0", "torch-xla==2.9.0", "transformers>=4.46,<6",
-                 "sagemaker-training", "sagemaker-pytorch-training"), torch_xla=True),
+    # The tools first: small, and the template scans and the image matrix's tests need them.
     # A second template scanner; it pins its own boto3 and friends.
     Environment(CHECKOV, "checkov, CloudFormation checks run offline on cdk.out", "3.11",
                 ("checkov>=3.2",), runtime=False),
@@ -124,6 +117,34 @@ ENVS = (
     # environment with it; its own dependencies are not needed to read JSON.
     Environment(IMAGE_CONFIG, "the SageMaker SDK v3's image configuration", "3.11", (),
                 (SAGEMAKER_CORE,), runtime=False),
+    # torch-xla 2.9 removed torch_xla.amp.GradScaler, which the Training Compiler images have;
+    # with the toolkit and the PyTorch DLCs' launcher logic, as in those images. The local run's
+    # XLA steps train in it.
+    Environment(XLA_WITH_GRAD_SCALER, "torch-xla with torch_xla.amp.GradScaler (2.8)", "3.11",
+                ("torch==2.8.0", "torch-xla==2.8.1", "transformers>=4.46,<6",
+                 "sagemaker-training", "sagemaker-pytorch-training"), torch_xla=True,
+                disk_gib=3.5),
+    # The newest PyTorch NeuronX training DLC's Python and torch
+    # (pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0), the image neuron_xla() resolves:
+    # PyPI's torch-xla 2.9 stands in for the Neuron SDK's build of it (torch-neuronx and
+    # neuronx-cc exist only inside the image), with the toolkit and the PyTorch DLCs' launcher
+    # logic, which the Neuron images run too.
+    Environment(NEWEST_NEURON_IMAGE, "pytorch-training-neuronx:2.9.0 (Python 3.12)", "3.12",
+                ("torch==2.9.0", "torch-xla==2.9.0", "transformers>=4.46,<6",
+                 "sagemaker-training", "sagemaker-pytorch-training"), torch_xla=True,
+                disk_gib=3.0),
+    # The newest PyTorch GPU training DLC's Python and torch (pytorch-training:2.10.0-gpu-py313),
+    # the image torch_compile() resolves by default.
+    Environment(NEWEST_GPU_IMAGE, "pytorch-training:2.10.0 (Python 3.13)", "3.13",
+                ("torch==2.10.0", "numpy", "transformers>=4.46,<6"), disk_gib=3.0),
+    # The frozen Training Compiler images, last: their CUDA 11 and 10.2 libraries share nothing.
+    Environment("py39-torch1.13.1", "pytorch-trcomp-training:1.13.1 (Python 3.9)", "3.9",
+                ("torch==1.13.1", "numpy<2", *_TRANSFORMERS_4_21_NEEDS),
+                ("transformers==4.21.1",), disk_gib=3.5),
+    Environment("py38-torch1.11.0", "huggingface-pytorch-trcomp-training, PyTorch 1.11, "
+                "Transformers 4.21.1 (Python 3.8)", "3.8",
+                ("torch==1.11.0", "numpy<1.25", *_TRANSFORMERS_4_21_NEEDS),
+                ("transformers==4.21.1",), disk_gib=2.0),
 )
 
 
@@ -159,6 +180,11 @@ def build(env: Environment, wheel: Path) -> str:
     install = [sys.executable, "-m", "uv", "pip", "install", "--quiet", "--python",
                str(env.executable)]
     if not env.ready:
+        short = lacks_room(env, shutil.disk_usage(HOME).free)
+        if short:
+            env.no_room.write_text(short)
+            return f"skipped: {short}"
+        env.no_room.unlink(missing_ok=True)
         if not env.executable.exists():
             subprocess.run([interpreter, "-m", "venv", str(env.folder)], check=True)
         if env.packages:
@@ -171,6 +197,21 @@ def build(env: Environment, wheel: Path) -> str:
         # Dockerfiles install it (pip install --no-deps), never touching the image's own torch.
         subprocess.run([*install, "--no-deps", "--reinstall", str(wheel)], check=True)
     return f"ready {env.name} ({env.purpose})"
+
+
+RESERVE_GIB = 3.0
+"""What the test run itself writes while it runs: the packaging tests' virtualenvs, the synthesized
+apps, the runtime's checkpoints and compile caches."""
+
+
+def lacks_room(env: Environment, free_bytes: int) -> str | None:
+    """Why ``env`` is not built with this much free disk, or None where it fits beside the
+    test run's reserve."""
+    free = free_bytes / 2**30
+    if free - env.disk_gib >= RESERVE_GIB:
+        return None
+    return (f"{env.name} ({env.purpose}) is not built: {free:.1f} GiB free on this disk, and it "
+            f"takes about {env.disk_gib} GiB beside the {RESERVE_GIB} GiB the test run keeps")
 
 
 def site_packages(env: Environment) -> Path:

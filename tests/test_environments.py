@@ -1,0 +1,48 @@
+"""The side environments on a small disk: one that would leave the test run too little is not
+built, and the tests that need it skip naming the disk, where an unbuilt one fails them."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from tests import environments
+from tests.environments import CHECKOV, ENVS, RESERVE_GIB, XLA_WITH_GRAD_SCALER, lacks_room, require
+
+GIB = 2**30
+
+
+def _env(name: str) -> environments.Environment:
+    return next(env for env in ENVS if env.name == name)
+
+
+def test_an_environment_is_built_only_beside_the_test_runs_reserve():
+    env = _env(XLA_WITH_GRAD_SCALER)
+    enough = int((env.disk_gib + RESERVE_GIB) * GIB)
+    assert lacks_room(env, enough) is None
+    short = lacks_room(env, enough - 1)
+    assert short is not None
+    assert short.startswith(f"{XLA_WITH_GRAD_SCALER} (torch-xla with torch_xla.amp.GradScaler "
+                            "(2.8)) is not built: 6.5 GiB free on this disk")
+    assert f"about {env.disk_gib} GiB beside the {RESERVE_GIB} GiB the test run keeps" in short
+
+
+def test_the_local_runs_environment_is_built_before_the_frozen_images():
+    names = [env.name for env in ENVS]
+    assert names.index(XLA_WITH_GRAD_SCALER) < names.index("py39-torch1.13.1")
+    assert names[:2] == [CHECKOV, environments.IMAGE_CONFIG]  # small, and scans need them
+
+
+def test_an_environment_left_unbuilt_for_lack_of_disk_skips_its_tests(monkeypatch, tmp_path):
+    monkeypatch.setattr(environments, "HOME", tmp_path)
+    with pytest.raises(AssertionError, match=f"{CHECKOV} is not built: run"):
+        require(CHECKOV)  # unbuilt, and nobody said why: the test fails
+    monkeypatch.setattr(environments.shutil, "disk_usage", lambda _: SimpleNamespace(free=GIB))
+    wheel = tmp_path / "runtime.whl"  # never installed: the checkov environment takes none
+    reason = environments.build(_env(CHECKOV), wheel)
+    assert reason.startswith(f"skipped: {CHECKOV} (checkov, CloudFormation checks run offline "
+                             "on cdk.out) is not built: 1.0 GiB free on this disk")
+    assert not _env(CHECKOV).folder.exists()  # nothing half-built
+    with pytest.raises(pytest.skip.Exception, match="1.0 GiB free on this disk"):
+        require(CHECKOV)
