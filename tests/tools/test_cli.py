@@ -147,3 +147,12 @@ def _fails_with_one_line(arguments: list[str], message: str) -> None:
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert re.search(message, result.stderr), result.stderr
+
+
+def test_every_help_text_reads_as_typed_without_restructuredtext_quoting():
+    from compiled_training.tools.cli import command_parsers, parser
+
+    for command in (parser(), *command_parsers().values()):
+        text = command.format_help()
+        assert "``" not in text, text
+    assert "compiled-training: the command line." in parser().format_help()

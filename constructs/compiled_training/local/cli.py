@@ -45,7 +45,7 @@ USAGE_ERROR = 2
 
 def parser() -> argparse.ArgumentParser:
     run = argparse.ArgumentParser(prog="compiled-training run", description=__doc__.split(
-        "\n")[0])
+        "\n")[0].replace("``", ""))
     run.add_argument("assembly", nargs="?", default="cdk.out", type=Path,
                      help="a synthesized cloud assembly (default: cdk.out)")
     run.add_argument("--pipeline", help="pipeline name, construct path or logical id")

@@ -330,7 +330,9 @@ def command_parsers() -> dict[str, argparse.ArgumentParser]:
 def parser() -> argparse.ArgumentParser:
     """The command line, as ``--help`` prints it and the documentation's CLI page shows it
     (``run``'s own options: `compiled_training.local.cli.parser`)."""
-    parser = argparse.ArgumentParser(prog="compiled-training", description=__doc__,
+    # The module's docstring, less its reStructuredText quoting: a terminal shows it as typed.
+    parser = argparse.ArgumentParser(prog="compiled-training",
+                                     description=__doc__.replace("``", ""),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     advise = commands.add_parser("advise", help="verdicts and money at stake for workloads")
