@@ -199,9 +199,10 @@ def build(env: Environment, wheel: Path) -> str:
     return f"ready {env.name} ({env.purpose})"
 
 
-RESERVE_GIB = 3.0
-"""What the test run itself writes while it runs: the packaging tests' virtualenvs, the synthesized
-apps, the runtime's checkpoints and compile caches."""
+RESERVE_GIB = 5.0
+"""What the test run itself writes (4.6 GiB measured in a fresh clone): the packaging tests'
+virtualenvs, the synthesized apps, the runtime's checkpoints and compile caches, kept under
+pytest's basetemp until the run ends."""
 
 
 def lacks_room(env: Environment, free_bytes: int) -> str | None:

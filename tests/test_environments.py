@@ -24,7 +24,7 @@ def test_an_environment_is_built_only_beside_the_test_runs_reserve():
     short = lacks_room(env, enough - 1)
     assert short is not None
     assert short.startswith(f"{XLA_WITH_GRAD_SCALER} (torch-xla with torch_xla.amp.GradScaler "
-                            "(2.8)) is not built: 6.5 GiB free on this disk")
+                            "(2.8)) is not built: 8.5 GiB free on this disk")
     assert f"about {env.disk_gib} GiB beside the {RESERVE_GIB} GiB the test run keeps" in short
 
 
