@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 from compiled_training.tools.cli import main  # noqa: E402
 from compiled_training_runtime.local import TINY_BERT, write_examples  # noqa: E402
-from tests.environments import XLA_WITH_GRAD_SCALER, require  # noqa: E402
+from tests.environments import XLA_WITH_GRAD_SCALER, built  # noqa: E402
 
 DATA = "s3://example-document-classification-data/bert"
 WORK = ROOT / ".local-run"
@@ -29,7 +29,7 @@ def arguments(extra: list[str]) -> list[str]:
     write_examples(WORK / "data" / "validation", 16, seed=1)
     tiny = {**TINY_BERT, "batch_size": 4, "max_steps": 4, "log_every": 2}
     return ["run", str(ROOT / "cdk.out"), "--pipeline", "DocumentClassification/Pipeline",
-            "--python", str(require(XLA_WITH_GRAD_SCALER).executable),
+            "--python", str(built(XLA_WITH_GRAD_SCALER).executable),
             "--data", f"{DATA}/train/={WORK / 'data' / 'train'}",
             "--data", f"{DATA}/validation/={WORK / 'data' / 'validation'}",
             *[arg for name, value in tiny.items() for arg in ("--set", f"Train.{name}={value}")],

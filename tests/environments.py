@@ -29,6 +29,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,17 +96,34 @@ SAGEMAKER_CORE = "sagemaker-core==2.27.0"
 
 
 def require(name: str) -> Environment:
-    """The environment for a test: skips where this machine has no such Python, fails where
-    it has one but the environment was not built."""
+    """The environment for a test: skips where this machine has no such Python or `build` left
+    it unbuilt for lack of disk (naming the disk), fails where it was not built otherwise."""
     import pytest
 
-    env = next(env for env in ENVS if env.name == name)
+    env = _named(name)
     if env.interpreter() is None:
         pytest.skip(f"no Python {env.python} on this machine for {env.purpose}")
     if not env.ready and env.no_room.exists():
         pytest.skip(env.no_room.read_text())
     assert env.ready, f"{env.name} is not built: run `.venv/bin/python tests/environments.py` (make test does)"
     return env
+
+
+def built(name: str) -> Environment:
+    """The environment for a script (``make run-local``, ``make image-matrix``): exits with one
+    line saying why where it is not built."""
+    env = _named(name)
+    if env.ready:
+        return env
+    if env.interpreter() is None:
+        raise SystemExit(f"no Python {env.python} on this machine for {env.purpose}")
+    if env.no_room.exists():
+        raise SystemExit(env.no_room.read_text())
+    raise SystemExit(f"{env.name} is not built: run `make test-envs`")
+
+
+def _named(name: str) -> Environment:
+    return next(env for env in ENVS if env.name == name)
 
 
 ENVS = (
@@ -180,7 +198,9 @@ def build(env: Environment, wheel: Path) -> str:
     install = [sys.executable, "-m", "uv", "pip", "install", "--quiet", "--python",
                str(env.executable)]
     if not env.ready:
-        short = lacks_room(env, shutil.disk_usage(HOME).free)
+        # The test run writes under the temporary folder, which may be another disk.
+        free = min(shutil.disk_usage(folder).free for folder in (HOME, tempfile.gettempdir()))
+        short = lacks_room(env, free)
         if short:
             env.no_room.write_text(short)
             return f"skipped: {short}"

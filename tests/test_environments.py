@@ -8,7 +8,15 @@ from types import SimpleNamespace
 import pytest
 
 from tests import environments
-from tests.environments import CHECKOV, ENVS, RESERVE_GIB, XLA_WITH_GRAD_SCALER, lacks_room, require
+from tests.environments import (
+    CHECKOV,
+    ENVS,
+    RESERVE_GIB,
+    XLA_WITH_GRAD_SCALER,
+    built,
+    lacks_room,
+    require,
+)
 
 GIB = 2**30
 
@@ -24,7 +32,8 @@ def test_an_environment_is_built_only_beside_the_test_runs_reserve():
     short = lacks_room(env, enough - 1)
     assert short is not None
     assert short.startswith(f"{XLA_WITH_GRAD_SCALER} (torch-xla with torch_xla.amp.GradScaler "
-                            "(2.8)) is not built: 8.5 GiB free on this disk")
+                            f"(2.8)) is not built: {env.disk_gib + RESERVE_GIB:.1f} GiB free on "
+                            "this disk")
     assert f"about {env.disk_gib} GiB beside the {RESERVE_GIB} GiB the test run keeps" in short
 
 
@@ -46,3 +55,17 @@ def test_an_environment_left_unbuilt_for_lack_of_disk_skips_its_tests(monkeypatc
     assert not _env(CHECKOV).folder.exists()  # nothing half-built
     with pytest.raises(pytest.skip.Exception, match="1.0 GiB free on this disk"):
         require(CHECKOV)
+    with pytest.raises(SystemExit, match="1.0 GiB free on this disk"):
+        built(CHECKOV)  # a script (make run-local) says so in one line
+
+
+def test_a_built_environment_is_used_whatever_an_earlier_lack_of_room_said(monkeypatch,
+                                                                            tmp_path):
+    monkeypatch.setattr(environments, "HOME", tmp_path)
+    env = _env(CHECKOV)
+    with pytest.raises(SystemExit, match=f"^{CHECKOV} is not built: run `make test-envs`$"):
+        built(CHECKOV)
+    env.no_room.write_text("an earlier run found no room")
+    env.folder.mkdir()
+    (env.folder / ".installed").write_text(repr(env))  # as build marks it once installed
+    assert require(CHECKOV) == env and built(CHECKOV) == env
