@@ -8,6 +8,9 @@ The public surface is what an importing app and a shell script use:
   griffe, whose breaking-change detection compares it with the baseline (a removed object or
   parameter, a parameter made required, moved or of another kind, a default or a return
   type changed);
+- each public props TypedDict's ``Required`` keys (griffe reads a key made required as an
+  annotation changed, which it does not report): a key made or added required breaks every
+  app that leaves it out;
 - the CLI's commands, options and positional arguments, read from its parsers (the same
   parsers ``--help`` prints).
 
@@ -31,7 +34,8 @@ import griffe
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = Path("api")
-PYTHON_BASELINE, CLI_BASELINE, VALUES_BASELINE = "python.json", "cli.json", "values.json"
+PYTHON_BASELINE, CLI_BASELINE, VALUES_BASELINE, REQUIRED_BASELINE = (
+    "python.json", "cli.json", "values.json", "required.json")
 CLI = "compiled-training"
 
 
@@ -124,6 +128,28 @@ def enum_values(root: Path) -> dict[str, dict[str, str]]:
             and issubclass(obj, enum.Enum)}
 
 
+def required_props(root: Path) -> dict[str, list[str]]:
+    """Each public props TypedDict's ``Required`` keys, inherited ones included, read as the
+    library's own validation reads them."""
+    importable(root)
+    from typing_extensions import is_typeddict
+
+    import compiled_training
+    from compiled_training.spec.typecheck import required_keys
+
+    return {name: sorted(required_keys(obj)) for name in compiled_training.__all__
+            if is_typeddict(obj := getattr(compiled_training, name))}
+
+
+def required_breakages(old: dict[str, list[str]], new: dict[str, list[str]]
+                       ) -> list[tuple[str, str]]:
+    """A key that a props class did not require and now does (a removed class or key is
+    griffe's to report)."""
+    return [(f"compiled_training.{name}.{key}", "now required")
+            for name, keys in new.items() if name in old
+            for key in keys if key not in old[name]]
+
+
 def value_breakages(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str]]:
     found = []
     for name, members in old.items():
@@ -205,10 +231,12 @@ def check(root: Path) -> list[str]:
     old_python = griffe.Module.from_json((baseline / PYTHON_BASELINE).read_text())
     old_cli = json.loads((baseline / CLI_BASELINE).read_text())
     old_values = json.loads((baseline / VALUES_BASELINE).read_text())
+    old_required = json.loads((baseline / REQUIRED_BASELINE).read_text())
     recorded = recorded_as_breaking((root / "CHANGELOG.md").read_text())
     found = (python_breakages(old_python, python_surface(root))
              + cli_breakages(old_cli, cli_surface(root))
-             + value_breakages(old_values, enum_values(root)))
+             + value_breakages(old_values, enum_values(root))
+             + required_breakages(old_required, required_props(root)))
     return [f"`{name}`: {what}" for name, what in found if name not in recorded]
 
 
@@ -220,6 +248,8 @@ def write(root: Path) -> None:
                                          + "\n")
     (baseline / VALUES_BASELINE).write_text(json.dumps(enum_values(root), indent=1,
                                                        sort_keys=True) + "\n")
+    (baseline / REQUIRED_BASELINE).write_text(json.dumps(required_props(root), indent=1,
+                                                         sort_keys=True) + "\n")
 
 
 def main() -> int:

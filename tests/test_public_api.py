@@ -130,3 +130,17 @@ def test_a_removed_command_or_an_optional_argument_made_required_breaks(scratch)
     assert failed.returncode == 1
     assert "`compiled-training bench`: command removed" in failed.stderr
     assert "`compiled-training run assembly`: now required" in failed.stderr
+
+
+def test_a_prop_made_or_added_required_breaks_each_props_class_that_holds_it(scratch):
+    """griffe reads ``Required[...]`` as a changed annotation, which it does not report."""
+    _edit(scratch / "constructs/compiled_training/pipelines/options.py",
+          "    spot: bool | None\n", "    spot: Required[bool | None]\n    team_name: Required[str]\n")
+    failed = _check(scratch)
+    assert failed.returncode == 1
+    names = [f"compiled_training.{props}.{key}" for key in ("spot", "team_name")
+             for props in ("TrainingJobOptions", "TrainingPipelineProps", "CompilerBenchmarkProps")]
+    for name in names:
+        assert f"`{name}`: now required" in failed.stderr
+        _record(scratch, name)
+    assert _check(scratch).returncode == 0
