@@ -6,8 +6,9 @@ The public surface is what an importing app and a shell script use:
 - every name in ``compiled_training.__all__`` and what it holds (a construct's parameters, a
   props TypedDict's keys, a factory's arguments, an enum's members), read statically by
   griffe, whose breaking-change detection compares it with the baseline (a removed object or
-  parameter, a parameter made required, moved or of another kind, a default or a return
-  type changed);
+  parameter, a parameter made required, moved or of another kind, a default changed);
+- what each public function, method and property returns, as annotated (griffe leaves return
+  types out of its report): a changed one breaks the code that reads it;
 - each public props TypedDict's ``Required`` keys (griffe reads a key made required as an
   annotation changed, which it does not report): a key made or added required breaks every
   app that leaves it out;
@@ -212,8 +213,26 @@ def _argument_breakages(name: str, was: dict[str, Any], now: dict[str, Any]
 
 
 def python_breakages(old: griffe.Module, new: griffe.Module) -> list[tuple[str, str]]:
-    return [(breakage.obj.path, breakage.kind.value)
-            for breakage in griffe.find_breaking_changes(old, new)]
+    found = [(breakage.obj.path, breakage.kind.value)
+             for breakage in griffe.find_breaking_changes(old, new)]
+    before, now = returned_types(old), returned_types(new)
+    return found + [(path, f"return type changed from {was} to {now[path]}")
+                    for path, was in before.items() if path in now and now[path] != was]
+
+
+def returned_types(obj: Any) -> dict[str, str]:
+    """Each public function's, method's and property's return annotation, by path, as written."""
+    found = {}
+    for name, member in obj.members.items():
+        if member.is_alias or name.startswith("_"):
+            continue
+        if member.is_function:
+            found[member.path] = str(member.returns)
+        elif member.is_attribute and "property" in member.labels:
+            found[member.path] = str(member.annotation)
+        elif member.is_class:
+            found |= returned_types(member)
+    return found
 
 
 def recorded_as_breaking(changelog: str) -> set[str]:

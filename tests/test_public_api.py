@@ -144,3 +144,19 @@ def test_a_prop_made_or_added_required_breaks_each_props_class_that_holds_it(scr
         assert f"`{name}`: now required" in failed.stderr
         _record(scratch, name)
     assert _check(scratch).returncode == 0
+
+
+def test_a_changed_return_type_breaks_a_factory_and_a_property(scratch):
+    """griffe leaves return types out of its report: an app's code reads what they return."""
+    _edit(scratch / "constructs/compiled_training/spec/compiler.py",
+          '    def torch_compile(*, mode: str = "default") -> Compiler:',
+          '    def torch_compile(*, mode: str = "default") -> Compiler | None:')
+    _edit(scratch / "constructs/compiled_training/pipelines/compiler_benchmark.py",
+          "    def decision_parameter_arn(self) -> str:",
+          "    def decision_parameter_arn(self) -> str | None:")
+    failed = _check(scratch)
+    assert failed.returncode == 1
+    assert ("`compiled_training.Compiler.torch_compile`: return type changed from Compiler to "
+            "Compiler | None") in failed.stderr
+    assert ("`compiled_training.CompilerBenchmark.decision_parameter_arn`: return type changed "
+            "from str to str | None") in failed.stderr
