@@ -36,6 +36,13 @@ def _check(root: Path) -> subprocess.CompletedProcess[str]:
                            str(root)], capture_output=True, text=True, env=env, check=False)
 
 
+def _breakages(root: Path) -> str:
+    """What the check prints on failing, as `make lint` would fail."""
+    failed = _check(root)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    return failed.stderr
+
+
 def _edit(path: Path, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text
@@ -50,17 +57,16 @@ def _record(root: Path, name: str) -> None:
 def test_a_removed_prop_fails_naming_it_until_the_changelog_records_it(scratch):
     _edit(scratch / "constructs/compiled_training/pipelines/options.py",
           "    spot: bool | None\n", "")
-    failed = _check(scratch)
-    assert failed.returncode == 1
+    failed = _breakages(scratch)
     # The prop, and the props that inherit it: each is what an app writes.
     named = ("compiled_training.TrainingJobOptions.spot",
              "compiled_training.TrainingPipelineProps.spot",
              "compiled_training.CompilerBenchmarkProps.spot")
     for name in named:
-        assert f"`{name}`: Public object was removed" in failed.stderr
+        assert f"`{name}`: Public object was removed" in failed
     for name in named[:2]:
         _record(scratch, name)
-    assert "CompilerBenchmarkProps.spot" in _check(scratch).stderr  # one left unrecorded
+    assert "CompilerBenchmarkProps.spot" in _breakages(scratch)  # one left unrecorded
     _record(scratch, named[2])
     assert _check(scratch).returncode == 0
 
@@ -68,17 +74,15 @@ def test_a_removed_prop_fails_naming_it_until_the_changelog_records_it(scratch):
 def test_a_required_argument_added_to_a_factory_fails(scratch):
     _edit(scratch / "constructs/compiled_training/spec/compiler.py",
           "    def torch_compile(", "    def torch_compile(level: int, ")
-    failed = _check(scratch)
-    assert failed.returncode == 1 and "compiled_training.Compiler.torch_compile" in failed.stderr
+    assert "compiled_training.Compiler.torch_compile" in _breakages(scratch)
 
 
 def test_a_removed_cli_option_fails_naming_it(scratch):
     _edit(scratch / "constructs/compiled_training/tools/cli.py",
           '    advise.add_argument("--json", action="store_true", help="print JSON for machines")\n',
           "")
-    failed = _check(scratch)
-    assert failed.returncode == 1
-    assert "`compiled-training advise --json`: option removed" in failed.stderr
+    failed = _breakages(scratch)
+    assert "`compiled-training advise --json`: option removed" in failed
     _record(scratch, "compiled-training advise --json")
     assert _check(scratch).returncode == 0
 
@@ -98,10 +102,9 @@ def test_only_the_unreleased_breaking_entries_count():
 def test_an_inherited_public_method_removed_from_a_base_breaks_the_constructs(scratch):
     _edit(scratch / "constructs/compiled_training/pipelines/named_pipeline.py",
           "    def grant_start_execution(", "    def _grant_start_execution(")
-    failed = _check(scratch)
-    assert failed.returncode == 1
-    assert "`compiled_training.TrainingPipeline.grant_start_execution`" in failed.stderr
-    assert "`compiled_training.CompilerBenchmark.grant_start_execution`" in failed.stderr
+    failed = _breakages(scratch)
+    assert "`compiled_training.TrainingPipeline.grant_start_execution`" in failed
+    assert "`compiled_training.CompilerBenchmark.grant_start_execution`" in failed
 
 
 def test_an_enum_members_value_or_removal_breaks(scratch):
@@ -110,11 +113,10 @@ def test_an_enum_members_value_or_removal_breaks(scratch):
           'COMPILER_TORCH_COMPILE = "torch-compile"', 'COMPILER_TORCH_COMPILE = "torchcompile"')
     _edit(scratch / "constructs/compiled_training/spec/job.py",
           '    SMDISTRIBUTED_DATA_PARALLEL = "smdistributed"\n', "")
-    failed = _check(scratch)
-    assert failed.returncode == 1
+    failed = _breakages(scratch)
     assert ("`compiled_training.CompilerKind.TORCH_COMPILE`: enum value changed from "
-            "'torch-compile' to 'torchcompile'") in failed.stderr
-    assert "`compiled_training.Distribution.SMDISTRIBUTED_DATA_PARALLEL`" in failed.stderr
+            "'torch-compile' to 'torchcompile'") in failed
+    assert "`compiled_training.Distribution.SMDISTRIBUTED_DATA_PARALLEL`" in failed
 
 
 def test_a_removed_command_or_an_optional_argument_made_required_breaks(scratch):
@@ -126,22 +128,20 @@ def test_a_removed_command_or_an_optional_argument_made_required_breaks(scratch)
     _edit(scratch / "constructs/compiled_training/local/cli.py",
           'run.add_argument("assembly", nargs="?", default="cdk.out", type=Path,',
           'run.add_argument("assembly", type=Path,')
-    failed = _check(scratch)
-    assert failed.returncode == 1
-    assert "`compiled-training bench`: command removed" in failed.stderr
-    assert "`compiled-training run assembly`: now required" in failed.stderr
+    failed = _breakages(scratch)
+    assert "`compiled-training bench`: command removed" in failed
+    assert "`compiled-training run assembly`: now required" in failed
 
 
 def test_a_prop_made_or_added_required_breaks_each_props_class_that_holds_it(scratch):
     """griffe reads ``Required[...]`` as a changed annotation, which it does not report."""
     _edit(scratch / "constructs/compiled_training/pipelines/options.py",
           "    spot: bool | None\n", "    spot: Required[bool | None]\n    team_name: Required[str]\n")
-    failed = _check(scratch)
-    assert failed.returncode == 1
+    failed = _breakages(scratch)
     names = [f"compiled_training.{props}.{key}" for key in ("spot", "team_name")
              for props in ("TrainingJobOptions", "TrainingPipelineProps", "CompilerBenchmarkProps")]
     for name in names:
-        assert f"`{name}`: now required" in failed.stderr
+        assert f"`{name}`: now required" in failed
         _record(scratch, name)
     assert _check(scratch).returncode == 0
 
@@ -154,9 +154,8 @@ def test_a_changed_return_type_breaks_a_factory_and_a_property(scratch):
     _edit(scratch / "constructs/compiled_training/pipelines/compiler_benchmark.py",
           "    def decision_parameter_arn(self) -> str:",
           "    def decision_parameter_arn(self) -> str | None:")
-    failed = _check(scratch)
-    assert failed.returncode == 1
+    failed = _breakages(scratch)
     assert ("`compiled_training.Compiler.torch_compile`: return type changed from Compiler to "
-            "Compiler | None") in failed.stderr
+            "Compiler | None") in failed
     assert ("`compiled_training.CompilerBenchmark.decision_parameter_arn`: return type changed "
-            "from str to str | None") in failed.stderr
+            "from str to str | None") in failed
