@@ -24,8 +24,10 @@ def version() -> str:
     raise SystemExit(f"{RUNTIME_INIT} has no __version__")
 
 
+VERSION = version()
+
 setup(
-    version=version(),
+    version=VERSION,
     # What the constructs need at deploy time; plotting and the local benchmarks are extras.
     install_requires=[
         "aws-cdk-lib>=2.200.0,<3",
@@ -34,7 +36,7 @@ setup(
         # The SageMaker API's shapes (the request checks). No SageMaker SDK: the image matrix
         # ships as package data (catalog/image-uri-config, from SDK v3's configuration).
         "botocore>=1.35",
-        f"compiled-training-runtime=={version()}",
+        f"compiled-training-runtime=={VERSION}",
         # `compiled-training advise` reads a workloads YAML file.
         "pyyaml>=6",
         # Required, Unpack and TypedDict's keys as Python 3.11 reads them, on 3.10 too.

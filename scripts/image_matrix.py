@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.environments import ENVS, IMAGE_CONFIG, SAGEMAKER_CORE, build, built, site_packages  # noqa: E402
+from tests.environments import IMAGE_CONFIG, SAGEMAKER_CORE, build, built, named, site_packages  # noqa: E402
 
 TARGET = ROOT / "constructs" / "compiled_training" / "catalog" / "image-uri-config"
 # The configurations the library resolves images from: training and inference; for Trainium,
@@ -45,8 +45,8 @@ def torch_distributed_versions(fw_utils: Path) -> list[str]:
 
 
 def main() -> int:
-    print(build(next(e for e in ENVS if e.name == IMAGE_CONFIG), wheel=Path()), flush=True)
-    env = built(IMAGE_CONFIG)
+    print(build(named(IMAGE_CONFIG), wheel=Path()), flush=True)
+    env = built(IMAGE_CONFIG)  # or the one line why not
     core = site_packages(env) / "sagemaker" / "core"
     TARGET.mkdir(exist_ok=True)
     files = {}

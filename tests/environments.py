@@ -100,29 +100,35 @@ def require(name: str) -> Environment:
     it unbuilt for lack of disk (naming the disk), fails where it was not built otherwise."""
     import pytest
 
-    env = _named(name)
-    if env.interpreter() is None:
-        pytest.skip(f"no Python {env.python} on this machine for {env.purpose}")
-    if not env.ready and env.no_room.exists():
-        pytest.skip(env.no_room.read_text())
-    assert env.ready, f"{env.name} is not built: run `.venv/bin/python tests/environments.py` (make test does)"
+    env = named(name)
+    if not env.ready:
+        why, known = unbuilt(env)
+        if known:
+            pytest.skip(why)
+        raise AssertionError(why)
     return env
 
 
 def built(name: str) -> Environment:
     """The environment for a script (``make run-local``, ``make image-matrix``): exits with one
     line saying why where it is not built."""
-    env = _named(name)
-    if env.ready:
-        return env
+    env = named(name)
+    if not env.ready:
+        raise SystemExit(unbuilt(env)[0])
+    return env
+
+
+def unbuilt(env: Environment) -> tuple[str, bool]:
+    """Why ``env`` is not built, and whether that is this machine's (no such Python, no room)
+    rather than a step left out."""
     if env.interpreter() is None:
-        raise SystemExit(f"no Python {env.python} on this machine for {env.purpose}")
+        return f"no Python {env.python} on this machine for {env.purpose}", True
     if env.no_room.exists():
-        raise SystemExit(env.no_room.read_text())
-    raise SystemExit(f"{env.name} is not built: run `make test-envs`")
+        return env.no_room.read_text(), True
+    return f"{env.name} is not built: run `make test-envs`", False
 
 
-def _named(name: str) -> Environment:
+def named(name: str) -> Environment:
     return next(env for env in ENVS if env.name == name)
 
 

@@ -15,18 +15,15 @@ from tests.environments import (
     XLA_WITH_GRAD_SCALER,
     built,
     lacks_room,
+    named,
     require,
 )
 
 GIB = 2**30
 
 
-def _env(name: str) -> environments.Environment:
-    return next(env for env in ENVS if env.name == name)
-
-
 def test_an_environment_is_built_only_beside_the_test_runs_reserve():
-    env = _env(XLA_WITH_GRAD_SCALER)
+    env = named(XLA_WITH_GRAD_SCALER)
     enough = int((env.disk_gib + RESERVE_GIB) * GIB)
     assert lacks_room(env, enough) is None
     short = lacks_room(env, enough - 1)
@@ -49,10 +46,10 @@ def test_an_environment_left_unbuilt_for_lack_of_disk_skips_its_tests(monkeypatc
         require(CHECKOV)  # unbuilt, and nobody said why: the test fails
     monkeypatch.setattr(environments.shutil, "disk_usage", lambda _: SimpleNamespace(free=GIB))
     wheel = tmp_path / "runtime.whl"  # never installed: the checkov environment takes none
-    reason = environments.build(_env(CHECKOV), wheel)
+    reason = environments.build(named(CHECKOV), wheel)
     assert reason.startswith(f"skipped: {CHECKOV} (checkov, CloudFormation checks run offline "
                              "on cdk.out) is not built: 1.0 GiB free on this disk")
-    assert not _env(CHECKOV).folder.exists()  # nothing half-built
+    assert not named(CHECKOV).folder.exists()  # nothing half-built
     with pytest.raises(pytest.skip.Exception, match="1.0 GiB free on this disk"):
         require(CHECKOV)
     with pytest.raises(SystemExit, match="1.0 GiB free on this disk"):
@@ -62,7 +59,7 @@ def test_an_environment_left_unbuilt_for_lack_of_disk_skips_its_tests(monkeypatc
 def test_a_built_environment_is_used_whatever_an_earlier_lack_of_room_said(monkeypatch,
                                                                             tmp_path):
     monkeypatch.setattr(environments, "HOME", tmp_path)
-    env = _env(CHECKOV)
+    env = named(CHECKOV)
     with pytest.raises(SystemExit, match=f"^{CHECKOV} is not built: run `make test-envs`$"):
         built(CHECKOV)
     env.no_room.write_text("an earlier run found no room")

@@ -64,7 +64,7 @@ def compile_minutes(profile: WorkloadProfile, compiler: CompilerKind) -> Compile
     since = contract.COMPILE_CACHE_SINCE
     # Only torch.compile's caches follow PyTorch's version; Neuron's have always persisted.
     cached = (compiler is not CompilerKind.TORCH_COMPILE or profile.framework != "pytorch"
-              or version is None or _minor(version) >= _minor(since))
+              or version is None or minor(version) >= minor(since))
     if overhead.warm is None:
         cold_because = overhead.source
     elif not cached:
@@ -78,7 +78,8 @@ def compile_minutes(profile: WorkloadProfile, compiler: CompilerKind) -> Compile
     return CompileMinutes(overhead.first, overhead.first, False, cold_because)
 
 
-def _minor(version: str) -> tuple[int, ...]:
+def minor(version: str) -> tuple[int, ...]:
+    """``2.21.0`` as ``(2, 21)``: what the priors and AWS's support windows compare."""
     return tuple(int(part) for part in version.split(".")[:2])
 
 

@@ -107,10 +107,9 @@ def _image(profile: WorkloadProfile, family: str) -> tuple[bool, str, str | None
         return False, (f"PyTorch {version} has no {neuron.repository(line)} image on {family} "
                        f"(the newest is {newest}): train on one that has"), f"move to {newest}"
     image = found[0]
-    sdk = tuple(int(part) for part in image.neuron_sdk.split(".")[:2])
     past = (f"PyTorch {version}'s newest Neuron image is Neuron SDK {image.neuron_sdk}'s, past "
             f"AWS's support (releases before 2.21): move to {newest}"
-            if sdk < SUPPORTED_SINCE_SDK else None)
+            if cost.minor(image.neuron_sdk) < SUPPORTED_SINCE_SDK else None)
     return True, f"PyTorch {version} trains on {neuron.repository(line)}:{image.tag}", past
 
 

@@ -57,24 +57,8 @@ class Reach:
                             f"pipelines named so" + (
                                 f"; pass pipeline_name='{team.name_prefix}...' (the name was "
                                 f"derived from the construct path)" if named_by_path else ""))
-        problems += [f"{who}: {_not_in_team(name, team)}" for name, who in outside.items()
-                     if team.names(name)]
-        for other in declared:
-            if other == team:
-                continue
-            if other.name_prefix == team.name_prefix:
-                problems.append(f"two team scopes declare name_prefix {team.name_prefix!r} "
-                                f"with different data_uris: declare the team once and give "
-                                f"the same TeamScope to each of its pipelines")
-            elif other.overlaps(team):
-                problems.append(f"team_scope name_prefix {team.name_prefix!r} overlaps "
-                                f"another team's {other.name_prefix!r} in this app: one "
-                                f"team's roles would reach the other's pipelines; give "
-                                f"prefixes neither of which begins the other")
-            elif shared := team.shared_data(other):
-                problems.append(f"team_scope {team.name_prefix!r}'s data_uris overlap "
-                                f"team {other.name_prefix!r}'s ({shared}): each team reads "
-                                f"data of its own")
+        if team not in declared:  # the team against the app, once, as it is declared
+            problems += _clashes(team, declared, outside)
         if problems:
             raise ValueError(f"{subject}: " + "; ".join(problems))
         if team not in declared:
@@ -108,6 +92,29 @@ class Reach:
         return data
 
 
+def _clashes(team: TeamScope, declared: list[TeamScope], outside: Mapping[str, str]) -> list[str]:
+    """What a newly declared team clashes with in the app: a pipeline outside it named under its
+    prefix, another team's prefix or data. (A pipeline made later outside it, or a team
+    declared later, checks itself against it.)"""
+    problems = [f"{who}: {_not_in_team(name, team)}" for name, who in outside.items()
+                if team.names(name)]
+    for other in declared:
+        if other.name_prefix == team.name_prefix:
+            problems.append(f"two team scopes declare name_prefix {team.name_prefix!r} "
+                            f"with different data_uris: declare the team once and give "
+                            f"the same TeamScope to each of its pipelines")
+        elif other.overlaps(team):
+            problems.append(f"team_scope name_prefix {team.name_prefix!r} overlaps "
+                            f"another team's {other.name_prefix!r} in this app: one "
+                            f"team's roles would reach the other's pipelines; give "
+                            f"prefixes neither of which begins the other")
+        elif shared := team.shared_data(other):
+            problems.append(f"team_scope {team.name_prefix!r}'s data_uris overlap "
+                            f"team {other.name_prefix!r}'s ({shared}): each team reads "
+                            f"data of its own")
+    return problems
+
+
 def _not_in_team(pipeline_name: str, team: TeamScope) -> str:
     return (f"pipeline_name {pipeline_name!r} begins with team_scope {team.name_prefix!r}'s "
             f"prefix but the pipeline is not in that team: the team's roles would reach its "
@@ -130,7 +137,9 @@ def give_once(role: iam.IRole, policy: InlinePolicy,
     resources = {r for s in fresh.statements for r in s["Resource"]}
     fresh.wildcards = {r: why for r, why in policy.wildcards.items() if r in resources}
     attached = attach(fresh)
-    if once(role, "takes grants", lambda: attached_policy(role) is not None):
+    # The policy attach_to found (cached there): a role with none (imported, immutable) keeps
+    # no statements, so each teammate lists them all again.
+    if keys and once(role, "attached policy", lambda: attached_policy(role)) is not None:
         given.update(keys)
     return attached
 
