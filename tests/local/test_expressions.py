@@ -3,8 +3,6 @@ Pipelines does with types, paths and conditions (its documentation's semantics, 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from compiled_training.local.assembly import RunInputError
@@ -16,7 +14,6 @@ from compiled_training.local.expressions import (
     parameter_values,
     typed,
 )
-from compiled_training.local.steps import processing_mapped
 
 COMPARISON = {"decision": {"gain": 0.35, "verdict": "ship", "f1-score": 0.8},
               "arms": [{"name": "baseline"}]}
@@ -103,14 +100,3 @@ def test_parameters_take_typed_overrides_and_refuse_the_rest():
     assert parameter_values(declared, {"Fast": "true"}) == {"Epochs": 3, "Fast": True}
     with pytest.raises(RunInputError, match=r"--param Fast: 'maybe' is not a Boolean"):
         parameter_values(declared, {"Fast": "maybe"})
-
-
-@pytest.mark.parametrize(("argument", "expected"), [
-    ("/opt/ml/processing/input", "/w/input"),
-    ("--input=/opt/ml/processing/input", "--input=/w/input"),
-    ("python3 /opt/ml/processing/input/code/x.py", "python3 /w/input/code/x.py"),
-    ("/opt/ml/processingX", "/opt/ml/processingX"),  # another folder
-    ("s3://b/opt/ml/processing/x", "s3://b/opt/ml/processing/x"),
-])
-def test_a_processing_containers_paths_are_mapped_where_they_name_it(argument, expected):
-    assert processing_mapped(argument, Path("/w")) == expected

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from compiled_training.definition.sourcedir import build_sourcedir
-from compiled_training.local.steps import DLC_TRAINING_MODULE, free_port, stand_in_gpus
+from compiled_training.local.training import DLC_TRAINING_MODULE, free_port, stand_in_gpus
 from compiled_training_runtime.local import job_env, job_folder
 from tests.helpers import TINY_BERT
 

@@ -102,3 +102,20 @@ def held_to(text: str, limit: int) -> str:
         return text
     digest = hashlib.sha256(text.encode()).hexdigest()[:8]
     return f"{text[:limit - len(digest) - 4]}... {digest}"
+
+
+# --- partitions --------------------------------------------------------------------------------
+
+_PARTITIONS = (("cn-", "aws-cn", "amazonaws.com.cn"), ("us-gov-", "aws-us-gov", "amazonaws.com"),
+               ("us-isob-", "aws-iso-b", "sc2s.sgov.gov"), ("us-iso-", "aws-iso", "c2s.ic.gov"))
+
+
+def partition(region: str) -> str:
+    """The partition a region's ARNs name: ``aws``, ``aws-cn``, ``aws-us-gov``, ..."""
+    return next((name for prefix, name, _ in _PARTITIONS if region.startswith(prefix)), "aws")
+
+
+def url_suffix(region: str) -> str:
+    """The domain of a region's endpoints (``AWS::URLSuffix``)."""
+    return next((suffix for prefix, _, suffix in _PARTITIONS if region.startswith(prefix)),
+                "amazonaws.com")

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compiled_training.catalog.aws_names import partition, url_suffix
+
 # What an environment-agnostic stack resolves to here (moto's default account).
 LOCAL_ACCOUNT = "123456789012"
 LOCAL_REGION = "us-east-1"
@@ -75,7 +77,8 @@ class StackReader:
 
     def _pseudo(self, name: str) -> str | None:
         return {"AWS::AccountId": self.account, "AWS::Region": self.region,
-                "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com",
+                "AWS::Partition": partition(self.region),
+                "AWS::URLSuffix": url_suffix(self.region),
                 "AWS::StackName": self.name}.get(name)
 
     def _ref(self, logical_id: str) -> str:
@@ -105,23 +108,26 @@ class StackReader:
     def _get_att(self, logical_id: str, attribute: str) -> str:
         kind = self.template["Resources"][logical_id]["Type"]
         arns = {
-            "AWS::IAM::Role": f"arn:aws:iam::{self.account}:role/{logical_id}",
-            "AWS::Lambda::Function":
-                f"arn:aws:lambda:{self.region}:{self.account}:function:{logical_id}",
-            "AWS::KMS::Key": f"arn:aws:kms:{self.region}:{self.account}:key/{logical_id}",
-            "AWS::SQS::Queue": f"arn:aws:sqs:{self.region}:{self.account}:{logical_id}",
-            "AWS::S3::Bucket": f"arn:aws:s3:::{self._ref(logical_id)}",
+            "AWS::IAM::Role": f"arn:{partition(self.region)}:iam::{self.account}:role/"
+                              f"{logical_id}",
+            "AWS::Lambda::Function": f"{self._arn('lambda')}:function:{logical_id}",
+            "AWS::KMS::Key": f"{self._arn('kms')}:key/{logical_id}",
+            "AWS::SQS::Queue": f"{self._arn('sqs')}:{logical_id}",
+            "AWS::S3::Bucket": f"arn:{partition(self.region)}:s3:::{self._ref(logical_id)}",
         }
         if attribute == "Arn" and kind in arns:
             value = arns[kind]
         elif attribute == "ImageUri":
             # An image built in the cloud (RuntimeImage): locally the job runs in --python.
-            value = (f"{self.account}.dkr.ecr.{self.region}.amazonaws.com/"
+            value = (f"{self.account}.dkr.ecr.{self.region}.{url_suffix(self.region)}/"
                      f"{logical_id.lower()}:local")
         else:
             value = f"{logical_id}.{attribute}"
         self.stand_ins[f"GetAtt {logical_id}.{attribute}"] = value
         return value
+
+    def _arn(self, service: str) -> str:
+        return f"arn:{partition(self.region)}:{service}:{self.region}:{self.account}"
 
     def _sub(self, argument: Any) -> str:
         text, variables = (argument, {}) if isinstance(argument, str) else argument
@@ -261,15 +267,18 @@ def json_file(path: Path, flag: str) -> Any:
         raise RunInputError(f"{flag} {path}: not JSON: {error}") from None
 
 
-def definition_file(path: Path) -> dict[str, Any]:
+def definition_file(path: Path) -> tuple[dict[str, Any], str]:
     """A pipeline definition as ``describe-pipeline`` returns it (``PipelineDefinition``, a
-    JSON string) or as the SageMaker SDK's ``pipeline.definition()`` writes it."""
+    JSON string, beside its ``PipelineName``) or as the SageMaker SDK's
+    ``pipeline.definition()`` writes it (no name); and the name, or ``""``."""
     document = json_file(path, "--definition")
+    name = ""
     if isinstance(document, Mapping) and isinstance(document.get("PipelineDefinition"), str):
+        name = str(document.get("PipelineName") or "")
         try:
             document = json.loads(document["PipelineDefinition"])
         except json.JSONDecodeError as error:
             raise RunInputError(f"{path}: its PipelineDefinition is not JSON: {error}") from None
     if not isinstance(document, Mapping) or "Steps" not in document:
         raise RunInputError(f"{path}: not a pipeline definition (no 'Steps')")
-    return dict(document)
+    return dict(document), name

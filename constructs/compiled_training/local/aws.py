@@ -44,9 +44,10 @@ def local_aws(account: str, region: str) -> Iterator[Any]:
 
 
 @contextmanager
-def s3_endpoint() -> Iterator[str]:
-    """The run's S3 over HTTP for the steps' own processes (a training job's warm start):
-    moto's server in a thread of this process, on the in-process mock's state."""
+def endpoint() -> Iterator[str]:
+    """The run's AWS over HTTP for the jobs' own processes (S3, SSM, SageMaker, ... through
+    ``AWS_ENDPOINT_URL``): moto's server in a thread of this process, on the in-process mock's
+    state."""
     from moto.server import ThreadedMotoServer
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -138,4 +139,15 @@ def upload(s3: Any, path: Path, uri: str) -> None:
 def ensure_bucket(s3: Any, bucket: str) -> None:
     existing = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
     if bucket not in existing:
-        s3.create_bucket(Bucket=bucket)
+        region = s3.meta.region_name
+        # As S3 wants it: us-east-1 takes no location constraint, every other region its own.
+        s3.create_bucket(Bucket=bucket, **({} if region == "us-east-1" else {
+            "CreateBucketConfiguration": {"LocationConstraint": region}}))
+
+
+def upload_tree(s3: Any, folder: Path, uri: str) -> int:
+    """Every file under ``folder`` to the same place under ``uri``; how many."""
+    paths = [path for path in sorted(folder.rglob("*")) if path.is_file()]
+    for path in paths:
+        upload(s3, path, f"{uri.rstrip('/')}/{path.relative_to(folder).as_posix()}")
+    return len(paths)

@@ -2,9 +2,9 @@
 
     compiled-training run [cdk.out] --pipeline ID [--param NAME=VALUE]...
                           [--data S3_URI=LOCAL_DIR]... [--set STEP.HYPERPARAMETER=VALUE]...
-                          [--outputs STEP=FILE]... [--python PYTHON] [--processes N]
-                          [--workdir DIR] [--json FILE]
-    compiled-training run --definition FILE ...
+                          [--outputs STEP=FILE]... [--python [KIND=]PYTHON]...
+                          [--processes N] [--workdir DIR] [--json FILE]
+    compiled-training run --definition FILE [--name NAME] [--lambda STEP=DIR:MODULE.FUNCTION]...
 
 Exit 0 when the execution succeeds, 1 when it fails (naming the step and its reason), 2 on
 bad input (one line).
@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from compiled_training.catalog.aws_names import s3_uri_problem
 from compiled_training.definition.compile_cache import CACHE_FOLDERS
 from compiled_training.local.assembly import (
@@ -35,10 +37,12 @@ from compiled_training.local.assembly import (
     pick,
     read_assembly,
 )
-from compiled_training.local.aws import carry, dump, ensure_bucket, local_aws, s3_endpoint, seed
+from compiled_training.local.aws import carry, dump, endpoint, ensure_bucket, local_aws, seed
+from compiled_training.local.container import isolation_problem
 from compiled_training.local.expressions import Unsupported, parameter_values
+from compiled_training.local.images import KINDS
+from compiled_training.local.run import DEFAULT_IMAGE, Handler, Run
 from compiled_training.local.runner import all_steps, check_structure, execute, refuse_early
-from compiled_training.local.steps import Run
 
 USAGE_ERROR = 2
 
@@ -59,8 +63,14 @@ def parser() -> argparse.ArgumentParser:
                      help="a training step's hyperparameter, for this run only")
     run.add_argument("--outputs", action="append", default=[], metavar="STEP=FILE",
                      help="a step's properties (JSON) instead of running it")
-    run.add_argument("--python", default=sys.executable,
-                     help="the training image's Python (default: this one)")
+    run.add_argument("--python", action="append", default=[], metavar="[KIND=]PYTHON",
+                     help=f"the Python that stands in for the images (default: this one), or "
+                          f"for one kind of image: {', '.join(KINDS)}")
+    run.add_argument("--lambda", action="append", default=[], dest="handlers",
+                     metavar="STEP=DIR:MODULE.FUNCTION",
+                     help="a Lambda step's code: its folder and handler")
+    run.add_argument("--name", help="the pipeline's name in a --definition run (default: the "
+                                    "file's PipelineName, else its stem)")
     run.add_argument("--processes", type=int, default=1,
                      help="GPUs each training instance stands in with (default 1)")
     run.add_argument("--workdir", type=Path, help="where steps, logs and S3 go (default: a "
@@ -77,6 +87,10 @@ def main(argv: list[str]) -> int:
     except (RunInputError, Unsupported) as error:
         print(f"compiled-training run: {error}", file=sys.stderr)
         return USAGE_ERROR
+    except (BotoCoreError, ClientError) as error:  # the stand-in AWS refused the runner itself
+        print(f"compiled-training run: the stand-in AWS refused a call of the runner's: {error}",
+              file=sys.stderr)
+        return USAGE_ERROR
 
 
 @dataclass(frozen=True)
@@ -85,21 +99,34 @@ class Request:
 
     definition: dict[str, Any]
     name: str
+    named: str
+    """Where the name came from, when not from the pipeline itself."""
     pipeline: AssemblyPipeline | None
     parameters: dict[str, Any]
     data: dict[str, Path]
     overrides: dict[str, dict[str, str]]
     outputs: dict[str, dict[str, Any]]
+    pythons: dict[str, str]
+    handlers: dict[str, Handler]
 
 
 def _run(args: argparse.Namespace) -> int:
     request = _request(args)
-    refuse_early(request.definition.get("Steps", []), args.python, request.outputs)
-    workdir = _workdir(args.workdir)
     pipeline = request.pipeline
     stack = pipeline.stack if pipeline else None
-    with local_aws(stack.account if stack else LOCAL_ACCOUNT,
-                   stack.region if stack else LOCAL_REGION) as s3, s3_endpoint() as endpoint:
+    isolation = isolation_problem()
+    run = Run(Path(), request.pythons, args.processes, None, stack,
+              stack.account if stack else LOCAL_ACCOUNT, stack.region if stack else LOCAL_REGION,
+              isolated=isolation is None, overrides=request.overrides, outputs=request.outputs,
+              handlers=request.handlers)
+    refuse_early(request.definition.get("Steps", []), run, request.outputs)
+    if isolation:
+        print(f"compiled-training run: jobs share this machine's view ({isolation}): training "
+              f"runs in its folder through SAGEMAKER_BASE_DIR, and a script that names /opt/ml "
+              f"itself fails", file=sys.stderr)
+    run.workdir = workdir = _workdir(args.workdir)
+    with local_aws(run.account, run.region) as s3, endpoint() as url:
+        run.s3, run.endpoint = s3, url
         for bucket in stack.buckets() if stack else []:
             ensure_bucket(s3, bucket)
         seed(s3, {uri: asset.source for uri, asset in (stack.assets if stack else {}).items()
@@ -107,8 +134,6 @@ def _run(args: argparse.Namespace) -> int:
         seed(s3, request.data)
         carried = carry(s3, workdir / EARLIER_S3, CACHE_FOLDERS)
         shutil.rmtree(workdir / EARLIER_S3, ignore_errors=True)
-        run = Run(workdir, args.python, args.processes, s3, stack, request.overrides,
-                  request.outputs, s3_endpoint=endpoint)
         if carried:
             run.notes.append(f"{carried} compile-cache object{'s' if carried > 1 else ''} "
                              f"carried from the last run in this workdir, as S3 keeps them "
@@ -118,12 +143,13 @@ def _run(args: argparse.Namespace) -> int:
                 f"{ref} = {value}" for ref, value in sorted(pipeline.stand_ins.items())))
         report = execute(request.definition, request.name, request.parameters, run,
                          lambda line: print(line, flush=True))
+        report.named = request.named
         dump(s3, workdir)
-    report.notes.append(f"workdir {workdir}: each step's opt_ml/ and log under steps/, the "
-                        f"run's S3 under s3/, its SSM parameters in ssm.json")
-    report.notes.append("the steps' code runs with stand-in AWS credentials: a call of its own "
-                        "to AWS is refused (the handlers' calls, and a training job's S3 calls, "
-                        "go to the stand-in AWS)")
+    report.notes.append(f"workdir {workdir}: each job's opt_ml/ (its /opt/ml), home, temporary "
+                        f"and cache folders and log under steps/, the run's S3 under s3/, its "
+                        f"SSM parameters in ssm.json")
+    report.notes.append("the jobs' and handlers' AWS calls go to the stand-in AWS, with "
+                        "stand-in credentials")
     print()
     print(report.table())
     if args.json_path:
@@ -136,14 +162,23 @@ def _request(args: argparse.Namespace) -> Request:
     made absolute."""
     if args.processes < 1:
         raise RunInputError(f"--processes must be at least 1, got {args.processes}")
-    args.python = _interpreter(args.python)
+    pythons = _pythons(args.python)
     if args.definition and (args.pipeline or args.assembly != Path("cdk.out")):
         raise RunInputError("--definition runs a definition file: give it without an assembly "
                             "or --pipeline")
+    if args.name and not args.definition:
+        raise RunInputError("--name names a --definition run's pipeline; an assembly's "
+                            "pipelines have their own names")
     if args.json_path and not args.json_path.parent.is_dir():
         raise RunInputError(f"--json {args.json_path}: its folder does not exist")
     pipeline = None if args.definition else pick(read_assembly(args.assembly), args.pipeline)
-    definition = pipeline.definition if pipeline else definition_file(args.definition)
+    if pipeline:
+        definition, name, named = pipeline.definition, pipeline.name, ""
+    else:
+        definition, file_name = definition_file(args.definition)
+        name = args.name or file_name or args.definition.stem
+        named = "" if file_name and not args.name else "from --name" if args.name else \
+            f"named after the file {args.definition.name}: --name names it"
     parameters = parameter_values(definition.get("Parameters", []), _pairs(args.param, "--param"))
     data = {uri: Path(folder) for uri, folder in _pairs(args.data, "--data").items()}
     for uri, folder in data.items():
@@ -161,9 +196,32 @@ def _request(args: argparse.Namespace) -> Request:
         overrides.setdefault(step, {})[key] = _encoded(value)
     outputs = {step: _outputs(Path(path)) for step, path in _pairs(args.outputs,
                                                                    "--outputs").items()}
-    _check_steps(definition, overrides, outputs)
-    return Request(definition, pipeline.name if pipeline else args.definition.stem, pipeline,
-                   parameters, data, overrides, outputs)
+    handlers = {step: _handler(step, value) for step, value in
+                _pairs(args.handlers, "--lambda").items()}
+    _check_steps(definition, overrides, outputs, handlers)
+    return Request(definition, name, named, pipeline, parameters, data, overrides, outputs,
+                   pythons, handlers)
+
+
+def _pythons(given: list[str]) -> dict[str, str]:
+    """``--python [KIND=]PYTHON``: the interpreter for each image kind, this one by default."""
+    pythons = {DEFAULT_IMAGE: sys.executable}
+    for value in given:
+        kind, separator, python = value.rpartition("=")
+        if separator and kind not in KINDS:
+            raise RunInputError(f"--python {value}: {kind!r} is no image kind; write --python "
+                                f"PYTHON or --python KIND=PYTHON with KIND one of "
+                                f"{', '.join(KINDS)}")
+        pythons[kind] = _interpreter(python)
+    return pythons
+
+
+def _handler(step: str, value: str) -> Handler:
+    folder, separator, handler = value.rpartition(":")
+    if not separator or "." not in handler or not Path(folder).is_dir():
+        raise RunInputError(f"--lambda {step}={value}: write STEP=DIR:module.function with DIR "
+                            f"an existing folder")
+    return Handler(Path(folder).resolve(), handler)
 
 
 def _interpreter(given: str) -> str:
@@ -180,11 +238,16 @@ def _interpreter(given: str) -> str:
 
 
 def _check_steps(definition: Mapping[str, Any], overrides: Mapping[str, Any],
-                 outputs: Mapping[str, Any]) -> None:
-    """The steps --set and --outputs name: the definition's, a training step's for --set."""
+                 outputs: Mapping[str, Any], handlers: Mapping[str, Any]) -> None:
+    """The steps --set, --outputs and --lambda name: the definition's, a training step's for
+    --set, a Lambda step's for --lambda."""
     check_structure(definition.get("Steps", []))
     steps = {str(s["Name"]): str(s["Type"]) for s in all_steps(definition.get("Steps", []))}
-    for step in [*overrides, *outputs]:
+    for step in handlers:
+        if steps.get(step, "Lambda") != "Lambda":
+            raise RunInputError(f"--lambda {step}=...: {step} is a {steps[step]} step, not a "
+                                f"Lambda step")
+    for step in [*overrides, *outputs, *handlers]:
         if step not in steps:
             raise RunInputError(f"step {step!r} is not in the pipeline (steps: "
                                 f"{', '.join(sorted(steps))})")
@@ -207,6 +270,9 @@ def _workdir(given: Path | None) -> Path:
     carries over): a new folder, or one an
     earlier run made (its marker file says so); never a folder of the user's own."""
     workdir = (given or Path(tempfile.mkdtemp(prefix="compiled-training-run-"))).resolve()
+    if workdir.is_relative_to("/opt"):
+        raise RunInputError(f"--workdir {workdir}: jobs see /opt through an overlay of their "
+                            f"own; give a folder outside /opt")
     if workdir.exists() and any(workdir.iterdir()) and not (workdir / MARKER).is_file():
         raise RunInputError(f"--workdir {workdir} holds files of its own; give an empty or new "
                             f"folder (the runner clears what it wrote there before)")
@@ -221,7 +287,8 @@ def _workdir(given: Path | None) -> Path:
 
 
 _FORMS = {"--param": "NAME=VALUE", "--data": "S3_URI=LOCAL_DIR",
-          "--set": "STEP.HYPERPARAMETER=VALUE", "--outputs": "STEP=FILE"}
+          "--set": "STEP.HYPERPARAMETER=VALUE", "--outputs": "STEP=FILE",
+          "--lambda": "STEP=DIR:module.function"}
 
 
 def _pairs(values: list[str], flag: str) -> dict[str, str]:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiled_training.local.assembly import LOCAL_ACCOUNT, LOCAL_REGION, RunInputError
+from compiled_training.local.assembly import RunInputError
 from compiled_training.local.expressions import (
     Context,
     StepFailed,
@@ -19,19 +19,18 @@ from compiled_training.local.expressions import (
     condition_holds,
     text,
 )
-from compiled_training.local.steps import (
-    STEP_TYPES,
-    Run,
-    not_run_here,
-    run_step,
-    training_refusal,
-)
+from compiled_training.local.run import Run
+from compiled_training.local.steps import refusals, run_step
 
-# Settings that only configure AWS around a step: listed, not emulated.
-NOT_EMULATED = ("DebugHookConfig", "ProfilerConfig", "EnableSageMakerMetricsTimeSeries", "Tags",
-                "VpcConfig", "OutputDataConfig.KmsKeyId", "ResourceConfig.VolumeKmsKeyId",
+# Settings that only configure AWS around a step: listed for the steps that ran, not emulated.
+NOT_EMULATED = ("DebugHookConfig", "DebugRuleConfigurations", "ProfilerConfig",
+                "ProfilerRuleConfigurations", "EnableSageMakerMetricsTimeSeries", "Tags",
+                "VpcConfig", "NetworkConfig", "OutputDataConfig.KmsKeyId",
+                "ResourceConfig.VolumeKmsKeyId", "ProcessingResources.ClusterConfig.VolumeKmsKeyId",
                 "EnableManagedSpotTraining", "EnableInterContainerTrafficEncryption",
-                "EnableNetworkIsolation", "RetryPolicies")
+                "EnableNetworkIsolation", "RetryPolicies", "CacheConfig")
+SUCCEEDED, FAILED, SKIPPED, GIVEN, NOT_REACHED = (
+    "Succeeded", "Failed", "Skipped", "Given", "Not reached")
 
 
 @dataclass
@@ -39,10 +38,13 @@ class StepOutcome:
     name: str
     type: str
     status: str
-    """Succeeded, Failed, or Skipped (a branch not taken)."""
+    """Succeeded, Failed, Skipped (a branch not taken), Given (from --outputs) or Not reached
+    (after a failure)."""
     seconds: float = 0.0
     outputs: dict[str, Any] = field(default_factory=dict)
     reason: str = ""
+    image: str = ""
+    """The image the job stood in for (Training and Processing)."""
 
 
 @dataclass
@@ -55,21 +57,26 @@ class Report:
     notes: list[str] = field(default_factory=list)
     not_emulated: list[str] = field(default_factory=list)
 
+    named: str = ""
+    """Where the pipeline's name came from, when not from the definition's own."""
+
     def as_json(self) -> dict[str, Any]:
-        return {"pipeline": self.pipeline, "execution": self.execution, "status": self.status,
+        return {"pipeline": self.pipeline, "named": self.named, "execution": self.execution,
+                "status": self.status,
                 "failure": self.failure, "notes": self.notes, "not_emulated": self.not_emulated,
                 "steps": [vars(step) for step in self.steps]}
 
     def table(self) -> str:
-        rows = [("step", "type", "status", "seconds", "outputs")]
+        rows = [("step", "type", "status", "seconds", "image", "outputs")]
         for step in self.steps:
             rows.append((step.name, step.type, step.status, f"{step.seconds:.1f}",
-                         step.reason or _summary(step.outputs)))
-        widths = [max(len(r[i]) for r in rows) for i in range(4)]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[4]
+                         step.image or "-", step.reason or _summary(step.outputs)))
+        widths = [max(len(r[i]) for r in rows) for i in range(5)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[5]
                  for r in rows]
         lines.insert(1, "  ".join("-" * w for w in widths) + "  -------")
         lines.append("")
+        lines.append(f"pipeline {self.pipeline}" + (f" ({self.named})" if self.named else ""))
         lines.append(f"execution {self.execution}: {self.status}"
                      + (f": {self.failure}" if self.failure else ""))
         lines += [f"  note: {note}" for note in self.notes]
@@ -100,9 +107,7 @@ def execute(definition: Mapping[str, Any], pipeline_name: str, parameters: dict[
     """Runs every step the definition reaches; never raises for a step's failure."""
     execution = uuid.uuid4().hex[:12]  # every execution its own, as on SageMaker
     run.execution = execution
-    account = run.stack.account if run.stack else LOCAL_ACCOUNT
-    region = run.stack.region if run.stack else LOCAL_REGION
-    pipeline_arn = f"arn:aws:sagemaker:{region}:{account}:pipeline/{pipeline_name.lower()}"
+    pipeline_arn = f"{run.arn('sagemaker')}:pipeline/{pipeline_name.lower()}"
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     context = Context(parameters, {
         "PipelineExecutionId": execution, "PipelineName": pipeline_name,
@@ -111,13 +116,19 @@ def execute(definition: Mapping[str, Any], pipeline_name: str, parameters: dict[
         "StartDateTime": now, "CurrentDateTime": now})
     report = Report(pipeline_name, execution)
     steps = list(definition.get("Steps", []))
-    report.not_emulated = sorted({setting for step in all_steps(steps)
-                                  for setting in _settings(step)})
     try:
         _run_steps(steps, context, run, report, say)
-        report.status = "Succeeded"
+        report.status = SUCCEEDED
     except StepFailed as failure:
-        report.status, report.failure = "Failed", str(failure)
+        report.status, report.failure = FAILED, str(failure)
+    seen = {outcome.name for outcome in report.steps}
+    report.steps += [StepOutcome(str(s["Name"]), str(s["Type"]), NOT_REACHED)
+                     for s in all_steps(steps) if str(s["Name"]) not in seen]
+    ran = {outcome.name for outcome in report.steps if outcome.status in (SUCCEEDED, FAILED)}
+    report.not_emulated = sorted({setting for step in all_steps(steps)
+                                  if str(step["Name"]) in ran for setting in _settings(step)})
+    for outcome in report.steps:
+        outcome.image = run.images.get(outcome.name, "")
     report.notes = run.notes
     return report
 
@@ -130,6 +141,11 @@ def _run_steps(steps: list[Mapping[str, Any]], context: Context, run: Run, repor
         began = time.monotonic()
         outcome = StepOutcome(name, kind, "Executing")
         report.steps.append(outcome)
+        if name in run.outputs:
+            outcome.status, outcome.outputs = GIVEN, run.outputs[name]
+            context.steps[name] = outcome.outputs
+            say(f"{name} ({kind}): given with --outputs, not run")
+            continue
         try:
             if kind == "Condition":
                 outputs, branch = _condition(step, context)
@@ -137,21 +153,23 @@ def _run_steps(steps: list[Mapping[str, Any]], context: Context, run: Run, repor
                 taken, skipped = branch
                 for other in all_steps(skipped):
                     report.steps.append(StepOutcome(str(other["Name"]), str(other["Type"]),
-                                                    "Skipped", reason=f"{name} took the other "
+                                                    SKIPPED, reason=f"{name} took the other "
                                                                       f"branch"))
             else:
                 outcome.outputs = run_step(step, context, run)
                 context.steps[name] = outcome.outputs
         except Unsupported as unsupported:  # found only as the step ran: fails it, reported
             failure = StepFailed(f"not supported here: {unsupported}")
-            outcome.status, outcome.reason = "Failed", str(failure)
+            outcome.status, outcome.reason = FAILED, str(failure)
+            outcome.seconds = time.monotonic() - began
+            say(f"{name} ({kind}): Failed: {failure}")
             raise StepFailed(f"step {name} failed: {failure}") from None
         except StepFailed as failure:
-            outcome.status, outcome.reason = "Failed", str(failure)
+            outcome.status, outcome.reason = FAILED, str(failure)
             outcome.seconds = time.monotonic() - began
             say(f"{name} ({kind}): Failed after {outcome.seconds:.1f} s: {failure}")
             raise StepFailed(f"step {name} failed: {failure}") from None
-        outcome.status, outcome.seconds = "Succeeded", time.monotonic() - began
+        outcome.status, outcome.seconds = SUCCEEDED, time.monotonic() - began
         say(f"{name} ({kind}): Succeeded in {outcome.seconds:.1f} s")
         if kind == "Condition":
             context.steps[name] = outcome.outputs
@@ -222,6 +240,12 @@ def check_structure(steps: list[Mapping[str, Any]]) -> None:
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
         raise RunInputError(f"step names must be unique, got {', '.join(twice)} more than once")
+    failing = {str(step["Name"]) for step in all_steps(steps) if step.get("Type") == "Fail"}
+    for step in all_steps(steps):
+        # SageMaker refuses it at CreatePipeline ("CondStep can not depends on FailStep").
+        for needed in sorted(set(step.get("DependsOn", [])) & failing):
+            raise RunInputError(f"step {step['Name']} depends on {needed}, a Fail step: SageMaker "
+                                f"refuses this definition (a Fail step ends the execution)")
     top = {str(step["Name"]) for step in steps}
     for step in steps:
         needs = (set(step.get("DependsOn", [])) | _references(step)) & set(names)
@@ -232,26 +256,21 @@ def check_structure(steps: list[Mapping[str, Any]]) -> None:
 
 
 def _settings(step: Mapping[str, Any]) -> list[str]:
-    arguments = step.get("Arguments", {})
-    found = [s for s in NOT_EMULATED if "." not in s and (s in arguments or s in step)]
-    found += [s for s in NOT_EMULATED if "." in s and s.split(".")[1] in arguments.get(
-        s.split(".")[0], {})]
-    return [f"{step['Name']}.{s}" for s in found]
+    found = []
+    for setting in NOT_EMULATED:
+        *parents, key = setting.split(".")
+        holder: Any = step.get("Arguments", {})
+        for parent in parents:
+            holder = holder.get(parent, {}) if isinstance(holder, Mapping) else {}
+        if isinstance(holder, Mapping) and key in holder or not parents and key in step:
+            found.append(f"{step['Name']}.{setting}")
+    return found
 
 
-def refuse_early(steps: list[Mapping[str, Any]], python: str, given: Collection[str]) -> None:
+def refuse_early(steps: list[Mapping[str, Any]], run: Run, given: Collection[str]) -> None:
     """Every step that cannot run here (and is not ``given`` with --outputs), refused in one
     line before anything runs."""
     check_structure(steps)
-    refusals = []
-    for step in all_steps(steps):
-        name, kind = str(step["Name"]), str(step["Type"])
-        if name in given:
-            continue
-        if kind == "Training":
-            refusals.append(training_refusal(name, step.get("Arguments", {}), python))
-        elif kind not in STEP_TYPES:
-            refusals.append(str(not_run_here(name, kind)))
-    found = [refusal for refusal in refusals if refusal]
+    found = refusals(all_steps(steps), run, given)
     if found:
         raise Unsupported("; ".join(found))

@@ -1,0 +1,153 @@
+"""What a job's container looks like from inside, on this machine: SageMaker's ``/opt/ml`` and
+the job's own home, temporary and cache folders, all inside the job's folder of the workdir.
+
+Each job's process runs in a private mount namespace (``unshare``) where an overlay over
+``/opt`` holds ``/opt/ml``, bound to the job's ``opt_ml`` folder: code that names
+``/opt/ml/...`` absolutely reads and writes the job's folder, and the host's ``/opt`` is
+untouched. Where no namespace can be made (no ``unshare``, or no right to mount), the toolkit's
+``SAGEMAKER_BASE_DIR`` points training at the folder, and the run says so before it starts.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from compiled_training.catalog.aws_names import partition
+
+OPT_ML = "/opt/ml"
+FAILURE_REASON_MAX = 1024
+"""SageMaker keeps this much of ``/opt/ml/output/failure`` as the job's FailureReason."""
+LOG_LINES_ON_FAILURE = 3
+_TOOLKIT_LOGGER = "sagemaker-training-toolkit"
+
+# Inside the namespace: /opt overlaid (its files stay readable, writes go to the job's
+# folder), /opt/ml bound to the job's opt_ml, then the job's command.
+_ENTER = ('set -e; mount -t overlay overlay -o "lowerdir=/opt,upperdir=$1,workdir=$2" /opt; '
+          'mkdir -p /opt/ml; mount --bind "$3" /opt/ml; shift 3; exec "$@"')
+# Variables of this machine's own AWS set-up that must not reach a job: its calls go to the
+# run's stand-in AWS only.
+_HOST_AWS = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE",
+             "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+             "AWS_CA_BUNDLE")
+
+
+def _unshare() -> list[str]:
+    command = ["unshare", "--mount", "--propagation", "private"]
+    return command if os.geteuid() == 0 else [*command, "--user", "--map-root-user"]
+
+
+@functools.cache  # one answer a process: the machine does not change during a run
+def isolation_problem() -> str | None:
+    """Why jobs cannot get their own ``/opt/ml`` here (a mount namespace), or None; tried in a
+    temporary folder that is removed afterwards."""
+    if shutil.which("unshare") is None:
+        return "no unshare command (util-linux)"
+    with tempfile.TemporaryDirectory(prefix="compiled-training-probe-") as scratch:
+        folders = [Path(scratch) / name for name in ("upper", "work", "opt_ml")]
+        for folder in folders:
+            folder.mkdir()
+        probe = subprocess.run([*_unshare(), "sh", "-c", _ENTER, "sh", *map(str, folders),
+                                "sh", "-c", f"touch {OPT_ML}/probe"],
+                               capture_output=True, text=True, check=False)
+        if probe.returncode == 0 and (folders[2] / "probe").is_file():
+            return None
+        lines = (probe.stderr or probe.stdout).strip().splitlines()
+        return f"unshare could not lay /opt/ml over /opt: {lines[-1] if lines else 'no output'}"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One training or processing job's folder and how its process is started."""
+
+    folder: Path
+    """``<workdir>/steps/<step>``: the job's ``opt_ml`` and everything else it writes."""
+    name: str
+    isolated: bool
+    """Its process runs in its own mount namespace, where ``/opt/ml`` is ``opt_ml``."""
+
+    @property
+    def opt_ml(self) -> Path:
+        return self.folder / "opt_ml"
+
+    def host_path(self, path: str) -> Path:
+        """Where a container path under ``/opt/ml`` lies in the job's folder."""
+        if path != OPT_ML and not path.startswith(f"{OPT_ML}/"):
+            raise ValueError(f"{path} is not under {OPT_ML}")
+        return self.opt_ml / Path(path).relative_to(OPT_ML)
+
+    def seen(self, path: str) -> str:
+        """A container path as the job's process can open it."""
+        return path if self.isolated else str(self.host_path(path))
+
+    def make(self, folders: tuple[str, ...]) -> None:
+        """The job's folder afresh, with the container folders (``/opt/ml/...``) it starts with."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+        for path in folders:
+            self.host_path(path).mkdir(parents=True, exist_ok=True)
+        for name in ("home", "tmp", "cache", "cwd", "overlay/upper", "overlay/work"):
+            (self.folder / name).mkdir(parents=True, exist_ok=True)
+
+    def environment(self, *, python: str, region: str, endpoint: str | None,
+                    variables: Mapping[str, str]) -> dict[str, str]:
+        """The process's environment: this machine's, less its AWS set-up, with the job's own
+        folders, the stand-in AWS and ``variables`` (the step's and the image's)."""
+        cache = self.folder / "cache"
+        env = {key: value for key, value in os.environ.items() if key not in _HOST_AWS}
+        env.update({
+            "PATH": os.pathsep.join([str(Path(python).parent), env.get("PATH", "")]),
+            "HOME": str(self.folder / "home"), "TMPDIR": str(self.folder / "tmp"),
+            "XDG_CACHE_HOME": str(cache), "PYTHONPYCACHEPREFIX": str(cache / "pycache"),
+            "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"),
+            "TRITON_CACHE_DIR": str(cache / "inductor" / "triton"),
+            "MPLCONFIGDIR": str(cache / "matplotlib"), "HF_HOME": str(cache / "huggingface"),
+            # A job's pip installs (a requirements.txt) stay in its folder, not in --python.
+            "PIP_TARGET": str(cache / "site-packages"), "PIP_NO_CACHE_DIR": "1",
+            "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_SESSION_TOKEN": "local", "AWS_DEFAULT_REGION": region, "AWS_REGION": region,
+            "AWS_CONFIG_FILE": str(self.folder / "home" / "aws-config"),
+            "AWS_SHARED_CREDENTIALS_FILE": str(self.folder / "home" / "aws-credentials"),
+            "AWS_EC2_METADATA_DISABLED": "true", "AWS_PARTITION": partition(region),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(cache / "site-packages"),
+                                                        env.get("PYTHONPATH")])),
+        })
+        if endpoint:  # every service the job's boto3 or AWS CLI calls: the run's stand-in AWS
+            env["AWS_ENDPOINT_URL"] = endpoint
+        env.update(variables)
+        return env
+
+    def launch(self, command: list[str], env: Mapping[str, str], log: Path) -> int:
+        """Runs ``command`` as the job's process, its output in ``log``; its exit code."""
+        if self.isolated:
+            overlay = self.folder / "overlay"
+            command = [*_unshare(), "sh", "-c", _ENTER, "sh", str(overlay / "upper"),
+                       str(overlay / "work"), str(self.opt_ml), *command]
+        with log.open("w") as out:
+            return subprocess.run(command, env=dict(env), cwd=self.folder / "cwd", stdout=out,
+                                  stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                  check=False).returncode
+
+    def failure(self, code: int, log: Path) -> str:
+        """Why a process that exited ``code`` failed, as SageMaker says it: the failure file's
+        text, else the log's last lines."""
+        written = self.host_path(f"{OPT_ML}/output/failure")
+        lines = log.read_text(errors="replace").strip().splitlines() or ["no output"]
+        last = " | ".join(line.strip() for line in lines[-LOG_LINES_ON_FAILURE:])
+        if not self.failure_left():
+            return f"AlgorithmError: {last} (exit code {code}; log: {log})"
+        reason = written.read_text(errors="replace").strip()[:FAILURE_REASON_MAX]
+        # The script's own last words, before the toolkit's report of them.
+        own = [line for line in lines if _TOOLKIT_LOGGER not in line] or lines
+        return (f"AlgorithmError: {' '.join(reason.split())} (exit code {code}; the script's "
+                f"last line: {own[-1].strip()}; log: {log})")
+
+    def failure_left(self) -> bool:
+        """The process wrote a failure file though it exited 0."""
+        written = self.host_path(f"{OPT_ML}/output/failure")
+        return written.is_file() and bool(written.read_text(errors="replace").strip())

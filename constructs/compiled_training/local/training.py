@@ -1,0 +1,201 @@
+"""A Training step, run as SageMaker runs the job: SageMaker's own training toolkit
+(``sagemaker-training``) in the image's ``--python``, with the launcher the image would start,
+in the job's container view (`container.Job`).
+
+Stand-ins for what cannot exist here: the GPUs (an ``nvidia-smi`` listing ``--processes`` of
+them, all the toolkit reads of them), AWS's ``xla_spawn`` (``stand_ins/xla_spawn``), and the
+instances (one host, whatever ``InstanceCount`` says).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import tarfile
+import time
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from compiled_training.local.aws import download, download_prefix, upload, upload_tree
+from compiled_training.local.container import OPT_ML, Job
+from compiled_training.local.expressions import StepFailed, text
+from compiled_training.local.images import PYTORCH_LAUNCHER, classify
+from compiled_training.local.run import Run
+from compiled_training_runtime import contract
+
+DLC_TRAINING_MODULE = PYTORCH_LAUNCHER
+XLA_SPAWN = resources.files(__package__) / "stand_ins" / "xla_spawn"
+CHECKPOINTS = f"{OPT_ML}/checkpoints"
+_FOLDERS = (f"{OPT_ML}/input/config", f"{OPT_ML}/model", f"{OPT_ML}/output/data", f"{OPT_ML}/code")
+_TOOLKIT = "from sagemaker_training import trainer; trainer.train()"
+
+
+def hyperparameter_text(value: Any) -> str:
+    """A hyperparameter's value as a string: SageMaker's JSON-quoted form unquoted, or the value
+    as it stands (the SDK leaves a parameter's ``Get`` unquoted)."""
+    raw = text(value)
+    try:
+        decoded = json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+    return decoded if isinstance(decoded, str) else raw
+
+
+def train(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, Any]:
+    """The job's properties, as DescribeTrainingJob gives them, once its process succeeds."""
+    job = run.job(name)
+    checkpoint = arguments.get("CheckpointConfig", {})
+    local_checkpoints = str(checkpoint.get("LocalPath") or CHECKPOINTS)
+    job.make((*_FOLDERS, *([local_checkpoints] if checkpoint else [])))
+    hyperparameters = _hyperparameters(name, arguments, run)
+    code = hyperparameters.get("sagemaker_submit_directory")
+    if code:
+        local = job.folder / "sourcedir.tar.gz"
+        download(run.s3, hyperparameter_text(code), local)
+        hyperparameters["sagemaker_submit_directory"] = json.dumps(str(local))
+    channels = {}
+    for channel in arguments.get("InputDataConfig", []):
+        uri = channel["DataSource"]["S3DataSource"]["S3Uri"]
+        target = job.host_path(f"{OPT_ML}/input/data/{channel['ChannelName']}")
+        if not download_prefix(run.s3, uri, target):
+            raise StepFailed(f"ClientError: No S3 objects found under S3 URL \"{uri}\" given in "
+                             f"input data source. Please ensure that the bucket exists in the "
+                             f"selected region, that objects exist under that S3 prefix")
+        channels[channel["ChannelName"]] = {"TrainingInputMode": "File"}
+    if checkpoint.get("S3Uri"):  # SageMaker fills the folder before the job starts
+        download_prefix(run.s3, checkpoint["S3Uri"], job.host_path(local_checkpoints))
+    instance_type = str(arguments.get("ResourceConfig", {}).get("InstanceType", ""))
+    config = job.host_path(f"{OPT_ML}/input/config")
+    (config / "hyperparameters.json").write_text(json.dumps(hyperparameters))
+    (config / "inputdataconfig.json").write_text(json.dumps(channels))
+    (config / "resourceconfig.json").write_text(json.dumps(resource_config(instance_type)))
+
+    log = job.folder / "training.log"
+    began = time.monotonic()
+    result = _toolkit(job, arguments, hyperparameters, run, log)
+    seconds = max(1, round(time.monotonic() - began))
+    output = str(arguments["OutputDataConfig"]["S3OutputPath"]).rstrip("/")
+    if checkpoint.get("S3Uri"):  # synced as it writes them, failed or not
+        upload_tree(run.s3, job.host_path(local_checkpoints), checkpoint["S3Uri"])
+    if result != 0:
+        raise StepFailed(job.failure(result, log))
+    if job.failure_left():
+        run.notes.append(f"{name}: the job exited 0 but wrote {OPT_ML}/output/failure; SageMaker "
+                         f"counts the exit code, so the step succeeded")
+    model = job.host_path(f"{OPT_ML}/model")
+    if not any(model.rglob("*")):
+        run.notes.append(f"{name}: warning: the job left {OPT_ML}/model empty, so model.tar.gz "
+                         f"holds nothing; write the model to SM_MODEL_DIR")
+    model_uri = f"{output}/{job.name}/output/model.tar.gz"
+    upload(run.s3, _pack(model, job.folder / "model.tar.gz"), model_uri)
+    data = job.host_path(f"{OPT_ML}/output/data")
+    if any(data.iterdir()):
+        upload(run.s3, _pack(data, job.folder / "output.tar.gz"),
+               f"{output}/{job.name}/output/output.tar.gz")
+    count = arguments.get("ResourceConfig", {}).get("InstanceCount", 1)
+    return {"TrainingJobName": job.name, "TrainingJobStatus": "Completed",
+            # The one host stood in for every instance: billed as SageMaker bills them.
+            "TrainingTimeInSeconds": seconds, "BillableTimeInSeconds": seconds * int(count),
+            "ModelArtifacts": {"S3ModelArtifacts": model_uri},
+            "FinalMetricDataList": final_metrics(
+                arguments.get("AlgorithmSpecification", {}).get("MetricDefinitions", []),
+                log.read_text(errors="replace"))}
+
+
+def resource_config(instance_type: str) -> dict[str, Any]:
+    """``resourceconfig.json`` as SageMaker writes it for one host."""
+    group = "homogeneousCluster"
+    return {"current_host": "algo-1", "current_instance_type": instance_type,
+            "current_group_name": group, "hosts": ["algo-1"],
+            "instance_groups": [{"instance_group_name": group, "instance_type": instance_type,
+                                 "hosts": ["algo-1"]}],
+            "network_interface_name": "eth0"}
+
+
+def _hyperparameters(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, str]:
+    hyperparameters = {key: text(value) for key, value in
+                       arguments.get("HyperParameters", {}).items()}
+    overrides = run.overrides.get(name, {})
+    changed = {k: v for k, v in overrides.items() if k in hyperparameters}
+    added = {k: v for k, v in overrides.items() if k not in hyperparameters}
+    hyperparameters.update(overrides)
+    if changed:
+        run.notes.append(f"{name}: hyperparameters overridden for this run (--set): " + ", ".join(
+            f"{key}={value}" for key, value in changed.items()))
+    if added:
+        run.notes.append(f"{name}: hyperparameters the definition does not have, added for this "
+                         f"run (--set; check their spelling): " + ", ".join(
+                             f"{key}={value}" for key, value in added.items()))
+    return hyperparameters
+
+
+def final_metrics(definitions: list[Mapping[str, str]], logs: str) -> dict[str, Any]:
+    """SageMaker's extraction: each definition's regex over the job's log, the first group of
+    the last match the final value."""
+    metrics = {}
+    for definition in definitions:
+        found = re.findall(definition["Regex"], logs)
+        if found:
+            last = found[-1]
+            value = float(last[0] if isinstance(last, tuple) else last)
+            metrics[definition["Name"]] = {"MetricName": definition["Name"], "Value": value}
+    return metrics
+
+
+def _toolkit(job: Job, arguments: Mapping[str, Any], hyperparameters: Mapping[str, str],
+             run: Run, log: Path) -> int:
+    """The training toolkit in the job's view, as the image's entry point starts it."""
+    image = classify(str(arguments.get("AlgorithmSpecification", {}).get("TrainingImage", "")),
+                     script_mode=True)
+    python = run.python(image.kind)
+    instance_type = str(arguments.get("ResourceConfig", {}).get("InstanceType", ""))
+    variables = {str(k): text(v) for k, v in arguments.get("Environment", {}).items()}
+    variables.update({"SM_STUDIO_LOCAL_MODE": "true", "PJRT_DEVICE": "CPU",
+                      "TRAINING_JOB_NAME": job.name,
+                      "TRAINING_JOB_ARN": f"{run.arn('sagemaker')}:training-job/{job.name}",
+                      "PET_MASTER_PORT": str(free_port())})
+    if not job.isolated:
+        variables["SAGEMAKER_BASE_DIR"] = str(job.opt_ml)
+    env = job.environment(python=python, region=run.region, endpoint=run.endpoint,
+                          variables=variables)
+    env.pop("SAGEMAKER_TRAINING_MODULE", None)
+    if image.launcher:
+        env["SAGEMAKER_TRAINING_MODULE"] = image.launcher
+        env["PYTHONPATH"] = f"{XLA_SPAWN}:{env['PYTHONPATH']}"
+    if instance_type.split(".")[1:2] and instance_type.split(".")[1][:1] in "gp":
+        gpus = run.processes
+        if hyperparameter_text(hyperparameters.get(contract.HP_PYTORCH_XLA_MULTI_WORKER)) == \
+                "true" and gpus > 1:
+            # torch-xla on a CPU runs one process: its replicas would be threads that miss
+            # each other's collectives on a loaded machine.
+            gpus = 1
+            run.notes.append("pytorchxla steps run one XLA replica here, whatever --processes")
+        env["PATH"] = f"{stand_in_gpus(job.folder / 'gpus', gpus)}:{env['PATH']}"
+    return job.launch([python, "-c", _TOOLKIT], env, log)
+
+
+def stand_in_gpus(folder: Path, count: int) -> Path:
+    """An ``nvidia-smi`` listing ``count`` GPUs: all the toolkit reads of them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = "".join(f"echo 'GPU {i}: stand-in (UUID: GPU-local-{i})'\n" for i in range(count))
+    script = folder / "nvidia-smi"
+    script.write_text(f"#!/bin/sh\n{lines}")
+    script.chmod(0o755)
+    return folder
+
+
+def free_port() -> int:
+    """A free loopback port for a rendezvous (torchrun's)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _pack(folder: Path, archive_path: Path) -> Path:
+    with tarfile.open(archive_path, "w:gz") as archive:
+        for item in sorted(folder.iterdir()) if folder.is_dir() else []:
+            archive.add(item, arcname=item.name)
+    return archive_path
