@@ -5,6 +5,7 @@ files go in and out of it; and this process's environment while it stands in."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -50,6 +51,7 @@ def endpoint() -> Iterator[str]:
     state."""
     from moto.server import ThreadedMotoServer
 
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # its access log is not the run's
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()

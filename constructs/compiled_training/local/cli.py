@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -116,7 +117,8 @@ def _run(args: argparse.Namespace) -> int:
     stack = pipeline.stack if pipeline else None
     isolation = isolation_problem()
     run = Run(Path(), request.pythons, args.processes, None, stack,
-              stack.account if stack else LOCAL_ACCOUNT, stack.region if stack else LOCAL_REGION,
+              stack.account if stack else LOCAL_ACCOUNT,
+              stack.region if stack else _images_region(request.definition),
               isolated=isolation is None, overrides=request.overrides, outputs=request.outputs,
               handlers=request.handlers)
     refuse_early(request.definition.get("Steps", []), run, request.outputs)
@@ -201,6 +203,13 @@ def _request(args: argparse.Namespace) -> Request:
     _check_steps(definition, overrides, outputs, handlers)
     return Request(definition, name, named, pipeline, parameters, data, overrides, outputs,
                    pythons, handlers)
+
+
+def _images_region(definition: Mapping[str, Any]) -> str:
+    """A definition file's region: its images' registry's (``<account>.dkr.ecr.<region>.``), as
+    the SDK resolves them in the session's region; else the stand-in's default."""
+    found = re.search(r"\.dkr\.ecr\.([a-z0-9-]+)\.", json.dumps(definition))
+    return found[1] if found else LOCAL_REGION
 
 
 def _pythons(given: list[str]) -> dict[str, str]:

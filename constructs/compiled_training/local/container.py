@@ -25,7 +25,7 @@ OPT_ML = "/opt/ml"
 FAILURE_REASON_MAX = 1024
 """SageMaker keeps this much of ``/opt/ml/output/failure`` as the job's FailureReason."""
 LOG_LINES_ON_FAILURE = 3
-_TOOLKIT_LOGGER = "sagemaker-training-toolkit"
+_TOOLKIT_ERROR = "sagemaker-training-toolkit ERROR"
 
 # Inside the namespace: /opt overlaid (its files stay readable, writes go to the job's
 # folder), /opt/ml bound to the job's opt_ml, then the job's command.
@@ -143,7 +143,8 @@ class Job:
             return f"AlgorithmError: {last} (exit code {code}; log: {log})"
         reason = written.read_text(errors="replace").strip()[:FAILURE_REASON_MAX]
         # The script's own last words, before the toolkit's report of them.
-        own = [line for line in lines if _TOOLKIT_LOGGER not in line] or lines
+        reported = next((i for i, line in enumerate(lines) if _TOOLKIT_ERROR in line), len(lines))
+        own = [line for line in lines[:reported] if line.strip()] or lines
         return (f"AlgorithmError: {' '.join(reason.split())} (exit code {code}; the script's "
                 f"last line: {own[-1].strip()}; log: {log})")
 
