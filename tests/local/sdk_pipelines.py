@@ -373,6 +373,93 @@ def fail_with_join(root: Path, failing: str | None = None) -> Built:
     return Built("fail_with_join", json.loads(body), [])
 
 
-BUILDERS: dict[str, Callable[..., Built]] = {
-    "abalone": abalone, "framework_processor": framework_processor,
-    "parameterized_code": parameterized_code, "pytorch_script": pytorch_script}
+
+
+def _fail_pipeline(root: Path, name: str, message: Any, *, parameters: list[Any] | None = None,
+                   depends_on_fail: bool = False) -> Built:
+    """The SDK's ``test_fail_steps.py`` shapes: a condition on ``MyInt == 1`` whose else branch
+    is a Fail step (or, ``depends_on_fail``, a condition that depends on one)."""
+    from sagemaker.workflow.condition_step import ConditionStep
+    from sagemaker.workflow.conditions import ConditionEquals
+    from sagemaker.workflow.fail_step import FailStep
+    from sagemaker.workflow.parameters import ParameterInteger
+
+    with _sdk(root / "uploads") as session:
+        param = ParameterInteger(name="MyInt", default_value=2)
+        fail = FailStep(name="FailStep", error_message=message)
+        cond = ConditionStep(name="CondStep", conditions=[ConditionEquals(left=param, right=1)],
+                             if_steps=[], else_steps=[] if depends_on_fail else [fail],
+                             depends_on=["FailStep"] if depends_on_fail else None)
+        steps = [cond, fail] if depends_on_fail else [cond]
+        body = _pipeline(name, steps, [param, *(parameters or [])], session)
+    return Built(name, json.loads(body), [])
+
+
+def fail_with_string(root: Path, failing: str | None = None) -> Built:
+    return _fail_pipeline(root, "fail-with-string", "Failed due to hitting in else branch")
+
+
+def fail_with_parameter(root: Path, failing: str | None = None) -> Built:
+    from sagemaker.workflow.parameters import ParameterString
+
+    message = ParameterString(name="MyString")
+    built = _fail_pipeline(root, "fail-with-parameter", message, parameters=[message])
+    built.arguments += ["--param", "MyInt=3", "--param",
+                        "MyString=Failed due to hitting in else branch"]
+    return built
+
+
+def fail_without_message(root: Path, failing: str | None = None) -> Built:
+    return _fail_pipeline(root, "fail-without-message", None)
+
+
+def depends_on_fail(root: Path, failing: str | None = None) -> Built:
+    return _fail_pipeline(root, "depends-on-fail", "Failed pipeline execution",
+                          depends_on_fail=True)
+
+
+def refused_kinds(root: Path, failing: str | None = None) -> Built:
+    """Steps no local run can stand in for: a TensorFlow estimator, a processing input from
+    Athena, a processor started by its image's own entry point, a Transform step."""
+    from sagemaker.dataset_definition.inputs import AthenaDatasetDefinition, DatasetDefinition
+    from sagemaker.processing import ProcessingInput, Processor
+    from sagemaker.tensorflow import TensorFlow
+    from sagemaker.transformer import Transformer
+    from sagemaker.workflow.steps import ProcessingStep, TrainingStep, TransformStep
+
+    scripts = write_scripts(root / "scripts", failing)
+    with _sdk(root / "uploads") as session:
+        tensorflow = TensorFlow(entry_point="train.py", source_dir=str(scripts), role=ROLE,
+                                framework_version="2.14", py_version="py310",
+                                instance_type="ml.m5.xlarge", instance_count=1,
+                                sagemaker_session=session, output_path=f"s3://{BUCKET}/tf")
+        train = TrainingStep(name="TrainTensorflow", step_args=tensorflow.fit())
+        athena = ProcessingStep(name="QueryAthena", step_args=_processor(session).run(
+            code=str(scripts / "preprocess.py"), inputs=[ProcessingInput(
+                input_name="rows", dataset_definition=DatasetDefinition(
+                    local_path="/opt/ml/processing/input/rows", data_distribution_type=
+                    "FullyReplicated", input_mode="File", athena_dataset_definition=
+                    AthenaDatasetDefinition(catalog="AwsDataCatalog", database="team",
+                                            query_string="SELECT 1", output_format="PARQUET",
+                                            output_s3_uri=f"s3://{BUCKET}/athena/")))]))
+        own = ProcessingStep(name="OwnEntrypoint", step_args=Processor(
+            role=ROLE, image_uri="123456789012.dkr.ecr.eu-west-1.amazonaws.com/team-etl:1",
+            instance_count=1, instance_type="ml.m5.xlarge", sagemaker_session=session).run())
+        session.sagemaker_client.create_model(  # the SDK reads the model's image
+            ModelName="team-model", ExecutionRoleArn=ROLE, PrimaryContainer={
+                "Image": "123456789012.dkr.ecr.eu-west-1.amazonaws.com/team-model:1"})
+        transform = TransformStep(name="Score", step_args=Transformer(
+            model_name="team-model", instance_count=1, instance_type="ml.m5.xlarge",
+            output_path=f"s3://{BUCKET}/scores", sagemaker_session=session).transform(
+            data=f"s3://{BUCKET}/raw/"))
+        body = _pipeline("refused-kinds", [train, athena, own, transform], [], session)
+    return Built("refused_kinds", json.loads(body), [])
+
+
+JOBS: dict[str, tuple[Callable[..., Built], str]] = {
+    "abalone": (abalone, "evaluate.py"),
+    "framework_processor": (framework_processor, "report.py"),
+    "parameterized_code": (parameterized_code, "train.py"),
+    "pytorch_script": (pytorch_script, "torch_train.py"),
+}
+"""The pipelines with jobs, and the script their failing twin breaks."""

@@ -25,7 +25,8 @@ OPT_ML = "/opt/ml"
 FAILURE_REASON_MAX = 1024
 """SageMaker keeps this much of ``/opt/ml/output/failure`` as the job's FailureReason."""
 LOG_LINES_ON_FAILURE = 3
-_TOOLKIT_ERROR = "sagemaker-training-toolkit ERROR"
+_TOOLKIT = "sagemaker-training-toolkit"
+_TOOLKIT_ERROR = f"{_TOOLKIT} ERROR"
 
 # Inside the namespace: /opt overlaid (its files stay readable, writes go to the job's
 # folder), /opt/ml bound to the job's opt_ml, then the job's command.
@@ -144,7 +145,8 @@ class Job:
         reason = written.read_text(errors="replace").strip()[:FAILURE_REASON_MAX]
         # The script's own last words, before the toolkit's report of them.
         reported = next((i for i, line in enumerate(lines) if _TOOLKIT_ERROR in line), len(lines))
-        own = [line for line in lines[:reported] if line.strip()] or lines
+        own = [line for line in lines[:reported]
+               if line.strip() and _TOOLKIT not in line] or lines
         return (f"AlgorithmError: {' '.join(reason.split())} (exit code {code}; the script's "
                 f"last line: {own[-1].strip()}; log: {log})")
 

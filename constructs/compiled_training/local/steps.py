@@ -79,7 +79,8 @@ def refusals(steps: Iterator[Mapping[str, Any]], run: Run, given: Collection[str
         elif kind == "Lambda":
             found.append(_lambda_refusal(name, step, run))
         elif kind not in STEP_TYPES:
-            found.append(f"step {name}: step type {kind!r} does not run locally")
+            found.append(f"step {name}: step type {kind!r} does not run locally"
+                         f"{_outputs_hint(name)}")
     return [line for line in found if line]
 
 
@@ -134,9 +135,8 @@ def _processing_refusal(name: str, arguments: Mapping[str, Any], run: Run) -> st
         return f"step {name} runs {image.refusal}{_outputs_hint(name)}"
     for item in arguments.get("ProcessingInputs", []):
         if "S3Input" not in item:
-            return (f"step {name}: input {item.get('InputName')} is a "
-                    f"{', '.join(k for k in item if k != 'InputName')} (Athena or Redshift), "
-                    f"which does not exist here{_outputs_hint(name)}")
+            return (f"step {name}: input {item.get('InputName')} is a DatasetDefinition (Athena "
+                    f"or Redshift), which does not exist here{_outputs_hint(name)}")
     if not run.isolated:
         return (f"step {name}: its container names {OPT_ML}/processing, which this machine "
                 f"cannot lay over /opt for the job{_outputs_hint(name)}")
