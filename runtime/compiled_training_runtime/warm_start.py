@@ -59,9 +59,11 @@ def cache_key(mode: str, backend: str, environ: Mapping[str, str]) -> str:
     import torch
 
     device = _device(torch, backend, int(environ.get("LOCAL_RANK", "0")))
+    # The world size too: DDP's graphs differ from one process's.
     parts = [environ.get("SM_CURRENT_INSTANCE_TYPE") or "local", device,
              f"{backend}-{mode}", f"torch-{torch.__version__}", f"triton-{_triton_version()}",
-             f"py{sys.version_info[0]}.{sys.version_info[1]}"]
+             f"py{sys.version_info[0]}.{sys.version_info[1]}",
+             f"world{environ.get('WORLD_SIZE', '1')}"]
     return "/".join(re.sub(r"[^A-Za-z0-9._+-]", "_", part) for part in parts)
 
 
@@ -193,7 +195,14 @@ class CompileCache:
         if not self._takes_part:
             return
         try:
-            self._report.update(_counts(self._report.pop("compile_seconds_before", None)))
+            counts = _counts(self._report.pop("compile_seconds_before", None))
+            # A hit on a graph this run compiled itself is reuse, not a warm start: loaded
+            # counts at most the graphs the archive brought.
+            hits, brought = counts["graphs_loaded"], len(_graphs(self._restored))
+            counts["graphs_loaded"] = min(hits, brought) if brought else 0
+            counts["graphs_reused"] = hits - counts["graphs_loaded"]
+            counts["hit"] = counts["graphs_loaded"] > 0
+            self._report.update(counts)
         except Exception as error:
             self._report["counts_error"] = f"{type(error).__name__}: {error}"
         _barrier(self.local_rank)  # no rank still compiles into the folder rank 0 archives
@@ -283,6 +292,12 @@ def _counts(seconds_before: float | None) -> dict[str, Any]:
             "graphs_compiled": int(counters["inductor"]["fxgraph_cache_miss"]),
             "compile_seconds": None if seconds is None or seconds_before is None
             else round(seconds - seconds_before, 3)}
+
+
+def _graphs(restored: set[str]) -> set[tuple[str, ...]]:
+    """The FX graph entries among restored paths (``fxgraph/<xx>/<key>/...``)."""
+    return {Path(path).parts[:3] for path in restored
+            if Path(path).parts[:1] == ("fxgraph",) and len(Path(path).parts) >= 3}
 
 
 def _compile_seconds() -> float | None:

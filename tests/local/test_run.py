@@ -183,7 +183,7 @@ def test_what_cannot_run_here_is_refused_naming_the_step_before_anything_runs(as
     transform = _run("--definition", str(definition), "--workdir", str(tmp_path / "work"))
     assert transform.returncode == 2
     assert transform.stderr.strip() == (
-        "compiled-training run: step Score: step type 'Transform' does not run locally yet; "
+        "compiled-training run: step Score: step type 'Transform' does not run locally; "
         "give its properties with --outputs Score=FILE")
 
 

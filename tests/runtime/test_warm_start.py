@@ -224,3 +224,20 @@ def test_s3_tells_a_first_run_from_a_failure_and_encrypts_with_the_jobs_key(tmp_
                                               Key="p/compile-cache/Train/k/x.tar.gz")
 
     assert head["ServerSideEncryption"] == "aws:kms" and head["SSEKMSKeyId"] == kms
+
+
+def test_the_cache_key_tells_world_sizes_apart():
+    # DDP's graphs differ from one process's: a 2-rank run's archive is not a 1-rank run's.
+    from compiled_training_runtime.warm_start import cache_key
+
+    one, two = (cache_key("default", "inductor", {"WORLD_SIZE": size}) for size in ("1", "2"))
+    assert one.endswith("/world1") and two.endswith("/world2")
+    assert one.removesuffix("/world1") == two.removesuffix("/world2")
+
+
+def test_only_graphs_the_archive_brought_count_as_loaded():
+    from compiled_training_runtime.warm_start import _graphs
+
+    restored = {"fxgraph/ab/fabc/0", "fxgraph/ab/fabc/1", "fxgraph/cd/fcde/0", "aotautograd/x/y"}
+    assert _graphs(restored) == {("fxgraph", "ab", "fabc"), ("fxgraph", "cd", "fcde")}
+    assert _graphs(set()) == set()
