@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -269,3 +270,113 @@ def test_each_extra_installs_the_modules_its_message_names():
             if "extra ==" not in r}
     assert {"aws-cdk-lib", "constructs", "compiled-training-runtime"} <= core
     assert not {"matplotlib", "torch", "torch-xla", "transformers", "boto3", "moto"} & core
+
+
+@pytest.fixture(scope="module")
+def local_python(wheels: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtualenv with the wheels and the ``local`` extra, as a team runs pipelines."""
+    library, runtime = (next(w for w in wheels if w.name.startswith(f"{name}-"))
+                        for name in ("compiled_training", "compiled_training_runtime"))
+    return _installed(tmp_path_factory.mktemp("local"), sys.executable,
+                      [Path(f"{library}[local]"), runtime])
+
+
+SKLEARN_IMAGE = "141502667606.dkr.ecr.eu-west-1.amazonaws.com/sagemaker-scikit-learn:1.2-1-cpu-py3"
+COUNT = """import os, sys
+if os.environ.get("FAIL"):
+    sys.exit("the rows are not there")
+rows = open("/opt/ml/processing/input/rows.txt").read().split()
+os.makedirs("/opt/ml/processing/output", exist_ok=True)
+open("/opt/ml/processing/output/count.txt", "w").write(str(len(rows)))
+"""
+TRAIN = """import os
+count = int(open(os.path.join(os.environ["SM_CHANNEL_COUNTS"], "count.txt")).read())
+open(os.path.join(os.environ["SM_MODEL_DIR"], "model.txt"), "w").write(str(count))
+print(f"rows={count}")
+"""
+
+
+def _team_definition(work: Path) -> Path:
+    """A team's pipeline as ``describe-pipeline`` returns it: a scikit-learn processing job,
+    then scikit-learn script-mode training on its output. Its code and data under ``work``."""
+    (work / "code").mkdir(parents=True)
+    (work / "code" / "count.py").write_text(COUNT)
+    (work / "code" / "train.py").write_text(TRAIN)
+    with tarfile.open(work / "sourcedir.tar.gz", "w:gz") as archive:
+        archive.add(work / "code" / "train.py", arcname="train.py")
+    (work / "rows").mkdir()
+    (work / "rows" / "rows.txt").write_text("a b c d\n")
+    bucket = "s3://team-pipeline-eu"
+    steps = [
+        {"Name": "Count", "Type": "Processing", "Arguments": {
+            "AppSpecification": {"ImageUri": SKLEARN_IMAGE, "ContainerEntrypoint": [
+                "python3", "/opt/ml/processing/input/code/count.py"]},
+            "Environment": {"FAIL": {"Get": "Parameters.Fail"}},
+            "ProcessingInputs": [
+                {"InputName": "code", "S3Input": {"S3Uri": f"{bucket}/code/count.py",
+                                                  "LocalPath": "/opt/ml/processing/input/code",
+                                                  "S3DataType": "S3Prefix",
+                                                  "S3InputMode": "File"}},
+                {"InputName": "rows", "S3Input": {"S3Uri": f"{bucket}/rows/",
+                                                  "LocalPath": "/opt/ml/processing/input",
+                                                  "S3DataType": "S3Prefix",
+                                                  "S3InputMode": "File"}}],
+            "ProcessingOutputConfig": {"Outputs": [{"OutputName": "counts", "S3Output": {
+                "S3Uri": f"{bucket}/counts", "LocalPath": "/opt/ml/processing/output",
+                "S3UploadMode": "EndOfJob"}}]},
+            "ProcessingResources": {"ClusterConfig": {"InstanceType": "ml.m5.large",
+                                                      "InstanceCount": 1, "VolumeSizeInGB": 30}},
+            "RoleArn": "arn:aws:iam::123456789012:role/team"}},
+        {"Name": "Train", "Type": "Training", "Arguments": {
+            "AlgorithmSpecification": {"TrainingImage": SKLEARN_IMAGE, "TrainingInputMode": "File",
+                                       "MetricDefinitions": [{"Name": "rows",
+                                                              "Regex": "rows=([0-9]+)"}]},
+            "HyperParameters": {"sagemaker_program": '"train.py"',
+                                "sagemaker_submit_directory": f'"{bucket}/sourcedir.tar.gz"'},
+            "InputDataConfig": [{"ChannelName": "counts", "DataSource": {"S3DataSource": {
+                "S3DataType": "S3Prefix", "S3Uri": {"Get": "Steps.Count.ProcessingOutputConfig."
+                                                           "Outputs['counts'].S3Output.S3Uri"}}}}],
+            "OutputDataConfig": {"S3OutputPath": f"{bucket}/models"},
+            "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1,
+                               "VolumeSizeInGB": 30},
+            "RoleArn": "arn:aws:iam::123456789012:role/team",
+            "StoppingCondition": {"MaxRuntimeInSeconds": 3600}}}]
+    definition = {"Version": "2020-12-01", "Steps": steps, "Parameters": [
+        {"Name": "Fail", "Type": "String", "DefaultValue": ""}]}
+    path = work / "pipeline.json"
+    path.write_text(json.dumps({"PipelineName": "team-counts",
+                                "PipelineDefinition": json.dumps(definition)}))
+    return path
+
+
+@pytest.mark.parametrize("fail", ["", "yes"], ids=["succeeds", "fails"])
+def test_the_installed_run_command_runs_a_teams_pipeline_and_fails_with_its_script(
+        local_python, tmp_path, fail):
+    """The installed ``compiled-training run``, from a folder outside the checkout, on a
+    pipeline this repository did not build: a processing job, then training on its output."""
+    definition = _team_definition(tmp_path / "team")
+    bucket = "s3://team-pipeline-eu"
+    result = _run([local_python.parent / "compiled-training", "run", "--definition", definition,
+                   "--data", f"{bucket}/code/count.py={tmp_path / 'team' / 'code' / 'count.py'}",
+                   "--data", f"{bucket}/rows/={tmp_path / 'team' / 'rows'}",
+                   "--data", f"{bucket}/sourcedir.tar.gz={tmp_path / 'team' / 'sourcedir.tar.gz'}",
+                   "--param", f"Fail={fail}", "--workdir", tmp_path / "work",
+                   "--json", tmp_path / "report.json"], cwd=tmp_path)
+
+    report = json.loads((tmp_path / "report.json").read_text())
+    statuses = [(step["name"], step["status"]) for step in report["steps"]]
+    assert report["pipeline"] == "team-counts"
+    if not fail:
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert statuses == [("Count", "Succeeded"), ("Train", "Succeeded")]
+        train = report["steps"][1]
+        assert train["outputs"]["FinalMetricDataList"]["rows"]["Value"] == 4
+        assert train["image"] == "sagemaker-scikit-learn:1.2-1-cpu-py3"
+        model = train["outputs"]["ModelArtifacts"]["S3ModelArtifacts"].removeprefix("s3://")
+        with tarfile.open(tmp_path / "work" / "s3" / model) as archive:
+            assert archive.getnames() == ["model.txt"]
+    else:
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert statuses == [("Count", "Failed"), ("Train", "Not reached")]
+        assert report["failure"].startswith("step Count failed: AlgorithmError: "
+                                            "the rows are not there (exit code 1; log: ")

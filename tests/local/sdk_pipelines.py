@@ -29,11 +29,20 @@ ROLE = "arn:aws:iam::123456789012:role/team-training"
 _CONFIG = {"SchemaVersion": "1.0",
            "SageMaker": {"PythonSDK": {"Modules": {"TelemetryOptOut": True}}}}
 SKLEARN = "1.2-1"
-FAILURE = "raise SystemExit('boom: {name} was told to fail')\n"
+FAILURE = """import os
+if os.path.isdir("/opt/ml/processing"):  # a processing job's reason, as SageMaker reads it
+    open("/opt/ml/output/message", "w").write("ExitMessage: {name} was told to fail")
+raise SystemExit("boom: {name} was told to fail")
+"""
 
 SCRIPTS = {
     "preprocess.py": """
-        import csv, os, random
+        import csv, os, random, tempfile
+        # Where scripts write besides their outputs: the working folder, the temporary
+        # folder, the home folder.
+        open("preprocess.log", "w").write("started")
+        tempfile.NamedTemporaryFile(delete=False).write(b"scratch")
+        os.makedirs(os.path.expanduser("~/.cache/team"), exist_ok=True)
         rows = list(csv.reader(open("/opt/ml/processing/input/diabetes.csv")))
         random.Random(0).shuffle(rows)
         for name, part in (("train", rows[:300]), ("test", rows[300:])):

@@ -20,8 +20,6 @@ import pytest
 
 from compiled_training import Compiler, Framework, InputChannel, TrainingPipeline
 
-pytestmark = pytest.mark.xdist_group("local-regions")
-
 SCRIPT = """
 import argparse, os
 parser = argparse.ArgumentParser()

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from compiled_training.definition.sourcedir import build_sourcedir
-from compiled_training.local.training import DLC_TRAINING_MODULE, free_port, stand_in_gpus
+from compiled_training.local.images import PYTORCH_LAUNCHER
+from compiled_training.local.training import free_port, stand_in_gpus
 from compiled_training_runtime.local import job_env, job_folder
 from tests.helpers import TINY_BERT
 
@@ -100,7 +101,7 @@ def run_with_toolkit(base: Path, timeout: int = 900, *, gpus: int = 0,
         path.insert(0, str(NEURON_SHIM / "bin"))
     env.update({"SAGEMAKER_BASE_DIR": str(base), "SM_STUDIO_LOCAL_MODE": "true",
                 "PJRT_DEVICE": "CPU", "AWS_DEFAULT_REGION": "us-east-1",
-                "SAGEMAKER_TRAINING_MODULE": DLC_TRAINING_MODULE, "PATH": os.pathsep.join(path),
+                "SAGEMAKER_TRAINING_MODULE": PYTORCH_LAUNCHER, "PATH": os.pathsep.join(path),
                 "PYTHONPATH": str(NEURON_SHIM if neuron is not None else XLA_SPAWN_SHIM)})
     env.update(environment or {})
     # torchrun's rendezvous port (PET_MASTER_PORT is its --master_port): free, so that two

@@ -235,9 +235,34 @@ def test_the_cache_key_tells_world_sizes_apart():
     assert one.removesuffix("/world1") == two.removesuffix("/world2")
 
 
-def test_only_graphs_the_archive_brought_count_as_loaded():
-    from compiled_training_runtime.warm_start import _graphs
+REUSE = """
+import json, torch, torch._dynamo
+from compiled_training_runtime.warm_start import compile_cache
+with compile_cache() as cache:
+    for _ in range(2):  # the same graph twice: the second compile hits the run's own entry
+        torch._dynamo.reset()
+        torch.compile(lambda x: torch.sin(x) + 1)(torch.ones(4))
+print(json.dumps(cache.summary()))
+"""
 
-    restored = {"fxgraph/ab/fabc/0", "fxgraph/ab/fabc/1", "fxgraph/cd/fcde/0", "aotautograd/x/y"}
-    assert _graphs(restored) == {("fxgraph", "ab", "fabc"), ("fxgraph", "cd", "fcde")}
-    assert _graphs(set()) == set()
+
+def test_a_runs_reuse_of_its_own_graphs_is_not_a_warm_start(tmp_path):
+    """A fresh cache reported ``hit`` with graphs loaded when the run only reused what it had
+    compiled itself: loaded counts the archive's graphs, reuse is apart."""
+    import json
+    import subprocess
+    import sys
+
+    reports = []
+    for run in ("cold", "warm"):
+        env = {**direct_env(tmp_path / run, {}), "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / run),
+               contract.ENV_COMPILE_CACHE_URL: f"file://{tmp_path / 'store'}/"}
+        result = subprocess.run([sys.executable, "-c", REUSE], env=env, capture_output=True,
+                                text=True, timeout=600, check=False)
+        assert result.returncode == 0, result.stderr[-3000:]
+        reports.append(json.loads(result.stdout.strip().splitlines()[-1]))
+    cold, warm = reports
+    assert (cold["state"], cold["hit"], cold["graphs_loaded"]) == ("cold", False, 0)
+    assert cold["graphs_compiled"] == 1 and cold["graphs_reused"] == 1
+    assert (warm["state"], warm["hit"], warm["graphs_loaded"]) == ("warm", True, 1)
+    assert warm["graphs_compiled"] == 0 and warm["graphs_reused"] == 1

@@ -115,6 +115,12 @@ def partition(region: str) -> str:
     return next((name for prefix, name, _ in _PARTITIONS if region.startswith(prefix)), "aws")
 
 
+def arn_prefix(service: str, region: str, account: str) -> str:
+    """``arn:<partition>:<service>:<region>:<account>``: a regional resource's ARN before its
+    resource part."""
+    return f"arn:{partition(region)}:{service}:{region}:{account}"
+
+
 def url_suffix(region: str) -> str:
     """The domain of a region's endpoints (``AWS::URLSuffix``)."""
     return next((suffix for prefix, _, suffix in _PARTITIONS if region.startswith(prefix)),

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compiled_training.catalog.aws_names import partition, url_suffix
+from compiled_training.catalog.aws_names import arn_prefix, partition, url_suffix
 
 # What an environment-agnostic stack resolves to here (moto's default account).
 LOCAL_ACCOUNT = "123456789012"
@@ -127,7 +127,7 @@ class StackReader:
         return value
 
     def _arn(self, service: str) -> str:
-        return f"arn:{partition(self.region)}:{service}:{self.region}:{self.account}"
+        return arn_prefix(service, self.region, self.account)
 
     def _sub(self, argument: Any) -> str:
         text, variables = (argument, {}) if isinstance(argument, str) else argument

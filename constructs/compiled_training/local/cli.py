@@ -123,9 +123,10 @@ def _run(args: argparse.Namespace) -> int:
               handlers=request.handlers)
     refuse_early(request.definition.get("Steps", []), run, request.outputs)
     if isolation:
-        print(f"compiled-training run: jobs share this machine's view ({isolation}): training "
-              f"runs in its folder through SAGEMAKER_BASE_DIR, and a script that names /opt/ml "
-              f"itself fails", file=sys.stderr)
+        print(f"compiled-training run: jobs cannot get their own /opt/ml here ({isolation}), "
+              f"so training runs through SAGEMAKER_BASE_DIR and a script that names /opt/ml "
+              f"itself fails. Run as root, or allow unprivileged user namespaces, to lift this.",
+              file=sys.stderr)
     run.workdir = workdir = _workdir(args.workdir)
     with local_aws(run.account, run.region) as s3, endpoint() as url:
         run.s3, run.endpoint = s3, url

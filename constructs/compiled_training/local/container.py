@@ -22,8 +22,8 @@ from pathlib import Path
 from compiled_training.catalog.aws_names import partition
 
 OPT_ML = "/opt/ml"
-FAILURE_REASON_MAX = 1024
-"""SageMaker keeps this much of ``/opt/ml/output/failure`` as the job's FailureReason."""
+REASON_MAX = 1024
+"""SageMaker keeps this much of a job's failure or exit message."""
 LOG_LINES_ON_FAILURE = 3
 _TOOLKIT = "sagemaker-training-toolkit"
 _TOOLKIT_ERROR = f"{_TOOLKIT} ERROR"
@@ -134,23 +134,24 @@ class Job:
                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                   check=False).returncode
 
-    def failure(self, code: int, log: Path) -> str:
-        """Why a process that exited ``code`` failed, as SageMaker says it: the failure file's
-        text, else the log's last lines."""
-        written = self.host_path(f"{OPT_ML}/output/failure")
+    def written(self, path: str) -> str:
+        """The text the job left in a container file (its first `REASON_MAX` characters, on
+        one line), or ``""``."""
+        file = self.host_path(path)
+        return " ".join(file.read_text(errors="replace").split())[:REASON_MAX] \
+            if file.is_file() else ""
+
+    @staticmethod
+    def failure(code: int, log: Path, reason: str) -> str:
+        """Why a process that exited ``code`` failed, as SageMaker says it: the ``reason`` the
+        job wrote beside the script's last line, else the log's last lines."""
         lines = log.read_text(errors="replace").strip().splitlines() or ["no output"]
-        last = " | ".join(line.strip() for line in lines[-LOG_LINES_ON_FAILURE:])
-        if not self.failure_left():
+        if not reason:
+            last = " | ".join(line.strip() for line in lines[-LOG_LINES_ON_FAILURE:])
             return f"AlgorithmError: {last} (exit code {code}; log: {log})"
-        reason = written.read_text(errors="replace").strip()[:FAILURE_REASON_MAX]
         # The script's own last words, before the toolkit's report of them.
         reported = next((i for i, line in enumerate(lines) if _TOOLKIT_ERROR in line), len(lines))
         own = [line for line in lines[:reported]
                if line.strip() and _TOOLKIT not in line] or lines
-        return (f"AlgorithmError: {' '.join(reason.split())} (exit code {code}; the script's "
-                f"last line: {own[-1].strip()}; log: {log})")
-
-    def failure_left(self) -> bool:
-        """The process wrote a failure file though it exited 0."""
-        written = self.host_path(f"{OPT_ML}/output/failure")
-        return written.is_file() and bool(written.read_text(errors="replace").strip())
+        return (f"AlgorithmError: {reason} (exit code {code}; the script's last line: "
+                f"{own[-1].strip()}; log: {log})")

@@ -45,15 +45,16 @@ class Image:
     refusal: str = ""
     """Why it cannot run here (a kind of image whose launcher is not emulated)."""
 
-    @property
-    def shown(self) -> str:
-        """The image as the report names it: its repository and tag."""
-        return self.uri.rpartition("/")[2] or self.uri
 
     @property
     def launcher(self) -> str | None:
         """The training module the image's toolkit starts; None: the script itself."""
         return PYTORCH_LAUNCHER if self.kind in (PYTORCH, CUSTOM) else None
+
+
+def shown(uri: str) -> str:
+    """An image as the report names it: its repository and tag, without the registry."""
+    return uri.rpartition("/")[2] or uri
 
 
 def repository(uri: str) -> str:
@@ -64,20 +65,19 @@ def repository(uri: str) -> str:
 def classify(uri: str, *, script_mode: bool) -> Image:
     """The image ``uri`` names, for a job that names its own script or command (``script_mode``)
     or leaves the image's own program to run."""
-    name = repository(uri)
-    shown = Image(uri, "").shown
+    name, named = repository(uri), shown(uri)
     for word, framework in _OTHER_FRAMEWORKS.items():
         if word in name:
-            return Image(uri, "", f"a {framework} image ({shown}), whose launcher is not "
+            return Image(uri, "", f"a {framework} image ({named}), whose launcher is not "
                                   f"emulated here")
     if _PYTORCH_REPOSITORIES.fullmatch(name):
         return Image(uri, PYTORCH)
     if name in _SCRIPT_MODE and script_mode:
         return Image(uri, _SCRIPT_MODE[name])
     if name in _SCRIPT_MODE or name in _AWS_PROGRAMS:
-        return Image(uri, "", f"a built-in algorithm ({shown}), whose container does not exist "
+        return Image(uri, "", f"a built-in algorithm ({named}), whose container does not exist "
                               f"here")
     if not script_mode:
-        return Image(uri, "", f"an image of your own ({shown}) with no script or entry point "
+        return Image(uri, "", f"an image of your own ({named}) with no script or entry point "
                               f"named: its own program does not exist here")
     return Image(uri, CUSTOM)

@@ -15,6 +15,8 @@ from compiled_training.local.images import classify
 from compiled_training.local.run import Run
 
 PROCESSING_ROOT = f"{OPT_ML}/processing"
+MESSAGE_FILE = f"{OPT_ML}/output/message"
+"""What a processing job may write as it exits: the job's ExitMessage, its reason on failure."""
 
 
 def process(name: str, step: Mapping[str, Any], arguments: Mapping[str, Any],
@@ -30,7 +32,7 @@ def process(name: str, step: Mapping[str, Any], arguments: Mapping[str, Any],
         if not path.startswith(f"{PROCESSING_ROOT}/"):
             raise StepFailed(f"LocalPath {path} must be under {PROCESSING_ROOT}/, as SageMaker "
                              f"requires")
-    job.make((f"{OPT_ML}/config", *local_paths))
+    job.make((f"{OPT_ML}/config", f"{OPT_ML}/output", *local_paths))
     for item, source in zip(arguments.get("ProcessingInputs", []), inputs, strict=True):
         if not download_prefix(run.s3, source["S3Uri"], job.host_path(source["LocalPath"])):
             raise StepFailed(f"ClientError: no S3 objects under {source['S3Uri']} (input "
@@ -51,11 +53,9 @@ def process(name: str, step: Mapping[str, Any], arguments: Mapping[str, Any],
                           variables=variables)
     log = job.folder / "processing.log"
     result = job.launch(command, env, log)
+    message = job.written(MESSAGE_FILE)
     if result != 0:
-        raise StepFailed(job.failure(result, log))
-    if job.failure_left():
-        run.notes.append(f"{name}: the job exited 0 but wrote {OPT_ML}/output/failure; SageMaker "
-                         f"counts the exit code, so the step succeeded")
+        raise StepFailed(job.failure(result, log, message))
     for item in outputs.values():
         upload_tree(run.s3, job.host_path(item["S3Output"]["LocalPath"]),
                     str(item["S3Output"]["S3Uri"]))
@@ -69,5 +69,6 @@ def process(name: str, step: Mapping[str, Any], arguments: Mapping[str, Any],
         files[spec["PropertyFileName"]] = json_document(path.read_text(),
                                                         f"property file {path}")
     return {"ProcessingJobName": job.name, "ProcessingJobStatus": "Completed",
+            **({"ExitMessage": message} if message else {}),
             "ProcessingJobArn": f"{run.arn('sagemaker')}:processing-job/{job.name}",
             "ProcessingOutputConfig": {"Outputs": outputs}, "PropertyFiles": files}

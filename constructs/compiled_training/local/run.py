@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compiled_training.catalog.aws_names import partition
+from compiled_training.catalog.aws_names import arn_prefix
 from compiled_training.local.assembly import StackReader
 from compiled_training.local.container import Job
 
@@ -46,8 +46,6 @@ class Run:
     handlers: dict[str, Handler] = field(default_factory=dict)
     """``--lambda STEP=DIR:module.function``: Lambda steps' code."""
     notes: list[str] = field(default_factory=list)
-    images: dict[str, str] = field(default_factory=dict)
-    """The image each job stood in for, by step, for the report."""
     execution: str = "local"
     """The execution's id: jobs are named after their step and it."""
     endpoint: str | None = None
@@ -62,4 +60,4 @@ class Run:
 
     def arn(self, service: str) -> str:
         """``arn:<partition>:<service>:<region>:<account>``, in the run's partition."""
-        return f"arn:{partition(self.region)}:{service}:{self.region}:{self.account}"
+        return arn_prefix(service, self.region, self.account)

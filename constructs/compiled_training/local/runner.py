@@ -19,6 +19,7 @@ from compiled_training.local.expressions import (
     condition_holds,
     text,
 )
+from compiled_training.local.images import shown
 from compiled_training.local.run import Run
 from compiled_training.local.steps import refusals, run_step
 
@@ -127,8 +128,6 @@ def execute(definition: Mapping[str, Any], pipeline_name: str, parameters: dict[
     ran = {outcome.name for outcome in report.steps if outcome.status in (SUCCEEDED, FAILED)}
     report.not_emulated = sorted({setting for step in all_steps(steps)
                                   if str(step["Name"]) in ran for setting in _settings(step)})
-    for outcome in report.steps:
-        outcome.image = run.images.get(outcome.name, "")
     report.notes = run.notes
     return report
 
@@ -156,6 +155,7 @@ def _run_steps(steps: list[Mapping[str, Any]], context: Context, run: Run, repor
                                                     SKIPPED, reason=f"{name} took the other "
                                                                       f"branch"))
             else:
+                outcome.image = _image(step)
                 outcome.outputs = run_step(step, context, run)
                 context.steps[name] = outcome.outputs
         except Unsupported as unsupported:  # found only as the step ran: fails it, reported
@@ -174,6 +174,14 @@ def _run_steps(steps: list[Mapping[str, Any]], context: Context, run: Run, repor
         if kind == "Condition":
             context.steps[name] = outcome.outputs
             _run_steps(list(taken), context, run, report, say)
+
+
+def _image(step: Mapping[str, Any]) -> str:
+    """The image a Training or Processing job stands in for, as the report names it."""
+    arguments = step.get("Arguments", {})
+    uri = arguments.get("AlgorithmSpecification", {}).get("TrainingImage") or \
+        arguments.get("AppSpecification", {}).get("ImageUri")
+    return shown(uri) if isinstance(uri, str) else ""
 
 
 def _condition(step: Mapping[str, Any], context: Context

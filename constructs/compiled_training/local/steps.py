@@ -41,10 +41,8 @@ def run_step(step: Mapping[str, Any], context: Context, run: Run) -> dict[str, A
     name, kind = str(step["Name"]), str(step["Type"])
     arguments = context.evaluate(step.get("Arguments", {}), f"step {name}: Arguments")
     if kind == "Training":
-        run.images[name] = image_of(step)
         return train(name, arguments, run)
     if kind == "Processing":
-        run.images[name] = image_of(step)
         return process(name, step, arguments, run)
     if kind == "Lambda":
         return _lambda(name, step, arguments, run)
@@ -53,13 +51,6 @@ def run_step(step: Mapping[str, Any], context: Context, run: Run) -> dict[str, A
     if kind == "Fail":
         raise StepFailed(text(arguments.get("ErrorMessage", "")))
     raise Unsupported(f"step {name}: step type {kind!r} does not run locally")
-
-
-def image_of(step: Mapping[str, Any]) -> str:
-    arguments = step.get("Arguments", {})
-    uri = arguments.get("AlgorithmSpecification", {}).get("TrainingImage") or \
-        arguments.get("AppSpecification", {}).get("ImageUri", "")
-    return text(uri).rpartition("/")[2] if isinstance(uri, str) else "(from a parameter)"
 
 
 # --- what cannot run, before anything runs ----------------------------------------------
@@ -105,8 +96,8 @@ def _training_refusal(name: str, arguments: Mapping[str, Any], run: Run) -> str:
     instance_type = str(arguments.get("ResourceConfig", {}).get("InstanceType", ""))
     if instance_type.startswith("ml.trn"):
         return (f"step {name} trains on Trainium ({instance_type}): NeuronCores and neuronx-cc "
-                f"do not exist here (the tests' stand-ins for them stay in the tests); give its "
-                f"properties with --outputs {name}=FILE")
+                f"do not exist here (the tests' stand-ins for them stay in the tests)"
+                f"{_outputs_hint(name)}")
     python = run.python(image.kind)
     if any(hyperparameter_text(hyperparameters.get(s, "")) == "true" for s in _XLA_SWITCHES) \
             and not has(python, "torch_xla"):

@@ -22,13 +22,14 @@ from typing import Any
 from compiled_training.local.aws import download, download_prefix, upload, upload_tree
 from compiled_training.local.container import OPT_ML, Job
 from compiled_training.local.expressions import StepFailed, text
-from compiled_training.local.images import PYTORCH_LAUNCHER, classify
+from compiled_training.local.images import classify
 from compiled_training.local.run import Run
 from compiled_training_runtime import contract
 
-DLC_TRAINING_MODULE = PYTORCH_LAUNCHER
 XLA_SPAWN = resources.files(__package__) / "stand_ins" / "xla_spawn"
 CHECKPOINTS = f"{OPT_ML}/checkpoints"
+FAILURE_FILE = f"{OPT_ML}/output/failure"
+"""What a training job writes when it fails: the job's FailureReason."""
 _FOLDERS = (f"{OPT_ML}/input/config", f"{OPT_ML}/model", f"{OPT_ML}/output/data", f"{OPT_ML}/code")
 _TOOLKIT = "from sagemaker_training import trainer; trainer.train()"
 
@@ -80,11 +81,12 @@ def train(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, Any]:
     output = str(arguments["OutputDataConfig"]["S3OutputPath"]).rstrip("/")
     if checkpoint.get("S3Uri"):  # synced as it writes them, failed or not
         upload_tree(run.s3, job.host_path(local_checkpoints), checkpoint["S3Uri"])
+    written = job.written(FAILURE_FILE)
     if result != 0:
-        raise StepFailed(job.failure(result, log))
-    if job.failure_left():
-        run.notes.append(f"{name}: the job exited 0 but wrote {OPT_ML}/output/failure; SageMaker "
-                         f"counts the exit code, so the step succeeded")
+        raise StepFailed(job.failure(result, log, written))
+    if written:
+        run.notes.append(f"{name}: the job exited 0 but wrote {FAILURE_FILE}; SageMaker counts "
+                         f"the exit code, so the step succeeded")
     model = job.host_path(f"{OPT_ML}/model")
     if not any(model.rglob("*")):
         run.notes.append(f"{name}: warning: the job left {OPT_ML}/model empty, so model.tar.gz "
