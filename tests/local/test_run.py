@@ -87,6 +87,9 @@ def test_document_classification_trains_passes_its_gate_and_registers(assembly, 
     assert set(metrics) == {"train_loss", "samples_per_second", "validation_loss",
                             "validation_accuracy"}
     assert steps["QualityGate"]["outputs"]["Outcome"] is True
+    # The team's RuntimeImage, not built here: named as the custom image the job stood in for.
+    assert steps["Train"]["image"].startswith("runtimeimage")
+    assert steps["Train"]["image"].endswith(":local (custom)")
     # The version, in the stand-in registry, with the model the training step packed.
     package = steps["RegisterModel"]["outputs"]
     assert package["ModelPackageArn"].endswith(":model-package/document-classification-bert/1")

@@ -19,7 +19,7 @@ from compiled_training.local.expressions import (
     condition_holds,
     text,
 )
-from compiled_training.local.images import shown
+from compiled_training.local.images import CUSTOM, classify, shown
 from compiled_training.local.run import Run
 from compiled_training.local.steps import refusals, run_step
 
@@ -177,11 +177,14 @@ def _run_steps(steps: list[Mapping[str, Any]], context: Context, run: Run, repor
 
 
 def _image(step: Mapping[str, Any]) -> str:
-    """The image a Training or Processing job stands in for, as the report names it."""
+    """The image a Training or Processing job stands in for, as the report names it; the
+    team's own marked so (it runs as the PyTorch images' script mode)."""
     arguments = step.get("Arguments", {})
     uri = arguments.get("AlgorithmSpecification", {}).get("TrainingImage") or \
         arguments.get("AppSpecification", {}).get("ImageUri")
-    return shown(uri) if isinstance(uri, str) else ""
+    if not isinstance(uri, str):
+        return ""
+    return shown(uri) + (" (custom)" if classify(uri, script_mode=True).kind == CUSTOM else "")
 
 
 def _condition(step: Mapping[str, Any], context: Context
