@@ -168,6 +168,18 @@ def test_a_lambda_step_of_a_definition_needs_its_code_before_anything_runs(tmp_p
         "Decide=FILE")
 
 
+def test_fails_naming_the_data_flag_when_the_runs_s3_lacks_the_code(tmp_path):
+    built = sdk_pipelines.parameterized_code(tmp_path)
+    built.arguments = built.arguments[2:]  # without the code's --data
+
+    result, report = _run(built, tmp_path / "work")
+
+    assert result.returncode == 1
+    code = f"s3://{sdk_pipelines.BUCKET}/team-code/sourcedir.tar.gz"
+    assert report["failure"] == (f"step TrainXgboost failed: no object at {code}; put it in the "
+                                 f"run's S3 with --data {code}=LOCAL_PATH")
+
+
 def _files(folder: Path) -> set[str]:
     return {p.relative_to(folder).as_posix() for p in folder.rglob("*")
             if "__pycache__" not in p.parts}

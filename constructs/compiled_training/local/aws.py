@@ -114,7 +114,12 @@ def download(s3: Any, uri: str, target: Path) -> None:
     try:
         s3.download_file(bucket, key, str(target))
     except Exception:
-        raise StepFailed(f"no object at {uri}") from None
+        raise StepFailed(f"no object at {uri}{not_given(uri)}") from None
+
+
+def not_given(uri: str) -> str:
+    """The way past a missing object: the run's S3 holds what ``--data`` puts there."""
+    return f"; put it in the run's S3 with --data {uri}=LOCAL_PATH"
 
 
 def download_prefix(s3: Any, uri: str, target: Path) -> int:

@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from compiled_training.local.aws import download_prefix, upload_tree
+from compiled_training.local.aws import download_prefix, not_given, upload_tree
 from compiled_training.local.container import OPT_ML
 from compiled_training.local.expressions import StepFailed, json_document, text
 from compiled_training.local.images import classify
@@ -36,7 +36,7 @@ def process(name: str, step: Mapping[str, Any], arguments: Mapping[str, Any],
     for item, source in zip(arguments.get("ProcessingInputs", []), inputs, strict=True):
         if not download_prefix(run.s3, source["S3Uri"], job.host_path(source["LocalPath"])):
             raise StepFailed(f"ClientError: no S3 objects under {source['S3Uri']} (input "
-                             f"{item['InputName']})")
+                             f"{item['InputName']}){not_given(source['S3Uri'])}")
     config = job.host_path(f"{OPT_ML}/config")
     (config / "processingjobconfig.json").write_text(json.dumps(
         {"ProcessingJobName": job.name, **arguments}, default=str))

@@ -19,7 +19,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from compiled_training.local.aws import download, download_prefix, upload, upload_tree
+from compiled_training.local.aws import (
+    download,
+    download_prefix,
+    not_given,
+    upload,
+    upload_tree,
+)
 from compiled_training.local.container import OPT_ML, Job
 from compiled_training.local.expressions import StepFailed, text
 from compiled_training.local.images import classify
@@ -63,8 +69,7 @@ def train(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, Any]:
         target = job.host_path(f"{OPT_ML}/input/data/{channel['ChannelName']}")
         if not download_prefix(run.s3, uri, target):
             raise StepFailed(f"ClientError: No S3 objects found under S3 URL \"{uri}\" given in "
-                             f"input data source. Please ensure that the bucket exists in the "
-                             f"selected region, that objects exist under that S3 prefix")
+                             f"input data source{not_given(uri)}")
         channels[channel["ChannelName"]] = {"TrainingInputMode": "File"}
     if checkpoint.get("S3Uri"):  # SageMaker fills the folder before the job starts
         download_prefix(run.s3, checkpoint["S3Uri"], job.host_path(local_checkpoints))
