@@ -208,6 +208,17 @@ def test_what_cannot_run_here_is_refused_naming_the_step_before_anything_runs(as
      r"--outputs /dev/null: not JSON"),
     (["--pipeline", DOCUMENTS, "--python", "/bin/true"],
      r"--python /bin/true: not a Python 3 interpreter$"),
+    (["--pipeline", DOCUMENTS, "--python", f"torch={sys.executable}"],
+     r"--python torch=\S+: 'torch' is no image kind; write --python PYTHON or --python "
+     r"KIND=PYTHON with KIND one of pytorch, sklearn, xgboost, custom$"),
+    (["--pipeline", DOCUMENTS, "--lambda", "ModelMetrics=handler.main"],
+     r"--lambda ModelMetrics=handler.main: write STEP=DIR:module.function with DIR an "
+     r"existing folder$"),
+    (["--pipeline", DOCUMENTS, "--lambda", "Train=/tmp:handler.main"],
+     r"--lambda Train=...: Train is a Training step, not a Lambda step$"),
+    (["--pipeline", DOCUMENTS, "--name", "mine"],
+     r"--name names a --definition run's pipeline; an assembly's pipelines have their own "
+     r"names$"),
     (["--pipeline", DOCUMENTS, "--set", "Training.max_steps=4"],
      r"step 'Training' is not in the pipeline \(steps: ModelMetrics, QualityGate, "
      r"QualityGateFailed, RegisterModel, Train\)$"),
@@ -235,6 +246,15 @@ def test_every_step_the_training_python_cannot_run_is_named_in_one_line(assembly
            ".venvs/py311-torch-xla2.8)" in line
     assert "step TrainCompilerLargeBatch " in line
     assert not (tmp_path / "work").exists()  # refused before the run made anything
+
+
+def test_a_workdir_under_opt_is_refused(assembly):
+    # Jobs see /opt through an overlay of their own: a workdir there would hide their writes.
+    result = _run(str(assembly), "--pipeline", DOCUMENTS, "--workdir", "/opt/run")
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("compiled-training run: --workdir /opt/run: jobs see /opt "
+                                     "through an overlay of their own; give a folder outside /opt")
+    assert not Path("/opt/run").exists()
 
 
 def test_a_workdir_of_the_users_own_is_refused_not_cleared(assembly, tmp_path):

@@ -133,7 +133,8 @@ def test_fails_before_anything_runs_on_a_step_that_depends_on_a_fail_step(tmp_pa
     assert result.returncode == 2
     assert result.stderr.strip() == (
         "compiled-training run: step CondStep depends on FailStep, a Fail step: SageMaker "
-        "refuses this definition (a Fail step ends the execution)")
+        "refuses this definition (a Fail step ends the execution); drop FailStep from its "
+        "DependsOn")
     assert not (tmp_path / "work").exists()
 
 

@@ -256,7 +256,8 @@ def check_structure(steps: list[Mapping[str, Any]]) -> None:
         # SageMaker refuses it at CreatePipeline ("CondStep can not depends on FailStep").
         for needed in sorted(set(step.get("DependsOn", [])) & failing):
             raise RunInputError(f"step {step['Name']} depends on {needed}, a Fail step: SageMaker "
-                                f"refuses this definition (a Fail step ends the execution)")
+                                f"refuses this definition (a Fail step ends the execution); "
+                                f"drop {needed} from its DependsOn")
     top = {str(step["Name"]) for step in steps}
     for step in steps:
         needs = (set(step.get("DependsOn", [])) | _references(step)) & set(names)
