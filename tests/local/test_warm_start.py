@@ -59,10 +59,50 @@ def test_the_second_local_run_starts_warm_from_the_first_runs_cache(tmp_path):
     assert first["state"] == "cold" and first["graphs_compiled"] > 0
     assert second["state"] == "warm" and second["graphs_compiled"] == 0
     assert second["graphs_loaded"] == first["graphs_compiled"]
-    # Where the job put it: the pipeline's own prefix in the run's S3, keyed below its step.
+    # Where the job put it: the pipeline's own prefix in the run's S3, keyed below its step by
+    # the instance type resourceconfig.json names, as on SageMaker.
     assert first["location"].startswith("s3://") and \
-        "/ranker/compile-cache/Train/local/cpu/inductor-default/" in first["location"]
+        "/ranker/compile-cache/Train/ml.g5.2xlarge/cpu/inductor-default/" in first["location"]
     (archive,) = (tmp_path / "work" / "s3").rglob("inductor-cache.tar.gz")
     assert "ranker/compile-cache/Train" in archive.as_posix()
     assert any("compile-cache object carried from the last run" in note
                for note in reports[1]["notes"])
+
+
+def test_one_process_then_two_then_one_ends_warm_with_the_first_runs_graphs(tmp_path):
+    """Under DDP the graphs differ: a two-rank run keeps its own archive (the key names the
+    world size), so the third run, one process again, loads the first run's graphs."""
+    import aws_cdk as cdk
+
+    from compiled_training import Distribution
+
+    app = cdk.App(outdir=str(tmp_path / "cdk.out"))
+    TrainingPipeline(cdk.Stack(app, "Ranking", env=ENV), "Ranker", pipeline_name="ranker",
+                     framework=Framework.pytorch("2.9.0"), compiler=Compiler.torch_compile(),
+                     instance_type="ml.g5.12xlarge", source_dir=RUNTIME, entry_point="train.py",
+                     distribution=Distribution.TORCH_DISTRIBUTED,
+                     channels=[InputChannel("train", f"{DATA}/train/")])
+    app.synth()
+    write_examples(tmp_path / "train", 32, seed=0)
+    tiny = {k: v for k, v in TINY_BERT.items() if k not in ("epochs", "learning_rate")}
+    settings = [arg for name, value in {**tiny, "max_steps": 1}.items()
+                for arg in ("--set", f"Train.{name}={value}")]
+    caches = []
+    for processes in (1, 2, 1):
+        result = subprocess.run(
+            [sys.executable, "-m", "compiled_training.tools.cli", "run",
+             str(tmp_path / "cdk.out"), "--pipeline", "ranker", "--processes", str(processes),
+             "--data", f"{DATA}/train/={tmp_path / 'train'}", *settings,
+             "--workdir", str(tmp_path / "work")],
+            capture_output=True, text=True, timeout=900, check=False)
+        assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+        summary = tmp_path / "work" / "steps" / "Train" / "opt_ml" / "output" / "data"
+        caches.append(json.loads((summary / contract.RUN_SUMMARY_FILE).read_text())[
+            contract.SUMMARY_COMPILE_CACHE])
+
+    one, two, again = caches
+    assert one["state"] == two["state"] == "cold"
+    assert one["location"].endswith("/world1/inductor-cache.tar.gz")
+    assert two["location"].endswith("/world2/inductor-cache.tar.gz")
+    assert again["state"] == "warm" and again["location"] == one["location"]
+    assert again["hit"] and again["graphs_loaded"] == one["graphs_compiled"] > 0
