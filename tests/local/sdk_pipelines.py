@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import textwrap
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from compiled_training.local.aws import environment
 
 REGION = "eu-west-1"
 BUCKET = "team-pipelines-eu"
@@ -147,6 +148,9 @@ class Built:
 
 
 RAW = f"s3://{BUCKET}/raw/"
+SDK_ENVIRONMENT = {"AWS_DEFAULT_REGION": REGION, "AWS_EC2_METADATA_DISABLED": "true",
+                   "SAGEMAKER_SUPPRESS_V2_WARNING": "1", "AWS_ACCESS_KEY_ID": "sdk",
+                   "AWS_SECRET_ACCESS_KEY": "sdk"}
 
 
 def _data(objects: dict[str, Path]) -> list[str]:
@@ -155,17 +159,17 @@ def _data(objects: dict[str, Path]) -> list[str]:
 
 @contextmanager
 def _sdk(folder: Path) -> Iterator[Any]:
-    """A PipelineSession on moto (standing in for AWS); afterwards, the uploads in ``folder``."""
-    os.environ.update({"AWS_DEFAULT_REGION": REGION, "AWS_EC2_METADATA_DISABLED": "true",
-                       "SAGEMAKER_SUPPRESS_V2_WARNING": "1", "AWS_ACCESS_KEY_ID": "sdk",
-                       "AWS_SECRET_ACCESS_KEY": "sdk"})
+    """A PipelineSession on moto (standing in for AWS); afterwards, the uploads in ``folder``.
+    The stand-in credentials are set only meanwhile: left in the test process, they would reach
+    every later test's subprocess (the CDK CLI would look up the account with them)."""
     logging.getLogger("sagemaker").setLevel(logging.ERROR)
     import boto3
     from moto import mock_aws
-    from sagemaker.workflow.pipeline_context import PipelineSession
 
     folder.mkdir(parents=True, exist_ok=True)
-    with mock_aws():
+    with environment(SDK_ENVIRONMENT), mock_aws():
+        from sagemaker.workflow.pipeline_context import PipelineSession
+
         s3 = boto3.client("s3", region_name=REGION)
         s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
         yield PipelineSession(boto_session=boto3.Session(region_name=REGION),

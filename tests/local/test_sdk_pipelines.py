@@ -245,3 +245,11 @@ def test_without_a_mount_namespace_processing_is_refused_up_front_and_training_r
         "through SAGEMAKER_BASE_DIR and a script that names /opt/ml itself fails. Run as root, "
         "or allow unprivileged user namespaces, to lift this.")
     assert _statuses(report) == EXPECTED["parameterized_code"]
+
+
+def test_building_a_pipeline_leaves_no_stand_in_credentials_in_the_test_process(tmp_path):
+    # Left behind, they reached later tests' subprocesses: the CDK CLI looked up the account
+    # with them and printed the AWS SDK's Node version warning into a synth that must be quiet.
+    before = {key: os.environ.get(key) for key in sdk_pipelines.SDK_ENVIRONMENT}
+    sdk_pipelines.fail_with_join(tmp_path)
+    assert {key: os.environ.get(key) for key in sdk_pipelines.SDK_ENVIRONMENT} == before
