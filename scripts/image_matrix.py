@@ -26,12 +26,14 @@ sys.path.insert(0, str(ROOT))
 from tests.environments import IMAGE_CONFIG, SAGEMAKER_CORE, build, built, named, site_packages  # noqa: E402
 
 TARGET = ROOT / "constructs" / "compiled_training" / "catalog" / "image-uri-config"
-# The configurations the library resolves images from: training and inference; for Trainium,
+# The configurations the library resolves images from: training and inference (PyTorch from 2.11
+# in pytorch-amzn2023, the Amazon Linux 2023 images); for Trainium,
 # the registries of the PyTorch NeuronX repository (the SDK's only file naming it) and of the
 # Hugging Face NeuronX one (its tags come from AWS's tables: catalog/neuron-training-images.json),
 # and the legacy PyTorch Neuron line (1.11.0), which both SDKs resolve on ml.trn*.
-CONFIGS = ("pytorch", "pytorch-training-compiler", "huggingface", "huggingface-training-compiler",
-           "xgboost", "hyperpod-recipes-neuron", "huggingface-neuronx", "pytorch-neuron")
+CONFIGS = ("pytorch", "pytorch-amzn2023", "pytorch-training-compiler", "huggingface",
+           "huggingface-training-compiler", "xgboost", "hyperpod-recipes-neuron",
+           "huggingface-neuronx", "pytorch-neuron")
 RULES = "sdk-rules.json"
 
 

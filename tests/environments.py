@@ -137,9 +137,9 @@ ENVS = (
     # A second template scanner; it pins its own boto3 and friends.
     Environment(CHECKOV, "checkov, CloudFormation checks run offline on cdk.out", "3.11",
                 ("checkov>=3.2",), runtime=False),
-    # Its files only: SDK v2 (the test oracle) pins sagemaker-core<2, so v3's cannot share an
-    # environment with it; its own dependencies are not needed to read JSON.
-    Environment(IMAGE_CONFIG, "the SageMaker SDK v3's image configuration", "3.11", (),
+    # SDK v3, whose image configuration the library ships and whose `image_uris.retrieve` is the
+    # oracle of the URIs: SDK v2 (the other oracle) pins sagemaker-core<2, so they cannot share.
+    Environment(IMAGE_CONFIG, "the SageMaker SDK v3's image configuration", "3.11",
                 (SAGEMAKER_CORE,), runtime=False),
     # torch-xla 2.9 removed torch_xla.amp.GradScaler, which the Training Compiler images have;
     # with the toolkit and the PyTorch DLCs' launcher logic, as in those images. The local run's

@@ -1,6 +1,7 @@
 """The image matrix the library ships (``compiled_training/catalog/image-uri-config``) is the
 maintained SageMaker SDK's (v3, ``sagemaker-core``) image configuration, byte for byte, and
-agrees with the SDK v2's wherever both list an image; the newest PyTorch DLCs resolve.
+agrees with the SDK v2's wherever both list an image; every PyTorch and Hugging Face PyTorch
+training image resolves to the URI that SDK v3's own ``retrieve`` composes, in every region.
 
 The ``sagemaker-core`` files are read from their own environment (tests/environments.py): SDK v2,
 the oracle in this one, pins ``sagemaker-core<2``.
@@ -25,6 +26,7 @@ from compiled_training.catalog.dlc import (
 )
 from scripts.image_matrix import CONFIGS, RULES
 from scripts.image_matrix import torch_distributed_versions as read_rules
+from tests.catalog.sdk_v3 import differences, sdk_v3_images, summary
 from tests.environments import IMAGE_CONFIG, SAGEMAKER_CORE, require, site_packages
 from tests.helpers import sdk_v2_config
 
@@ -48,13 +50,25 @@ def test_the_sdks_torch_distributed_list_is_the_sdk_v3s(sdk_v3_core):
     assert json.loads((IMAGES / RULES).read_text())["torch_distributed_gpu_versions"]
 
 
+def test_every_training_image_is_the_uri_sdk_v3_retrieves_in_every_region():
+    """The pinned SDK v3's own ``image_uris.retrieve``, run in its environment, is the oracle:
+    PyTorch to 2.10.0 (``pytorch``), 2.11 to 2.14 (``pytorch-amzn2023``), Hugging Face; GPU
+    and CPU; every region each lists, in every partition."""
+    pinned = sdk_v3_images(str(require(IMAGE_CONFIG).executable))
+    assert pinned["sagemaker-core"] == SAGEMAKER_CORE.split("==")[1]
+    assert not differences(pinned["rows"]), summary(differences(pinned["rows"]))
+    amazon_linux = [row for row in pinned["rows"] if row["config"] == "pytorch-amzn2023"]
+    assert {row["version"] for row in amazon_linux} == {"2.11", "2.12", "2.13", "2.14"}
+    assert {row["region"].split("-")[0] for row in amazon_linux} >= {"cn", "us", "eu", "eusc"}
+
+
 def test_torchrun_runs_on_every_gpu_training_image_from_1_13_1_and_on_the_sdks_list():
     # The images' toolkit launches torchrun from 1.13.1 on (catalog/dlc.py cites it): every
-    # GPU image since, 2.9.0 and 2.10.0 past the SDKs' list included, and nothing older.
-    images = image_config("pytorch")["versions"]
+    # GPU image since, 2.9.0 to 2.14 past the SDKs' list included, and nothing older.
+    images = [*image_config("pytorch")["versions"], *image_config("pytorch-amzn2023")["versions"]]
     assert list(torch_distributed_versions()) == [
         v for v in images if tuple(map(int, v.split("."))) >= (1, 13, 1)]
-    assert {"2.9.0", "2.10.0"} <= set(torch_distributed_versions())
+    assert {"2.9.0", "2.10.0", "2.11", "2.14"} <= set(torch_distributed_versions())
     assert all(launches_torchrun(v) for v in sdk_torch_distributed_versions())
     assert not any(launches_torchrun(v) for v in ("1.12.1", "1.12", "1.11.0", "1.8.1"))
     assert launches_torchrun("2.9") and launches_torchrun("1.13")  # short spellings
@@ -69,6 +83,8 @@ def test_nothing_unlisted_ships():
 # NeuronX training registries (its tags come from AWS's tables); its inference entries, where
 # v3 dropped v2's PyTorch 2.7.1 images, are not read.
 _UNREAD = {("huggingface-neuronx", "inference")}
+# Files SDK v2 never had: the Amazon Linux 2023 PyTorch images came after it froze.
+_V3_ONLY = {"pytorch-amzn2023"}
 
 
 def _scopes(name: str) -> list[str]:
@@ -92,7 +108,8 @@ def _entries(config: dict[str, Any]) -> dict[tuple[str, ...], Any]:
     return leaves
 
 
-@pytest.mark.parametrize("name,scope", [(n, s) for n in CONFIGS for s in _scopes(n)])
+@pytest.mark.parametrize("name,scope", [(n, s) for n in CONFIGS if n not in _V3_ONLY
+                                        for s in _scopes(n)])
 def test_every_entry_both_sdks_list_agrees(name, scope):
     """Same repository, tag parts, Pythons, processors and registry account for every (version,
     region) that SDK v2 and v3 both have; v3 only adds (newer versions, new regions)."""

@@ -448,8 +448,21 @@ def test_fails_on_a_pipeline_name_used_twice_in_one_app(source_dir):
 
 
 def test_fails_in_a_region_without_the_dlc_naming_the_supported_ones(source_dir):
-    with pytest.raises(ValueError, match=r"region 'eu-south-2' has no pytorch-trcomp-training:1.13.1-gpu-py39 image; supported regions: af-south-1, .*us-east-1"):
+    with pytest.raises(ValueError, match=r"PyTorch 1.13.1's Training Compiler image \(pytorch-trcomp-training:1.13.1-gpu-py39\) is not published in eu-south-2; the regions that have it: af-south-1, .*us-east-1"):
         _pipeline(new_stack(env=cdk.Environment(account=ACCOUNT, region="eu-south-2")), source_dir)
+
+
+@pytest.mark.parametrize("region", ["cn-north-1", "us-gov-west-1"])
+def test_pytorch_2_14_in_a_region_its_image_is_not_in_is_refused_naming_both(source_dir, region):
+    # sagemaker-core 2.27.0 lists 2.14 in 35 regions, none outside the aws partition; 2.13 in 45.
+    stack = new_stack(env=cdk.Environment(account=ACCOUNT, region=region))
+    with pytest.raises(ValueError, match=rf"^PyTorch 2.14's training image \(pytorch:2.14-cu133-amzn2023-sagemaker\) is not published in {region}; the regions that have it: af-south-1, .*us-west-2$"):
+        TrainingPipeline(stack, "Bert", framework=Framework.pytorch("2.14"),
+                         compiler=Compiler.torch_compile(), instance_type="ml.g5.xlarge",
+                         source_dir=str(source_dir), entry_point="train.py")
+    TrainingPipeline(stack, "Older", framework=Framework.pytorch("2.13"),
+                     compiler=Compiler.torch_compile(), instance_type="ml.g5.xlarge",
+                     source_dir=str(source_dir), entry_point="train.py")
 
 
 def test_fails_without_source_dir_for_a_framework_image():

@@ -106,8 +106,16 @@ def held_to(text: str, limit: int) -> str:
 
 # --- partitions --------------------------------------------------------------------------------
 
-_PARTITIONS = (("cn-", "aws-cn", "amazonaws.com.cn"), ("us-gov-", "aws-us-gov", "amazonaws.com"),
-               ("us-isob-", "aws-iso-b", "sc2s.sgov.gov"), ("us-iso-", "aws-iso", "c2s.ic.gov"))
+# botocore's endpoint partitions (tests hold this to them): region prefix, partition, domain.
+_PARTITIONS = (
+    ("cn-", "aws-cn", "amazonaws.com.cn"),
+    ("us-gov-", "aws-us-gov", "amazonaws.com"),
+    ("us-isob-", "aws-iso-b", "sc2s.sgov.gov"),
+    ("us-isof-", "aws-iso-f", "csp.hci.ic.gov"),
+    ("us-iso-", "aws-iso", "c2s.ic.gov"),
+    ("eu-isoe-", "aws-iso-e", "cloud.adc-e.uk"),
+    ("eusc-", "aws-eusc", "amazonaws.eu"),
+)
 
 
 def partition(region: str) -> str:

@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any, Protocol
 
 from compiled_training.catalog import neuron
+from compiled_training.catalog.aws_names import url_suffix
 from compiled_training.catalog.instances import accelerator, instance_family
 
 # The SDK's processor for each accelerator (it reads g4ad as a GPU too).
@@ -44,6 +45,8 @@ class DlcImage:
     tag: str
     registries: tuple[tuple[str, str], ...]
     """(region, registry account) pairs, sorted by region."""
+    release: str = ""
+    """Whose image it is, as errors name it (``PyTorch 2.14's training image``)."""
 
     @property
     def regions(self) -> list[str]:
@@ -53,10 +56,14 @@ class DlcImage:
         accounts = dict(self.registries)
         if region not in accounts:
             raise ValueError(
-                f"region {region!r} has no {self.repository}:{self.tag} image; "
-                f"supported regions: {', '.join(self.regions)}"
+                f"{self.release or 'The image'} ({self.path}) is not published in {region}; "
+                f"the regions that have it: {', '.join(self.regions)}"
             )
         return accounts[region]
+
+    def uri(self, region: str) -> str:
+        """The image's URI in a region, as ``image_uris.retrieve`` composes it."""
+        return f"{self.account(region)}.dkr.ecr.{region}.{url_suffix(region)}/{self.path}"
 
     @property
     def path(self) -> str:
@@ -108,8 +115,8 @@ def launches_torchrun(pytorch_version: str) -> bool:
 
 def torch_distributed_versions() -> tuple[str, ...]:
     """The PyTorch releases with a GPU training DLC that launches torchrun, oldest first."""
-    config = image_config("pytorch")
-    return tuple(version for version, entry in config["versions"].items()
+    return tuple(version for config in (image_config("pytorch"), image_config(AMAZON_LINUX))
+                 for version, entry in config["versions"].items()
                  if launches_torchrun(version) and "gpu" in _entry_processors(config, entry))
 
 
@@ -145,8 +152,14 @@ def resolve_dlc(framework: FrameworkRelease, training_compiler: bool, instance_t
     """
     if scope == "training" and neuron.is_trainium(instance_type):
         return _neuron_dlc(framework, training_compiler, instance_type)
-    config = image_config(_config_name(framework, training_compiler), scope)
-    entry, py_version = _version_config(config, framework, training_compiler, scope)
+    amazon_linux = (amazon_linux_version(framework.version) if scope == "training"
+                    and not training_compiler and framework.name == "pytorch" else None)
+    if amazon_linux:
+        entry, py_version = _amazon_linux_entry(framework, amazon_linux)
+        config = image_config(AMAZON_LINUX)
+    else:
+        config = image_config(_config_name(framework, training_compiler), scope)
+        entry, py_version = _version_config(config, framework, training_compiler, scope)
     processor = _processor(framework, instance_type, config.get("processors")
                            or entry.get("processors"), scope)
     # Versions as spelled: a short version names the image's short tag (as the SDK's does);
@@ -156,9 +169,13 @@ def resolve_dlc(framework: FrameworkRelease, training_compiler: bool, instance_t
     else:
         tag_prefix = entry.get("tag_prefix", framework.version)
     container = (entry.get("container_version") or {}).get(processor)
-    tag = "-".join(x for x in (tag_prefix, processor, py_version, container) if x)
+    # The Amazon Linux tags carry the processor in their container version (cu133, cpu).
+    shown = processor if entry.get("processor_in_tag", True) else None
+    tag = "-".join(x for x in (tag_prefix, shown, py_version, container) if x)
+    kind = "Training Compiler" if training_compiler else scope
     return DlcImage(repository=entry["repository"], tag=tag,
-                    registries=tuple(sorted(entry["registries"].items())))
+                    registries=tuple(sorted(entry["registries"].items())),
+                    release=f"{framework.describe()}'s {kind} image")
 
 
 def _neuron_dlc(framework: FrameworkRelease, training_compiler: bool,
@@ -237,7 +254,7 @@ def _version_config(
             raise ValueError(_no_training_compiler_message(framework))
         raise ValueError(
             f"{framework.describe()} has no SageMaker {scope} image; supported "
-            f"{framework.name} versions: {', '.join(config['versions'])}"
+            f"{framework.name} versions: {', '.join(_versions(framework.name, scope))}"
         )
     entry = config["versions"][version]
     if framework.name == "huggingface":
@@ -260,6 +277,48 @@ def _version_config(
             f"available: {', '.join(py_versions)}"
         )
     return entry.get(py_version or "", entry), py_version
+
+
+# --- the Amazon Linux 2023 PyTorch images (2.11 on) ---------------------------------------------
+
+AMAZON_LINUX = "pytorch-amzn2023"
+"""SDK v3's configuration of the PyTorch training images from 2.11 on: repository ``pytorch``,
+one image a minor version (``2.14-cu133-amzn2023-sagemaker``), no Python in the tag."""
+
+# The configuration names no Python: each image's comes from AWS's PyTorch DLC changelog and
+# image configs (docs/guides/your-own-app.md cites them). A version without one here fails a test.
+AMAZON_LINUX_PYTHONS = {"2.11": "py312", "2.12": "py312", "2.13": "py312", "2.14": "py312"}
+
+
+def amazon_linux_version(version: str) -> str | None:
+    """The Amazon Linux 2023 image a PyTorch version trains on, by its configuration key:
+    ``2.14`` for ``2.14`` (the SDK's spelling) and for ``2.14.0`` or ``2.14.1`` (the library's
+    own alias: the image is the minor version's, which AWS moves to each patch release)."""
+    config = image_config(AMAZON_LINUX)
+    short = ".".join(version.split(".")[:2]) if version.count(".") == 2 else version
+    short = config.get("version_aliases", {}).get(short, short)
+    return short if short in config["versions"] else None
+
+
+def _amazon_linux_entry(framework: FrameworkRelease, version: str
+                        ) -> tuple[dict[str, Any], None]:
+    """The version's entry; no Python, which its tag does not name and the SDK ignores, but a
+    ``py_version`` other than the image's is refused."""
+    python = AMAZON_LINUX_PYTHONS.get(version)
+    if framework.py_version and framework.py_version != python:
+        having = f"has {python}" if python else "has a Python this library has not established"
+        raise ValueError(f"{framework.describe()}'s training image (Amazon Linux 2023) {having}, "
+                         f"not {framework.py_version}: omit py_version"
+                         + (f" or give {python}" if python else ""))
+    return image_config(AMAZON_LINUX)["versions"][version], None
+
+
+def _versions(framework: str, scope: str) -> list[str]:
+    """The versions a framework has images for, as the refusal lists them."""
+    versions = list(image_config(framework, scope)["versions"])
+    if framework == "pytorch" and scope == "training":
+        versions += image_config(AMAZON_LINUX)["versions"]
+    return versions
 
 
 def _no_training_compiler_message(framework: FrameworkRelease) -> str:

@@ -22,9 +22,7 @@ def dlc_image_uri(scope: Construct, dlc: DlcImage) -> tuple[str, str]:
     stack = stack_of(scope)
     stack_region = region(stack)
     if not is_token(stack_region):
-        account = dlc.account(stack_region)
-        domain = "amazonaws.com.cn" if stack_region.startswith("cn-") else "amazonaws.com"
-        return f"{account}.dkr.ecr.{stack_region}.{domain}/{dlc.path}", account
+        return dlc.uri(stack_region), dlc.account(stack_region)
     mapping_id = "DlcRegistries" + re.sub(r"[^A-Za-z0-9]", "", dlc.path.title())
 
     def uri() -> tuple[str, str]:
