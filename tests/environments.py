@@ -87,7 +87,7 @@ class Environment:
 
 XLA_WITH_GRAD_SCALER = "py311-torch-xla2.8"
 NEWEST_NEURON_IMAGE = "py312-torch-xla2.9"
-NEWEST_GPU_IMAGE = "py313-torch2.10.0"
+NEWEST_GPU_IMAGE = "py312-torch2.14.0"
 CHECKOV = "checkov"
 IMAGE_CONFIG = "sagemaker-core"
 # The maintained SageMaker SDK (v3)'s image configuration, which `make image-matrix` copies into
@@ -141,6 +141,14 @@ ENVS = (
     # oracle of the URIs: SDK v2 (the other oracle) pins sagemaker-core<2, so they cannot share.
     Environment(IMAGE_CONFIG, "the SageMaker SDK v3's image configuration", "3.11",
                 (SAGEMAKER_CORE,), runtime=False),
+    # The newest PyTorch training DLC (pytorch:2.14-cu133-amzn2023-sagemaker): its Python, torch
+    # and SageMaker toolkit, as its image config and uv.lock pin them (torch 2.14.0, Python 3.12,
+    # sagemaker-training, sagemaker-pytorch-training); the runtime, warm starts and local runs of
+    # torch.compile pipelines run in it. Built first after the tools: its CUDA 13 libraries share
+    # nothing with the others. It replaced pytorch-training:2.10.0's (Python 3.13), to keep the disk.
+    Environment(NEWEST_GPU_IMAGE, "pytorch:2.14-cu133-amzn2023-sagemaker (Python 3.12)", "3.12",
+                ("torch==2.14.0", "numpy", "transformers>=4.46,<6", "sagemaker-training",
+                 "sagemaker-pytorch-training"), disk_gib=5.5),
     # torch-xla 2.9 removed torch_xla.amp.GradScaler, which the Training Compiler images have;
     # with the toolkit and the PyTorch DLCs' launcher logic, as in those images. The local run's
     # XLA steps train in it.
@@ -157,10 +165,6 @@ ENVS = (
                 ("torch==2.9.0", "torch-xla==2.9.0", "transformers>=4.46,<6",
                  "sagemaker-training", "sagemaker-pytorch-training"), torch_xla=True,
                 disk_gib=3.0),
-    # The newest PyTorch GPU training DLC's Python and torch (pytorch-training:2.10.0-gpu-py313),
-    # the image torch_compile() resolves by default.
-    Environment(NEWEST_GPU_IMAGE, "pytorch-training:2.10.0 (Python 3.13)", "3.13",
-                ("torch==2.10.0", "numpy", "transformers>=4.46,<6"), disk_gib=3.0),
     # The frozen Training Compiler images, last: their CUDA 11 and 10.2 libraries share nothing.
     Environment("py39-torch1.13.1", "pytorch-trcomp-training:1.13.1 (Python 3.9)", "3.9",
                 ("torch==1.13.1", "numpy<2", *_TRANSFORMERS_4_21_NEEDS),

@@ -34,10 +34,11 @@ def test_an_environment_is_built_only_beside_the_test_runs_reserve():
     assert f"about {env.disk_gib} GiB beside the {RESERVE_GIB} GiB the test run keeps" in short
 
 
-def test_the_local_runs_environment_is_built_before_the_frozen_images():
+def test_the_local_runs_environments_are_built_before_the_frozen_images():
     names = [env.name for env in ENVS]
     assert names.index(XLA_WITH_GRAD_SCALER) < names.index("py39-torch1.13.1")
-    assert names[:2] == [CHECKOV, environments.IMAGE_CONFIG]  # small, and scans need them
+    assert names[:3] == [CHECKOV, environments.IMAGE_CONFIG,  # small, and scans need them
+                         environments.NEWEST_GPU_IMAGE]  # the default image, first to get room
 
 
 def test_an_environment_left_unbuilt_for_lack_of_disk_skips_its_tests(monkeypatch, tmp_path):

@@ -1,8 +1,8 @@
 """The runtime on the training images' own versions, with each image's Python: the Training
 Compiler images' torch 1.13.1 on Python 3.9 (``pytorch-trcomp-training:1.13.1``) and torch 1.11
 with Transformers 4.21.1 on Python 3.8 (``huggingface-pytorch-trcomp-training``), and the newest
-PyTorch DLC's torch 2.10 on Python 3.13 (``pytorch-training:2.10.0-gpu-py313``, the image
-``torch_compile()`` resolves), and the newest PyTorch NeuronX DLC's torch 2.9 and torch-xla 2.9 on
+PyTorch DLC's torch 2.14 on Python 3.12 (``pytorch:2.14-cu133-amzn2023-sagemaker``, Amazon Linux
+2023), and the newest PyTorch NeuronX DLC's torch 2.9 and torch-xla 2.9 on
 Python 3.12 (``pytorch-training-neuronx:2.9.0``, the image ``neuron_xla()`` resolves), each with
 the runtime wheel installed as the Dockerfile installs it (no dependencies)
 (tests/environments.py). The Training Compiler images' torch_xla exists only inside them: there
@@ -90,7 +90,7 @@ def test_fp16_on_a_cpu_trains_with_a_loss_scale_where_torch_can_autocast_it(tmp_
 
 
 def test_torch_compile_has_no_graph_breaks_and_no_recompiles_on_the_newest_image(tmp_path):
-    """The newest GPU DLC's torch and Python: dynamo on Python 3.13, inductor on the CPU."""
+    """The newest GPU DLC's torch and Python: dynamo on Python 3.12, inductor on the CPU."""
     python = str(require(NEWEST_GPU_IMAGE).executable)
     hps = {**TINY_BERT, "compiled_training_torch_compile": True, "max_steps": 4}
     base = opt_ml(tmp_path / "compile", hps)

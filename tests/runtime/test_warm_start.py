@@ -9,6 +9,7 @@ the GPUs, by the CPU (the stand-in ``nvidia-smi`` gives torchrun its count).
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 from compiled_training import Compiler, Distribution, Framework, InputChannel, TrainingPipeline
 from compiled_training_runtime import contract
 from compiled_training_runtime.warm_start import ARCHIVE
+from tests.environments import NEWEST_GPU_IMAGE, require
 from tests.helpers import TINY_BERT, definitions, new_stack, substitute_expressions
 from tests.runtime.harness import (
     RUNTIME,
@@ -105,11 +107,11 @@ def test_a_cache_that_cannot_be_saved_never_fails_a_finished_training(tmp_path):
     assert (tmp_path / "job" / "model" / "model.pt").exists()
 
 
-def _synthesized_step(source_dir: Path) -> dict:
+def _synthesized_step(source_dir: Path, version: str = "2.9.0") -> dict:
     """The Train step a torch.compile pipeline on two 4-GPU instances synthesizes."""
     stack = new_stack()
     TrainingPipeline(stack, "Ranker", pipeline_name="ranker",
-                     framework=Framework.pytorch("2.10.0"), compiler=Compiler.torch_compile(),
+                     framework=Framework.pytorch(version), compiler=Compiler.torch_compile(),
                      instance_type="ml.g5.12xlarge", distribution=Distribution.TORCH_DISTRIBUTED,
                      source_dir=source_dir, entry_point="train.py",
                      channels=[InputChannel("train", "s3://team-data/train/")])
@@ -120,11 +122,14 @@ def _synthesized_step(source_dir: Path) -> dict:
     return dict(substitute_expressions(step["Arguments"], {}))
 
 
-def test_a_scheduled_jobs_second_run_loads_the_graphs_the_first_compiled(tmp_path):
+@pytest.mark.parametrize("image", ["main", NEWEST_GPU_IMAGE])
+def test_a_scheduled_jobs_second_run_loads_the_graphs_the_first_compiled(tmp_path, image):
     """Two ranks under torchrun, as the toolkit launches the synthesized step: this also holds
     torch.compile under DistributedDataParallel (it compiled DDP's forward, which breaks the
-    graph, until the model was compiled before the wrap)."""
-    step = _synthesized_step(RUNTIME)
+    graph, until the model was compiled before the wrap). In this environment's torch 2.9 and
+    in the newest image's (torch 2.14 on Python 3.12, with its toolkit)."""
+    python = sys.executable if image == "main" else str(require(image).executable)
+    step = _synthesized_step(RUNTIME, "2.9.0" if image == "main" else "2.14")
     declared = step["Environment"][contract.ENV_COMPILE_CACHE_URL]
     assert declared.endswith("/ranker/compile-cache/Train/")
     # The job's own environment, its S3 prefix moved to a folder.
@@ -133,7 +138,7 @@ def test_a_scheduled_jobs_second_run_loads_the_graphs_the_first_compiled(tmp_pat
     runs = []
     for name in ("first", "second"):
         base = toolkit_job(tmp_path / name, step, max_steps=1, model_family="bert")
-        result = run_with_toolkit(base, gpus=2, environment=environment)
+        result = run_with_toolkit(base, gpus=2, environment=environment, python=python)
         logs = result.stdout + result.stderr
         assert result.returncode == 0, logs[-6000:]
         assert logs.count(SAVED) == 1, logs[-6000:]  # rank 0 alone, once both ranks are done
