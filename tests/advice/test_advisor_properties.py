@@ -12,6 +12,7 @@ from compiled_training.advice.assessment import FACTORS
 from compiled_training.advice.priors import MIN_SAVING_FOR_A_BENCHMARK_USD, WEEKS_PER_YEAR
 from compiled_training.advice.workload import BOTTLENECKS, MODEL_CATEGORIES
 from compiled_training.catalog.instances import training_instance_types
+from compiled_training.catalog.dlc import has_training_image
 from compiled_training.catalog.prices import ON_DEMAND_PRICES_USD
 from compiled_training.spec.compiler import CompilerKind
 
@@ -21,23 +22,33 @@ GPU_TYPES = [t for t in ON_DEMAND_PRICES_USD if t.split(".")[1][0] in "gp"]
 OTHER_TYPES = [t for t in [*ON_DEMAND_PRICES_USD, "ml.p5en.48xlarge", "ml.trn2.48xlarge"]
                if t in training_instance_types()]
 VERSIONS = ["1.9", "1.10.2", "1.11", "1.12.0", "1.13", "1.13.1", "2.0", "2.3", "2.5.1"]
-# Workloads a compiler applies to, where the verdict has room to move either way.
-candidates = st.builds(
-    WorkloadProfile,
-    name=st.just("w"),
-    framework=st.sampled_from(["pytorch", "huggingface"]),
-    model_family=st.sampled_from(sorted(MODEL_CATEGORIES)),
-    instance_type=st.sampled_from(GPU_TYPES),
-    instance_count=st.integers(1, 64),
-    hours_per_run=st.floats(0.05, 2) | st.floats(2, 200),
-    runs_per_week=st.floats(0, 30),
-    static_shapes=st.booleans(),
-    precision=st.sampled_from(["fp32", "fp16", "bf16"]),
-    batch_size=st.none() | st.integers(1, 1024),
-    learning_rate=st.none() | st.floats(1e-6, 1e-1),
-    bottleneck=st.none() | st.sampled_from(BOTTLENECKS),
-    framework_version=st.none() | st.sampled_from(VERSIONS),
-)
+
+
+def workloads(versions: list[str]) -> st.SearchStrategy[WorkloadProfile]:
+    """Workloads a compiler applies to, where the verdict has room to move either way: each
+    framework with the versions some image has for it (the advisor refuses the others)."""
+    pairs = [(framework, version) for framework in ("pytorch", "huggingface")
+             for version in (None, *versions)
+             if version is None or has_training_image(framework, version)]
+    return st.sampled_from(pairs).flatmap(lambda pair: st.builds(
+        WorkloadProfile,
+        name=st.just("w"),
+        framework=st.just(pair[0]),
+        model_family=st.sampled_from(sorted(MODEL_CATEGORIES)),
+        instance_type=st.sampled_from(GPU_TYPES),
+        instance_count=st.integers(1, 64),
+        hours_per_run=st.floats(0.05, 2) | st.floats(2, 200),
+        runs_per_week=st.floats(0, 30),
+        static_shapes=st.booleans(),
+        precision=st.sampled_from(["fp32", "fp16", "bf16"]),
+        batch_size=st.none() | st.integers(1, 1024),
+        learning_rate=st.none() | st.floats(1e-6, 1e-1),
+        bottleneck=st.none() | st.sampled_from(BOTTLENECKS),
+        framework_version=st.just(pair[1]),
+    ))
+
+
+candidates = workloads(VERSIONS)
 # Any valid workload: other frameworks, CPUs, Trainium, AMD, unknown words, unpriced types.
 profiles = candidates | st.builds(
     dataclasses.replace, candidates,

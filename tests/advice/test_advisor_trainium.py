@@ -19,7 +19,7 @@ from compiled_training.catalog.instances import training_instance_types
 from compiled_training.catalog.neuron import is_trainium
 from compiled_training.spec.compiler import CompilerKind
 from compiled_training.tools.cli import main
-from tests.advice.test_advisor_properties import candidates
+from tests.advice.test_advisor_properties import workloads
 
 TRAINIUM_TYPES = sorted(t for t in training_instance_types() if is_trainium(t))
 BERT_ON_TRN1 = WorkloadProfile(
@@ -177,10 +177,8 @@ def test_advise_prints_the_neuron_path(tmp_path, capsys):
 
 # The GPU candidates' strategy, moved to every Trainium family and the Neuron images' versions.
 trainium_workloads = st.builds(
-    dataclasses.replace, candidates,
+    dataclasses.replace, workloads(["1.11.0", "1.13.1", "2.1.2", "2.5.1", "2.9.0", "2.10"]),
     instance_type=st.sampled_from(TRAINIUM_TYPES),
-    framework_version=st.none() | st.sampled_from(["1.11.0", "1.13.1", "2.1.2", "2.5.1", "2.9.0",
-                                                   "2.10"]),
 )
 
 

@@ -21,7 +21,9 @@ from compiled_training.advice.assessment import (
     Option,
     allows,
     bottleneck,
+    comparison,
     framework_reason,
+    lowest,
 )
 from compiled_training.advice.priors import (
     MIN_MINUTES_PER_RUN,
@@ -219,7 +221,7 @@ def _options(profile: WorkloadProfile, compiler: CompilerKind, verdict: Verdict,
         options += [Option(claim.instance_type, claim.compiler,
                            (per_run * claim.cost_factor[0], per_run * claim.cost_factor[1]),
                            claim.source + ("" if claim.public_image else
-                                           "; no public SageMaker image yet"))
+                                           ", no public SageMaker image yet"), claimed=True)
                     for claim in TRAINIUM_CLAIMS]
     return tuple(options)
 
@@ -235,16 +237,15 @@ def _decide(profile: WorkloadProfile, compiler: CompilerKind, verdict: Verdict,
     gpu = min((o for o in options if o.instance_type == profile.instance_type),
               key=lambda o: o.expected)
     public = {claim.instance_type for claim in TRAINIUM_CLAIMS if claim.public_image}
-    trainium = min((o for o in options if o.instance_type in public), key=lambda o: o.expected)
-    costs = ", ".join(f"{o.instance_type} {o.compiler.value} ${o.expected:,.0f}"
-                      for o in options)
-    reason = f"expected cost a run: {costs}"
-    at_stake = (gpu.expected - trainium.dollars_per_run[0]) * runs
-    if trainium.expected < gpu.expected and at_stake >= MIN_SAVING_FOR_A_BENCHMARK_USD:
-        return Decision(Verdict.BENCHMARK, trainium.instance_type, trainium.compiler,
-                        f"{reason}: Trainium's is the lowest, on AWS's claim alone "
-                        f"({trainium.basis}); measure it before moving")
-    return replace(on_gpu, reason=f"{reason}: the GPU's is the lowest")
+    reason = (f"expected cost a run: {', '.join(o.describe() for o in options)}: "
+              f"{comparison(options)}")
+    near = lowest(options)
+    if len(near) == 1 and near[0].instance_type in public:
+        trainium = near[0]
+        if (gpu.expected - trainium.dollars_per_run[0]) * runs >= MIN_SAVING_FOR_A_BENCHMARK_USD:
+            return Decision(Verdict.BENCHMARK, trainium.instance_type, trainium.compiler,
+                            f"{reason}; measure it before moving")
+    return replace(on_gpu, reason=reason)
 
 
 def _trainium_notes(profile: WorkloadProfile, decision: Decision,

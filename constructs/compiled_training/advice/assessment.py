@@ -21,10 +21,45 @@ class Option:
     compiler: CompilerKind
     dollars_per_run: tuple[float, float]
     basis: str
+    claimed: bool = False
+    """Derived from a vendor's claim (``basis`` names it), not from a price of its own."""
 
     @property
     def expected(self) -> float:
         return sum(self.dollars_per_run) / 2
+
+    @property
+    def name(self) -> str:
+        return f"{self.instance_type} {self.compiler.value}"
+
+    def describe(self) -> str:
+        """``ml.g5.12xlarge torch-compile $21``; a claim's figure says so, and whose."""
+        if self.claimed:
+            return f"{self.name} ~${self.expected:,.0f} (from {self.basis}; not a price)"
+        return f"{self.name} ${self.expected:,.0f}"
+
+
+ABOUT_THE_SAME = 0.05
+"""Expected costs a run within 5 % of the lowest are about the same: the priors and claims they
+come from span far more than that."""
+
+
+def lowest(options: tuple[Option, ...]) -> tuple[Option, ...]:
+    """The options whose expected cost a run is within `ABOUT_THE_SAME` of the lowest, lowest
+    first: one where it is the lowest, more where they are about the same."""
+    ranked = sorted(options, key=lambda option: option.expected)
+    floor = ranked[0].expected
+    return tuple(o for o in ranked if o.expected <= floor * (1 + ABOUT_THE_SAME))
+
+
+def comparison(options: tuple[Option, ...]) -> str:
+    """Which option costs least a run, said only where it does."""
+    near = lowest(options)
+    if len(near) == 1:
+        return f"{near[0].name}'s is the lowest" + (
+            ", by AWS's claim alone" if near[0].claimed else "")
+    return (f"{', '.join(o.name for o in near)} are about the same (within "
+            f"{ABOUT_THE_SAME * 100:.0f} %)")
 
 
 @dataclass(frozen=True)

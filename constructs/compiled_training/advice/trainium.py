@@ -253,7 +253,7 @@ def _options(profile: WorkloadProfile, per_run: float | None,
         # price for it is recorded (or given), as the "cited price" asks.
         options.append(Option(gpu, CompilerKind.NONE,
                               (per_run / claim.cost_factor[1], per_run / claim.cost_factor[0]),
-                              f"{claim.source}, against its eager run"))
+                              f"{claim.source}, against its eager run", claimed=True))
     costed = ", ".join(f"{o.instance_type} {_usd(o.dollars_per_run[0])}-"
                        f"{_usd(o.dollars_per_run[1])}" for o in options[1:])
     reason = head + (f"{costed} a run against {_usd(per_run)} here, by AWS's claim alone; a "

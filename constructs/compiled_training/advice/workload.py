@@ -3,11 +3,13 @@ it may use (model families, precisions, bottlenecks)."""
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
+from compiled_training.catalog.dlc import has_training_image, pytorch_versions
 from compiled_training.catalog.instances import instance_type_problem
 from compiled_training_runtime import contract
 
@@ -91,8 +93,24 @@ class WorkloadProfile:
         if self.framework_version is not None and not _VERSION.fullmatch(self.framework_version):
             problems.append(f"framework_version must be a version such as '2.3' or '1.13.1', "
                             f"got {self.framework_version!r}")
+        elif unknown_version := self._unknown_version():
+            problems.append(unknown_version)
         if problems:
             raise ValueError(f"workload {self.name!r}: " + "; ".join(problems))
+
+    def _unknown_version(self) -> str | None:
+        """Why the PyTorch version has no training image in any region (the constructs' catalog;
+        the advisor has no region), with the versions that do; None where it has one."""
+        version = self.framework_version
+        if version is None or self.framework not in PYTORCH_FRAMEWORKS or \
+                has_training_image(self.framework, version):
+            return None
+        versions = pytorch_versions(self.framework)
+        close = difflib.get_close_matches(version, versions, n=1)
+        guess = f"did you mean {close[0]}? " if close else ""
+        return (f"framework_version {version!r} has no SageMaker training image for "
+                f"{self.framework} in any region; {guess}PyTorch versions with one: "
+                f"{', '.join(versions)}")
 
 
 def model_category(model_family: str) -> tuple[str, bool]:

@@ -313,6 +313,37 @@ def _amazon_linux_entry(framework: FrameworkRelease, version: str
     return image_config(AMAZON_LINUX)["versions"][version], None
 
 
+_HUGGING_FACE_CONFIGS = ("huggingface", "huggingface-training-compiler")
+
+
+def pytorch_versions(framework: str) -> tuple[str, ...]:
+    """Every PyTorch version some region has a training image for, as the images name them:
+    ``pytorch`` (GPU, CPU, Trainium) or the PyTorch under ``huggingface``'s Transformers."""
+    if framework == neuron.HUGGINGFACE:
+        found = {base.removeprefix("pytorch") for name in _HUGGING_FACE_CONFIGS
+                 for entry in image_config(name)["versions"].values()
+                 for base in entry if base.startswith("pytorch")}
+        found |= {image.pytorch for image in neuron.neuron_images(neuron.HUGGINGFACE)}
+    else:
+        found = {*image_config("pytorch")["versions"], *image_config(AMAZON_LINUX)["versions"],
+                 *(image.pytorch for image in neuron.neuron_images())}
+    return tuple(sorted(found, key=_release_key))
+
+
+def has_training_image(framework: str, pytorch_version: str) -> bool:
+    """Whether some region has a training image of this PyTorch version, in any spelling the
+    constructs take (``2.9``, ``2.9.0``, ``2.14``, ``2.14.0``)."""
+    versions = pytorch_versions(framework)
+    if pytorch_version in versions or (framework != neuron.HUGGINGFACE
+                                       and amazon_linux_version(pytorch_version)):
+        return True
+    aliases = image_config("pytorch")["version_aliases"] if framework != neuron.HUGGINGFACE \
+        else {alias.removeprefix("pytorch"): full.removeprefix("pytorch")
+              for name in _HUGGING_FACE_CONFIGS for entry in image_config(name)["versions"].values()
+              for alias, full in entry.get("version_aliases", {}).items()}
+    return aliases.get(pytorch_version) in versions
+
+
 def _versions(framework: str, scope: str) -> list[str]:
     """The versions a framework has images for, as the refusal lists them."""
     versions = list(image_config(framework, scope)["versions"])
