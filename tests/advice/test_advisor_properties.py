@@ -11,8 +11,8 @@ from compiled_training.advice.advisor import Verdict, WorkloadProfile, assess_wo
 from compiled_training.advice.assessment import FACTORS
 from compiled_training.advice.priors import MIN_SAVING_FOR_A_BENCHMARK_USD, WEEKS_PER_YEAR
 from compiled_training.advice.workload import BOTTLENECKS, MODEL_CATEGORIES
-from compiled_training.catalog.instances import training_instance_types
 from compiled_training.catalog.dlc import has_training_image
+from compiled_training.catalog.instances import training_instance_types
 from compiled_training.catalog.prices import ON_DEMAND_PRICES_USD
 from compiled_training.spec.compiler import CompilerKind
 

@@ -578,6 +578,31 @@ def test_fails_where_no_inference_image_exists_and_asks_for_one(source_dir):
             registration=ModelRegistration(model_package_group_name="hf"))
 
 
+@pytest.mark.parametrize("version", ["2.11", "2.14.0"])
+def test_a_pytorch_2_11_or_later_model_is_told_to_give_its_inference_image(source_dir, version):
+    """AWS's PyTorch inference images end at 2.6.0 in the SDK's configuration, and the Amazon
+    Linux 2023 file lists training images only; with an image given, it registers."""
+    def pipeline(stack: cdk.Stack, **registration: str) -> TrainingPipeline:
+        return TrainingPipeline(
+            stack, "Bert", framework=Framework.pytorch(version), compiler=Compiler.torch_compile(),
+            instance_type="ml.g5.2xlarge", source_dir=source_dir, entry_point="train.py",
+            registration=ModelRegistration(model_package_group_name="bert", gate_metric="",
+                                           **registration))
+
+    with pytest.raises(ValueError, match=rf"registration: PyTorch {version} has no SageMaker "
+                                         r"inference image: AWS's PyTorch inference images end "
+                                         r"at 2.6.0, and its Amazon Linux 2023 images \(PyTorch "
+                                         r"2.11 on\) are for training only; give "
+                                         r"ModelRegistration\(inference_image_uri=\.\.\.\), an "
+                                         r"image that serves this model$"):
+        pipeline(new_stack())
+    served = "123456789012.dkr.ecr.us-east-1.amazonaws.com/bert-serving:1"
+    stack = new_stack()
+    pipeline(stack, inference_image_uri=served)
+    register = _step(_definition(stack), "RegisterModel")
+    assert register["Arguments"]["InferenceSpecification"]["Containers"][0]["Image"] == served
+
+
 def _with_benchmark(stack: cdk.Stack, source_dir: Path, **benchmark) -> TrainingPipeline:
     from compiled_training import CompilerBenchmark
 

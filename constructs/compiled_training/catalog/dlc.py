@@ -85,10 +85,9 @@ def image_config(name: str, scope: str = "training") -> dict[str, Any]:
 # torchrun is the toolkit's, not the SDK's: every SageMaker PyTorch training DLC from 1.13.1 on
 # installs sagemaker-training (its TorchDistributedRunner) and sagemaker-pytorch-training, which
 # starts that runner whenever `sagemaker_torch_distributed_enabled` is true, whatever the torch
-# version (aws/deep-learning-containers pytorch/training/docker/2.9/py3/cu130/Dockerfile.gpu and
-# 2.10's, their `sagemaker` stage; sagemaker-pytorch-training 3.0.0's training.py; read
-# 2026-11-26). The SDKs' own list (sdk-rules.json) is a validation of theirs that stops at 2.8.0
-# and that they skip when an image is given.
+# version; the Amazon Linux 2023 images (2.11 on) too, with the same training module
+# (docs/guides/your-own-app.md cites their Dockerfiles). The SDKs' own list (sdk-rules.json) is a
+# validation of theirs that stops at 2.8.0 and that they skip when an image is given.
 TORCHRUN_SINCE = "1.13.1"
 """The first PyTorch whose SageMaker training DLC launches torchrun."""
 

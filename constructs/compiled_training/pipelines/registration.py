@@ -21,7 +21,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 
 from compiled_training.catalog.api_shapes import api_shape, is_token
-from compiled_training.catalog.dlc import DlcImage, resolve_dlc
+from compiled_training.catalog.dlc import DlcImage, amazon_linux_version, image_config, resolve_dlc
 from compiled_training.catalog.instances import accelerator
 from compiled_training.definition.registration import (
     REPORT_FOLDER,
@@ -236,7 +236,13 @@ def _instance_enums() -> tuple[frozenset[str], frozenset[str]]:
 
 def inference_dlc(job: TrainingJob, instance_type: str) -> DlcImage:
     """The framework's inference image of the training version (compilers are training-only)."""
-    return resolve_dlc(job.framework, False, instance_type, scope="inference")
+    framework = job.framework
+    if framework.name == "pytorch" and amazon_linux_version(framework.version):
+        last = list(image_config("pytorch", "inference")["versions"])[-1]
+        raise ValueError(f"{framework.describe()} has no SageMaker inference image: AWS's "
+                         f"PyTorch inference images end at {last}, and its Amazon Linux 2023 "
+                         f"images (PyTorch 2.11 on) are for training only")
+    return resolve_dlc(framework, False, instance_type, scope="inference")
 
 
 @dataclass(frozen=True)
