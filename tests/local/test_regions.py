@@ -1,6 +1,7 @@
 """The README's first pipeline (a stack in eu-west-1) run locally, and the same stack in a
-second region and in the ``aws-cn`` and ``aws-us-gov`` partitions: the stand-in buckets take
-their region's location constraint and the ARNs name their partition.
+second region and in the ``aws-cn`` and ``aws-us-gov`` partitions (on PyTorch 2.13 there, which
+AWS publishes in them, where 2.14 it does not): the stand-in buckets take their region's
+location constraint and the ARNs name their partition.
 
 The team's script is its own (no runtime import, ``parse_known_args`` for the library's
 switches) and first leaves its model folder empty, which the report flags. What stands in for
@@ -37,12 +38,17 @@ def _assembly(outdir: Path, region: str, source: Path, *, save: bool) -> Path:
     stack = cdk.Stack(app, "NlpTraining", env=cdk.Environment(region=region))
     TrainingPipeline(
         stack, "BertFineTune", pipeline_name="nlp-bert-fine-tune",
-        framework=Framework.pytorch("2.9.0"), compiler=Compiler.torch_compile(),
+        framework=Framework.pytorch(_version(region)), compiler=Compiler.torch_compile(),
         instance_type="ml.g5.2xlarge", source_dir=str(source), entry_point="train.py",
         channels=[InputChannel("train", "s3://nlp-data/bert/train/")],
         hyperparameters={"save_model": 1} if save else None)
     app.synth()
     return outdir
+
+
+def _version(region: str) -> str:
+    """The README's PyTorch 2.14, or 2.13 where AWS has not published 2.14 (outside ``aws``)."""
+    return "2.14" if region.startswith(("eu-", "ap-")) else "2.13"
 
 
 @pytest.mark.parametrize(("region", "partition"), [
@@ -70,7 +76,7 @@ def test_the_readme_stack_runs_in_its_region_and_partition(tmp_path, region, par
     assert train["status"] == "Succeeded"
     assert train["outputs"]["FinalMetricDataList"]["train_loss"]["Value"] == 0.25
     assert f"dkr.ecr.{region}." not in train["image"]  # named by repository and tag
-    assert train["image"].startswith("pytorch-training:2.9.0-gpu-py312")
+    assert train["image"] == f"pytorch:{_version(region)}-cu133-amzn2023-sagemaker"
     stand_ins = next(note for note in report["notes"] if note.startswith("the template's"))
     assert f"arn:{partition}:" in stand_ins
     empty = "Train: warning: the job left /opt/ml/model empty"
