@@ -116,6 +116,11 @@ def test_the_installed_command_runs_without_starting_the_cdk():
     (WORKLOADS.read_text().replace('framework_version: "2.5"', "framework_version: 2.10"),
      r"workload 'llm-fine-tune': field 'framework_version' must be a quoted version such as "
      r"'2.10', got 2.1$"),
+    # A version no region has an image for gets no verdict: the constructs would refuse it.
+    (WORKLOADS.read_text().replace('framework_version: "2.5"', 'framework_version: "2.99"'),
+     r"workload 'llm-fine-tune': framework_version '2.99' has no SageMaker training image for "
+     r"pytorch in any region; did you mean 2.9.0\? PyTorch versions with one: 0.4.0, .*, 2.10.0, "
+     r"2.11, 2.12, 2.13, 2.14$"),
     (WORKLOADS.read_text().replace("hours_per_run: 6.2", "hours_per_run: -6.2"),
      r"workload 'document-classification': hours_per_run must be positive, got -6.2"),
     (WORKLOADS.read_text().replace("instance_count: 8\n", "instance_count: eight\n", 1),
@@ -126,6 +131,20 @@ def test_fails_on_bad_input_with_one_line_and_exit_code_2(tmp_path, content, mes
     path = tmp_path / "w.yaml"
     path.write_text(content)
     _fails_with_one_line(["advise", str(path)], message)
+
+
+@pytest.mark.parametrize("version", ["2.14", "2.14.0", "2.11"])
+def test_the_newest_pytorch_versions_are_advised(tmp_path, capsys, version):
+    path = tmp_path / "w.yaml"
+    path.write_text(WORKLOADS.read_text().replace('framework_version: "2.5"',
+                                                  f'framework_version: "{version}"'))
+    assert main(["advise", str(path), "--json"]) == 0
+    (llm,) = [w for w in json.loads(capsys.readouterr().out) if w["name"] == "llm-fine-tune"]
+    assert llm["compiler"] == "torch-compile"
+    assert f"torch.compile: PyTorch {version} has it" in llm["reasons"]["compiler"]
+    # Machines tell a price from a figure derived from AWS's claims too.
+    assert {o["instance_type"]: o["claimed"] for o in llm["options"]} == {
+        "ml.p5.48xlarge": False, "ml.trn1.32xlarge": True, "ml.trn2.48xlarge": True}
 
 
 @pytest.mark.parametrize(("content", "message"), [

@@ -161,7 +161,7 @@ def _json(assessments: list[Assessment]) -> str:
         "decision_reason": a.decision.reason if a.decision else None,
         "options": [{"instance_type": o.instance_type, "compiler": o.compiler.value,
                      "dollars_per_run": [round(d, 2) for d in o.dollars_per_run],
-                     "basis": o.basis} for o in a.options],
+                     "basis": o.basis, "claimed": o.claimed} for o in a.options],
         "speedup": list(a.speedup),
         "compile_minutes": list(a.compile_minutes),
         "break_even_minutes": _rounded(a.break_even_minutes),
