@@ -73,7 +73,8 @@ def idle_gpus_message(job: TrainingJob) -> str | None:
     launcher = ("Distribution.PYTORCHXLA (Training Compiler's launcher, one process per GPU)"
                 if job.compiler.is_training_compiler and pytorchxla_supported(job.framework)
                 else "Distribution.TORCH_DISTRIBUTED (torchrun, one process per GPU; the "
-                     "script joins the process group, as the README's launch contract says)")
+                     "script joins the process group: docs/guides/runtime.md, the launch "
+                     "contract)")
     waste = [f"{idle} of the {paid} GPUs paid for ({job.instance_count} x "
              f"{job.instance_type}) stay idle"] if idle else []
     if job.instance_count > 1:

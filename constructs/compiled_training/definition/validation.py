@@ -153,8 +153,8 @@ def check(job: TrainingJob) -> Findings:
                                 f"not import compiled_training_runtime, so nothing restores or "
                                 f"saves the compile cache the job is given and every run "
                                 f"compiles from nothing: train inside `with compile_cache(...)` "
-                                f"(compiled_training_runtime.warm_start; the README's warm "
-                                f"starts), or pass compile_cache=False"))
+                                f"(compiled_training_runtime.warm_start; "
+                                f"docs/guides/warm-starts.md), or pass compile_cache=False"))
     smdistributed = job.distribution is Distribution.SMDISTRIBUTED_DATA_PARALLEL
     if smdistributed and not job.compiler.is_training_compiler:
         error("Smdistributed",

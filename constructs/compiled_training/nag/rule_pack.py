@@ -304,8 +304,8 @@ RULES: tuple[Rule, ...] = (
          "A scheduled torch.compile step compiles from nothing every run.",
          "Without its compile cache (compile_cache off, network_isolation, or PyTorch before "
          "2.4) each scheduled run pays Dynamo, AOTAutograd and Inductor again on the instances "
-         "it bills; with it, a run restores what the last one compiled (the README's warm "
-         "starts).",
+         "it bills; with it, a run restores what the last one compiled "
+         "(docs/guides/warm-starts.md).",
          _warm_start),
 )
 
