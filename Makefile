@@ -55,9 +55,11 @@ test: setup-dev lint test-envs
 
 # A contributor's loop: the pure layers, the constructs and the docs' examples, without the
 # runtime's torch and toolkit runs, the local runner, the side environments or the wheels
-# (a few minutes on 2 cores; CONTRIBUTING.md). `make test` runs everything, as CI does.
+# (a few minutes on 2 cores; CONTRIBUTING.md), nor the currency test, which reads the package
+# index. `make test` runs everything, as CI does.
 test-fast: setup-dev
-	$(PY) -m pytest -n 2 --dist loadgroup -q tests/advice tests/catalog tests/spec \
+	$(PY) -m pytest -n 2 --dist loadgroup -q --ignore=tests/catalog/test_currency.py \
+		tests/advice tests/catalog tests/spec \
 		tests/definition tests/wiring tests/pipelines tests/schedules tests/nag tests/docs \
 		tests/test_public_api.py tests/test_architecture.py tests/test_contract.py
 

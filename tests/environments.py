@@ -16,10 +16,11 @@ uv unpacks each wheel once into its cache (``UV_CACHE_DIR``, which make keeps be
 environments, on their file system) and hard-links it into every environment that uses it; with
 pip, each environment held its own copy and CI's disk ran out.
 
-Even shared, they take about 14 GiB beside the main environment's 8, and CI's machines come with
+Even shared, they take about 17 GiB beside the main environment's 8, and CI's machines come with
 more or less free disk: an environment that would leave the test run less than ``RESERVE_GIB`` is
 not built, says so, and the tests that need it skip naming the disk (pytest's ``-ra`` summary lists
-them). The environments are built in the order of what they cover, the local run's first.
+them). The newest image's environment is built first after the tools and whatever the disk (CI
+counts a skip of its tests as a failure); the others in the order of what they cover.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ class Environment:
     torch_xla: bool = False
     runtime: bool = True
     """Installs the runtime as the images do (the tool environments need none)."""
+    essential: bool = field(default=False, repr=False)
+    """Built whatever the disk says: CI counts a skip of its tests as a failure, so a disk too
+    small fails the build instead."""
     disk_gib: float = field(default=0.5, repr=False)
     """What building it adds to the disk, built in ENVS' order after the main environment
     (measured with du, rounded up: the NVIDIA libraries it shares with those are not counted)."""
@@ -144,11 +148,12 @@ ENVS = (
     # The newest PyTorch training DLC (pytorch:2.14-cu133-amzn2023-sagemaker): its Python, torch
     # and SageMaker toolkit, as its image config and uv.lock pin them (torch 2.14.0, Python 3.12,
     # sagemaker-training, sagemaker-pytorch-training); the runtime, warm starts and local runs of
-    # torch.compile pipelines run in it. Built first after the tools: its CUDA 13 libraries share
-    # nothing with the others. It replaced pytorch-training:2.10.0's (Python 3.13), to keep the disk.
+    # torch.compile pipelines run in it. Built first after the tools, whatever the disk: its CUDA
+    # 13 libraries share nothing with the others. It replaced pytorch-training:2.10.0's (Python
+    # 3.13), to keep the disk.
     Environment(NEWEST_GPU_IMAGE, "pytorch:2.14-cu133-amzn2023-sagemaker (Python 3.12)", "3.12",
                 ("torch==2.14.0", "numpy", "transformers>=4.46,<6", "sagemaker-training",
-                 "sagemaker-pytorch-training"), disk_gib=5.5),
+                 "sagemaker-pytorch-training"), essential=True, disk_gib=5.5),
     # torch-xla 2.9 removed torch_xla.amp.GradScaler, which the Training Compiler images have;
     # with the toolkit and the PyTorch DLCs' launcher logic, as in those images. The local run's
     # XLA steps train in it.
@@ -239,7 +244,7 @@ def lacks_room(env: Environment, free_bytes: int) -> str | None:
     """Why ``env`` is not built with this much free disk, or None where it fits beside the
     test run's reserve."""
     free = free_bytes / 2**30
-    if free - env.disk_gib >= RESERVE_GIB:
+    if env.essential or free - env.disk_gib >= RESERVE_GIB:
         return None
     return (f"{env.name} ({env.purpose}) is not built: {free:.1f} GiB free on this disk, and it "
             f"takes about {env.disk_gib} GiB beside the {RESERVE_GIB} GiB the test run keeps")

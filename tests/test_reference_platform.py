@@ -171,6 +171,19 @@ def test_the_warning_check_sees_a_warning(tmp_path):
     assert len(warnings) == 1 and "ml.g5.12xlarge has no EFA" in warnings[0]
 
 
+def test_the_id_the_cli_prints_acknowledges_too(tmp_path):
+    """The CDK CLI prints "Acknowledge with 'Annotation::<id>'"; cdk.json takes that form as well
+    as the id alone (Annotations.acknowledge_warning's)."""
+    context = cdk_json_context()
+    acknowledged = context["compiled-training:teams"]["Creative"]["acknowledge_warnings"]
+    ((warning, reason),) = acknowledged.items()
+    context["compiled-training:teams"]["Creative"]["acknowledge_warnings"] = {
+        f"Annotation::{warning}": reason}
+    assembly = synth_reference_app(tmp_path, context)
+    assert [entry for stack in assembly.stacks
+            for entry in stack.find_metadata_by_type("aws:cdk:warning")] == []
+
+
 def test_the_apps_warnings_carry_no_kernel_frame_for_the_cli_to_print_as_their_place(tmp_path):
     """The stray ``.../program.js:1:5591`` line: the CLI prints a warning's first stack frame
     outside the CDK, and a Python app's frames end in the jsii kernel. app.py's App records

@@ -41,6 +41,9 @@ from compiled_training_runtime import contract
 from constructs import Construct
 
 CONTEXT_KEY = "compiled-training:teams"
+# The CDK CLI prints a warning's id as 'Annotation::<id>'; Annotations.acknowledge_warning takes
+# the id alone, so cdk.json takes either.
+CLI_PREFIX = "Annotation::"
 
 JsonType = type | tuple[type, ...]
 
@@ -187,8 +190,8 @@ def pipeline_props(team: str, config: Mapping[str, Any], *, base_dir: Path) -> d
             if key not in arm:
                 raise fail(f"{where}.{key}", "is required")
     for warning, reason in config.get("acknowledge_warnings", {}).items():
-        if not warning.startswith("compiled-training:") or not isinstance(reason, str) \
-                or not reason.strip():
+        if not warning.removeprefix(CLI_PREFIX).startswith("compiled-training:") or \
+                not isinstance(reason, str) or not reason.strip():
             raise fail(f"acknowledge_warnings.{warning}",
                        "must map a compiled-training warning id (as the warning names it, "
                        f"'compiled-training:...') to the reason, got {reason!r}")
@@ -383,7 +386,7 @@ class TeamStack(Stack):
                                 "purpose; the move to torch.compile is decided by a "
                                 "CompilerBenchmark, not by this stack.", pack=PACK)
             for warning, reason in team_config.get("acknowledge_warnings", {}).items():
-                Annotations.of(self).acknowledge_warning(warning, reason)
+                Annotations.of(self).acknowledge_warning(warning.removeprefix(CLI_PREFIX), reason)
             self.schedule = None
             if "schedule" in team_config:
                 self.schedule = RetrainingSchedule(

@@ -28,7 +28,7 @@ from compiled_training import (
 
 TRAINING = Path(__file__).resolve().parent / "training"
 
-app = cdk.App()
+app = cdk.App(stack_traces=False)  # warnings without a jsii kernel frame
 cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), CompiledTrainingChecks(app))
 stack = cdk.Stack(app, "RankingTraining",
                   env=cdk.Environment(account="111122223333", region="us-east-1"))

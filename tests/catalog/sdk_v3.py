@@ -58,6 +58,30 @@ def differences(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
     return dict(found)
 
 
+# The SDK's PyTorch and Hugging Face files that hold no training image of a GPU or CPU, or whose
+# images the library takes from elsewhere: a new file (images moved again) is not among them.
+READ = {"pytorch", "pytorch-amzn2023", "huggingface"}
+NOT_READ = {
+    "pytorch-training-compiler": "Training Compiler, frozen: test_image_matrix holds it",
+    "huggingface-training-compiler": "Training Compiler, frozen: test_image_matrix holds it",
+    "pytorch-neuron": "Trainium's legacy 1.11.0 image: test_dlc holds it",
+    "huggingface-neuronx": "Trainium: the library's Neuron table, these registries",
+    "huggingface-neuron": "Inferentia 1 inference",
+    "pytorch-smp": "the model-parallel library's images, which the library does not offer",
+    "huggingface-llm": "inference", "huggingface-llm-neuronx": "inference",
+    "huggingface-tei": "inference", "huggingface-tei-cpu": "inference",
+    "huggingface-vllm": "inference", "huggingface-vllm-neuronx": "inference",
+    "huggingface-vllm-omni": "inference", "huggingface-llamacpp": "inference",
+    "huggingface-sglang": "inference",
+}
+
+
+def unknown_files(files: list[str]) -> list[str]:
+    """The SDK's PyTorch and Hugging Face files neither read by these tests nor known not to
+    hold what they check."""
+    return [name for name in files if name not in READ and name not in NOT_READ]
+
+
 def summary(found: dict[str, list[str]]) -> str:
     """One line a release, with its first difference."""
     return "\n".join(f"- {release}: {len(cases)} images, e.g. {cases[0]}"

@@ -2,7 +2,8 @@
 resolves, as its own ``image_uris.retrieve`` composes it: run by the Python of an environment that
 has that SDK (``python sdk_v3_images.py``), it prints one JSON object.
 
-Each row is a framework as the library spells it (``pytorch`` or ``huggingface``, the version, the
+It also names every ``pytorch*`` and ``huggingface*`` configuration file the SDK has. Each row is
+a framework as the library spells it (``pytorch`` or ``huggingface``, the version, the
 Hugging Face PyTorch version, the Python), a processor, a region and the URI, or the SDK's error.
 The SDK's framework for PyTorch 2.11 and later is ``pytorch-amzn2023``.
 """
@@ -13,6 +14,7 @@ import functools
 import json
 import logging
 import sys
+from pathlib import Path
 
 from sagemaker.core import common_utils, image_uris
 from sagemaker.core.image_uris import config_for_framework
@@ -79,7 +81,10 @@ def main() -> int:
     common_utils._botocore_resolver = functools.cache(common_utils._botocore_resolver)
     from importlib.metadata import version
 
-    json.dump({"sagemaker-core": version("sagemaker-core"),
+    folder = Path(image_uris.__file__).parent / "image_uri_config"
+    files = sorted(p.stem for pattern in ("pytorch*.json", "huggingface*.json")
+                   for p in folder.glob(pattern))
+    json.dump({"sagemaker-core": version("sagemaker-core"), "files": files,
                "rows": pytorch_rows() + huggingface_rows()}, sys.stdout)
     return 0
 

@@ -26,7 +26,7 @@ from compiled_training.catalog.dlc import (
 )
 from scripts.image_matrix import CONFIGS, RULES
 from scripts.image_matrix import torch_distributed_versions as read_rules
-from tests.catalog.sdk_v3 import differences, sdk_v3_images, summary
+from tests.catalog.sdk_v3 import differences, sdk_v3_images, summary, unknown_files
 from tests.environments import IMAGE_CONFIG, SAGEMAKER_CORE, require, site_packages
 from tests.helpers import sdk_v2_config
 
@@ -56,6 +56,10 @@ def test_every_training_image_is_the_uri_sdk_v3_retrieves_in_every_region():
     and CPU; every region each lists, in every partition."""
     pinned = sdk_v3_images(str(require(IMAGE_CONFIG).executable))
     assert pinned["sagemaker-core"] == SAGEMAKER_CORE.split("==")[1]
+    # Every PyTorch and Hugging Face file is read here or known not to hold what is checked;
+    # one the SDK adds is not (the currency test's first check).
+    assert unknown_files(pinned["files"]) == []
+    assert unknown_files([*pinned["files"], "pytorch-amzn2027"]) == ["pytorch-amzn2027"]
     assert not differences(pinned["rows"]), summary(differences(pinned["rows"]))
     amazon_linux = [row for row in pinned["rows"] if row["config"] == "pytorch-amzn2023"]
     assert {row["version"] for row in amazon_linux} == {"2.11", "2.12", "2.13", "2.14"}

@@ -69,7 +69,8 @@ def test_a_pytorch_2_14_pipeline_trains_compiled_in_its_images_python_and_starts
     assert train["image"] == "pytorch:2.14-cu133-amzn2023-sagemaker"
     assert cold["compiler"] == contract.COMPILER_TORCH_COMPILE and cold["world_size"] == 2
     assert cold[contract.SUMMARY_COMPILE_CACHE]["state"] == "cold"
-    # Keyed by what compiled it: the image's torch and Python, two ranks.
+    # Keyed by what compiled it: this environment's torch and Python, the image's (its torch is
+    # PyTorch's cu130 wheel too), and two ranks.
     assert "/ml.g5.12xlarge/cpu/inductor-default/torch-2.14.0+cu130/" in \
         cold[contract.SUMMARY_COMPILE_CACHE]["location"]
     assert "/py3.12/world2/" in cold[contract.SUMMARY_COMPILE_CACHE]["location"]

@@ -11,7 +11,7 @@ import pytest
 from aws_cdk.assertions import Template
 
 from compiled_training import Compiler, Framework, TrainingPipeline
-from compiled_training.catalog.dlc import AMAZON_LINUX_PYTHONS, image_config
+from compiled_training.catalog.dlc import AMAZON_LINUX_PYTHONS, image_config, resolve_dlc
 from tests.catalog.sdk_v3 import sdk_v3_images
 from tests.environments import IMAGE_CONFIG, require
 from tests.helpers import ACCOUNT, definitions, new_stack
@@ -66,3 +66,14 @@ def test_every_amazon_linux_version_has_its_python_established():
     """The configuration names no Python: a version `make image-matrix` brings fails here until
     its image's Python is read from AWS's changelog into AMAZON_LINUX_PYTHONS."""
     assert set(image_config("pytorch-amzn2023")["versions"]) == set(AMAZON_LINUX_PYTHONS)
+
+
+def test_a_patch_release_is_no_alias_of_the_minor_versions_image():
+    """The 2.12 image carries PyTorch 2.12.1 today and may carry 2.12.2 tomorrow: a patch
+    spelling is refused, naming the versions there are, where "2.12.0" is taken."""
+    with pytest.raises(ValueError, match=r"PyTorch 2.12.1 has no SageMaker training image; "
+                                         r"supported pytorch versions: .*, 2.10.0, 2.11, 2.12, "
+                                         r"2.13, 2.14$"):
+        resolve_dlc(Framework.pytorch("2.12.1"), False, "ml.g5.xlarge")
+    assert resolve_dlc(Framework.pytorch("2.12.0"), False, "ml.g5.xlarge").tag == \
+        "2.12-cu130-amzn2023-sagemaker"

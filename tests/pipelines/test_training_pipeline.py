@@ -456,7 +456,7 @@ def test_fails_in_a_region_without_the_dlc_naming_the_supported_ones(source_dir)
 def test_pytorch_2_14_in_a_region_its_image_is_not_in_is_refused_naming_both(source_dir, region):
     # sagemaker-core 2.27.0 lists 2.14 in 35 regions, none outside the aws partition; 2.13 in 45.
     stack = new_stack(env=cdk.Environment(account=ACCOUNT, region=region))
-    with pytest.raises(ValueError, match=rf"^PyTorch 2.14's training image \(pytorch:2.14-cu133-amzn2023-sagemaker\) is not published in {region}; the regions that have it: af-south-1, .*us-west-2$"):
+    with pytest.raises(ValueError, match=rf"^TrainingPipeline Team/Bert: PyTorch 2.14's training image \(pytorch:2.14-cu133-amzn2023-sagemaker\) is not published in {region}; the regions that have it: af-south-1, .*us-west-2$"):
         TrainingPipeline(stack, "Bert", framework=Framework.pytorch("2.14"),
                          compiler=Compiler.torch_compile(), instance_type="ml.g5.xlarge",
                          source_dir=str(source_dir), entry_point="train.py")

@@ -240,11 +240,12 @@ def _decide(profile: WorkloadProfile, compiler: CompilerKind, verdict: Verdict,
     reason = (f"expected cost a run: {', '.join(o.describe() for o in options)}: "
               f"{comparison(options)}")
     near = lowest(options)
-    if len(near) == 1 and near[0].instance_type in public:
-        trainium = near[0]
+    benchmarkable = [o for o in near if o.instance_type in public]
+    if benchmarkable and not any(o.instance_type == profile.instance_type for o in near):
+        trainium = benchmarkable[0]  # the cheapest Trainium SageMaker has an image for
         if (gpu.expected - trainium.dollars_per_run[0]) * runs >= MIN_SAVING_FOR_A_BENCHMARK_USD:
             return Decision(Verdict.BENCHMARK, trainium.instance_type, trainium.compiler,
-                            f"{reason}; measure it before moving")
+                            f"{reason}; measure {trainium.instance_type} before moving")
     return replace(on_gpu, reason=reason)
 
 

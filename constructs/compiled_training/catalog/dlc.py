@@ -123,6 +123,11 @@ def _entry_processors(config: dict[str, Any], entry: dict[str, Any]) -> list[str
     return list(config.get("processors") or entry.get("processors") or [])
 
 
+def release_key(version: str) -> tuple[int, ...]:
+    """A version as numbers, to sort releases (``2.10.0`` after ``2.9.0``)."""
+    return _release_key(version)
+
+
 def _release_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split(".") if part.isdigit())
 
@@ -198,7 +203,8 @@ def _neuron_dlc(framework: FrameworkRelease, training_compiler: bool,
     return DlcImage(repository=neuron.repository(framework.name), tag=image.tag,
                     registries=neuron.registries(
                         image_config(neuron.registries_source(framework.name)), framework.name,
-                        image.transformers))
+                        image.transformers),
+                    release=f"{framework.describe()}'s Neuron training image")
 
 
 def _legacy_neuron_dlc(framework: FrameworkRelease, instance_type: str) -> DlcImage | None:
@@ -220,7 +226,8 @@ def _legacy_neuron_dlc(framework: FrameworkRelease, instance_type: str) -> DlcIm
     tag = "-".join((framework.version, "neuron", py_version, sdk,
                     entry["container_version"]["trn"]))
     return DlcImage(repository=entry["repository"], tag=tag,
-                    registries=tuple(sorted(entry["registries"].items())))
+                    registries=tuple(sorted(entry["registries"].items())),
+                    release=f"{framework.describe()}'s Neuron training image")
 
 
 def _processor(framework: FrameworkRelease, instance_type: str, available: list[str] | None,
@@ -291,10 +298,11 @@ AMAZON_LINUX_PYTHONS = {"2.11": "py312", "2.12": "py312", "2.13": "py312", "2.14
 
 def amazon_linux_version(version: str) -> str | None:
     """The Amazon Linux 2023 image a PyTorch version trains on, by its configuration key:
-    ``2.14`` for ``2.14`` (the SDK's spelling) and for ``2.14.0`` or ``2.14.1`` (the library's
-    own alias: the image is the minor version's, which AWS moves to each patch release)."""
+    ``2.14`` for ``2.14`` (the SDK's spelling) and for ``2.14.0`` (the library's own alias, the
+    full spelling the older images take). A patch release is no alias: the image is the minor
+    version's, which AWS moves to each patch release it adopts."""
     config = image_config(AMAZON_LINUX)
-    short = ".".join(version.split(".")[:2]) if version.count(".") == 2 else version
+    short = version.removesuffix(".0") if version.count(".") == 2 else version
     short = config.get("version_aliases", {}).get(short, short)
     return short if short in config["versions"] else None
 

@@ -21,7 +21,14 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 
 from compiled_training.catalog.api_shapes import api_shape, is_token
-from compiled_training.catalog.dlc import DlcImage, amazon_linux_version, image_config, resolve_dlc
+from compiled_training.catalog.dlc import (
+    AMAZON_LINUX,
+    DlcImage,
+    amazon_linux_version,
+    image_config,
+    release_key,
+    resolve_dlc,
+)
 from compiled_training.catalog.instances import accelerator
 from compiled_training.definition.registration import (
     REPORT_FOLDER,
@@ -238,10 +245,11 @@ def inference_dlc(job: TrainingJob, instance_type: str) -> DlcImage:
     """The framework's inference image of the training version (compilers are training-only)."""
     framework = job.framework
     if framework.name == "pytorch" and amazon_linux_version(framework.version):
-        last = list(image_config("pytorch", "inference")["versions"])[-1]
+        last = max(image_config("pytorch", "inference")["versions"], key=release_key)
+        first = min(image_config(AMAZON_LINUX)["versions"], key=release_key)
         raise ValueError(f"{framework.describe()} has no SageMaker inference image: AWS's "
                          f"PyTorch inference images end at {last}, and its Amazon Linux 2023 "
-                         f"images (PyTorch 2.11 on) are for training only")
+                         f"images (PyTorch {first} on) are for training only")
     return resolve_dlc(framework, False, instance_type, scope="inference")
 
 

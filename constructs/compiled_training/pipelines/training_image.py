@@ -114,7 +114,10 @@ class TrainingImage:
         dlc = try_resolve_dlc(framework, compiler, instance_type)
         if dlc is None:
             return BoundImage("", "no image")
-        image_uri, account = dlc_image_uri(scope, dlc)
+        try:
+            image_uri, account = dlc_image_uri(scope, dlc)
+        except ValueError as error:  # a region without the image, named like the other errors
+            raise ValueError(f"{type(scope).__name__} {scope.node.path}: {error}") from None
         policy.allow_pull(dlc_repository_arn(scope, dlc, account))
         return BoundImage(image_uri, dlc.path, dlc)
 
