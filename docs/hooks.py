@@ -45,6 +45,29 @@ def on_config(config: Any) -> Any:
     return config
 
 
+_LINK = re.compile(r"\]\(([^)#\s]+)(#[^)\s]*)?\)")
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
+    """A guide links a repository file by its path in the repository, which GitHub follows;
+    the site serves the included ones at their own pages, so the link is pointed there."""
+    source = Path(page.file.abs_src_path or "").parent
+    site_page = Path(page.file.src_uri).parent
+
+    def pointed(match: re.Match[str]) -> str:
+        target, anchor = match.group(1), match.group(2) or ""
+        if "://" in target:
+            return match.group(0)
+        repository_path = (source / target).resolve()
+        for uri, included in INCLUDED.items():
+            if repository_path == (ROOT / included).resolve():
+                relative = Path(*[".."] * len(site_page.parts), uri).as_posix()
+                return f"]({relative}{anchor})"
+        return match.group(0)
+
+    return _LINK.sub(pointed, markdown)
+
+
 def on_files(files: Files, config: Any) -> Files:
     for uri, source in INCLUDED.items():
         files.append(File.generated(config, uri, abs_src_path=str(ROOT / source)))

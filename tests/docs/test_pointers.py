@@ -36,3 +36,18 @@ def test_every_guide_a_message_names_exists():
 def test_no_message_points_to_a_readme_section():
     said = [(path.name, text) for path, text in _texts() if re.search(r"README's \w", text)]
     assert not said
+
+
+def test_every_link_of_the_guides_resolves_in_the_repository():
+    """Read on GitHub, a guide's links are files of the repository; the site build
+    (docs/hooks.py) points the ones it serves at their own pages."""
+    links = re.compile(r"\]\(([^)#\s]+)(?:#[^)\s]*)?\)")
+    found, broken = 0, []
+    for guide in sorted((ROOT / "docs" / "guides").glob("*.md")):
+        for target in links.findall(guide.read_text()):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            found += 1
+            if not (guide.parent / target).exists():
+                broken.append(f"{guide.name}: {target}")
+    assert found > 20 and not broken
