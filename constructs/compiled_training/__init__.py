@@ -16,6 +16,7 @@ _EXPORTS = {
     "BenchmarkArm": "spec.job",
     "Distribution": "spec.job",
     "InputChannel": "spec.job",
+    "MetricDefinition": "spec.job",
     "Parameter": "spec.job",
     "TeamScope": "spec.team_scope",
     "ParameterType": "spec.job",
@@ -46,6 +47,7 @@ __all__ = [
     "Distribution",
     "Framework",
     "InputChannel",
+    "MetricDefinition",
     "ModelRegistration",
     "Parameter",
     "ParameterType",
@@ -85,6 +87,7 @@ if TYPE_CHECKING:
         BenchmarkArm,
         Distribution,
         InputChannel,
+        MetricDefinition,
         Parameter,
         ParameterType,
     )

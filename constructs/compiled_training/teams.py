@@ -33,7 +33,7 @@ from compiled_training.pipelines.training_pipeline import TrainingPipeline
 from compiled_training.schedules.retraining_schedule import RetrainingSchedule
 from compiled_training.spec.compiler import Compiler, CompilerKind
 from compiled_training.spec.framework import Framework
-from compiled_training.spec.job import BenchmarkArm, InputChannel, Parameter
+from compiled_training.spec.job import BenchmarkArm, InputChannel, MetricDefinition, Parameter
 from compiled_training.spec.typecheck import prop_names, required_keys
 from compiled_training.wiring.acknowledgements import acknowledge
 from compiled_training.wiring.stack_reads import free_id
@@ -99,6 +99,7 @@ _TRANSLATED: dict[str, JsonType] = {
     "runtime_image": dict,  # the image: a RuntimeImage built for the team
     "acknowledge_warnings": dict,  # warning id -> the team's reason
     "registration": dict,
+    "metric_definitions": dict,  # metric name -> the regex that captures its value
     "schedule": dict,
     "benchmark": dict,
 }
@@ -261,6 +262,9 @@ def _props(config: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
         props["max_runtime"] = Duration.minutes(round(60 * config["max_runtime_hours"]))
     if "registration" in config:
         props["registration"] = ModelRegistration(**config["registration"])
+    if "metric_definitions" in config:
+        props["metric_definitions"] = [MetricDefinition(name, regex) for name, regex
+                                       in config["metric_definitions"].items()]
     return props
 
 

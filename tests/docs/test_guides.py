@@ -34,9 +34,19 @@ def test_the_benchmark_example_runs_its_trainium_arm_priced(tmp_path, monkeypatc
 
 
 def test_the_registration_example_makes_a_model_package_group(tmp_path, monkeypatch):
-    scope = run_addition(block_with("ModelRegistration("), tmp_path, monkeypatch)
+    scope = run_addition(block_with('"BertRegistered"'), tmp_path, monkeypatch)
     kinds = {r["Type"] for r in _template(scope)["Resources"].values()}
     assert "AWS::SageMaker::ModelPackageGroup" in kinds
+
+
+def test_the_own_metric_example_gates_on_f1(tmp_path, monkeypatch):
+    scope = run_addition(block_with("MetricDefinition("), tmp_path, monkeypatch)
+    (classifier,) = [d for d in definitions(_template(scope))
+                     if d["Steps"][0]["Arguments"]["AlgorithmSpecification"].get(
+                         "MetricDefinitions") == [{"Name": "f1", "Regex": r"F1 score: ([0-9.]+)"}]]
+    gate = next(step for step in classifier["Steps"] if step["Type"] == "Condition")
+    assert gate["Arguments"]["Conditions"][0]["LeftValue"] == {
+        "Get": "Steps.Train.FinalMetricDataList['f1'].Value"}
 
 
 def test_the_imported_pipeline_example_watches_its_runs(tmp_path, monkeypatch):

@@ -158,6 +158,25 @@ def test_a_prop_json_can_hold_is_a_team_key_without_an_edit_in_teams(tmp_path):
     assert definition["Steps"][0]["Arguments"]["EnableNetworkIsolation"] is True
 
 
+def test_a_teams_own_metrics_are_a_key_of_its_pipeline(tmp_path):
+    (tmp_path / "training").mkdir()
+    (tmp_path / "training" / "train.py").write_text("print('F1 score: 0.9')\n")
+    team = {"framework": "pytorch", "framework_version": "2.6.0", "compiler": "torch-compile",
+            "instance_type": "ml.g5.2xlarge", "source_dir": "training",
+            "entry_point": "train.py", "channels": {"train": "s3://team-data/clf/train/"},
+            "metric_definitions": {"f1": r"F1 score: ([0-9.]+)"},
+            "registration": {"model_package_group_name": "clf", "gate_metric": "f1"}}
+    stack = new_stack("Clf")
+    TrainingPipeline(stack, "Pipeline", **pipeline_props("Clf", team, base_dir=tmp_path))
+    (definition,) = definitions(Template.from_stack(stack).to_json())
+    assert definition["Steps"][0]["Arguments"]["AlgorithmSpecification"][
+        "MetricDefinitions"] == [{"Name": "f1", "Regex": r"F1 score: ([0-9.]+)"}]
+    with pytest.raises(ValueError, match=r"metric_definitions are read from a script's log, "
+                                         r"and XGBoost 1.7-1 runs its own algorithm"):
+        TrainingPipeline(new_stack("Tabular"), "Pipeline", **pipeline_props(
+            "Tabular", {**TEAM, "metric_definitions": {"f1": "f1=(.*)"}}, base_dir=tmp_path))
+
+
 @pytest.mark.parametrize(("key", "value", "message"), [
     ("kms_key", "alias/team", r"Tabular.kms_key: is not a known key; allowed: acknowledge_warnings, benchmark, "),
     ("image", "nlp/bert:1", r"Tabular.image: is not a known key"),

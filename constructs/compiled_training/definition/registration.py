@@ -30,7 +30,7 @@ from typing import Any
 
 from compiled_training.catalog.api_shapes import is_token
 from compiled_training.definition.training import parameter_declarations
-from compiled_training.spec.job import Parameter, TrainingJob
+from compiled_training.spec.job import MetricDefinition, Parameter, TrainingJob
 from compiled_training_runtime import contract
 
 GATE_STEP = "QualityGate"
@@ -242,6 +242,58 @@ def _text(value: Any) -> dict[str, Any]:
     return {"Std:Join": {"On": "", "Values": [value]}}
 
 
+# --- what the job reports --------------------------------------------------------------------
+
+# Metric names that say their value is a fraction, as whole words: a gate's threshold is in [0, 1].
+_FRACTIONS = ("accuracy", "auc", "f1", "precision", "recall")
+
+
+def metric_definitions_for(framework: Any, given: Sequence[MetricDefinition] | Any
+                           ) -> list[dict[str, str]]:
+    """``MetricDefinitions``: the team's own, or the runtime's for a script-mode job."""
+    if given is not None:
+        return [{"Name": m.name, "Regex": m.regex} for m in given
+                if isinstance(m, MetricDefinition)]
+    return contract.metric_definitions() if framework.runs_script else []
+
+
+def metric_definition_problems(job: TrainingJob) -> list[str]:
+    """What SageMaker would refuse, or never read, in the job's metric definitions: a regex
+    that does not compile or has other than one group, a name given twice (the limits on
+    their count and lengths are botocore's, checked with the request)."""
+    problems, names = [], [m["Name"] for m in job.metric_definitions]
+    if names and not job.framework.runs_script:
+        return [f"metric_definitions are read from a script's log, and {job.framework.describe()} "
+                f"runs its own algorithm, which reports <channel>:<eval_metric>: drop them"]
+    for metric in job.metric_definitions:
+        name, regex = metric["Name"], metric["Regex"]
+        try:
+            groups = re.compile(regex).groups
+        except re.error as error:
+            problems.append(f"metric_definitions {name!r}: regex {regex!r} does not compile "
+                            f"({error})")
+            continue
+        if groups != 1:
+            problems.append(f"metric_definitions {name!r}: regex {regex!r} has {groups} "
+                            f"groups, where SageMaker reads the value from exactly one: "
+                            f"capture the number alone, as in {name}=([0-9.]+)")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        problems.append(f"metric_definitions name {', '.join(twice)} more than once: each "
+                        f"metric once")
+    return problems
+
+
+def threshold_problem(metric: str, threshold: float | None) -> str | None:
+    """Why a threshold cannot be meant for a metric whose name says it is a fraction."""
+    words = set(re.split(r"[^a-z0-9]+", metric.lower()))
+    if threshold is None or not words & set(_FRACTIONS) or 0 <= threshold <= 1:
+        return None
+    percent = f": for {threshold:g} % give {threshold / 100:g}" if 1 < threshold <= 100 else ""
+    return (f"gate_threshold {threshold!r} is outside [0, 1], the range of {metric!r} (a "
+            f"fraction, as its name says){percent}")
+
+
 # --- resolving the options ----------------------------------------------------------------
 
 def declared_metrics(job: TrainingJob) -> dict[str, bool]:
@@ -253,9 +305,12 @@ def declared_metrics(job: TrainingJob) -> dict[str, bool]:
     for each input channel and each of its ``eval_metric`` hyperparameter's metrics.
     """
     if job.framework.runs_script:
+        # The runtime's held-out metrics need the validation channel; a team's own, declared
+        # by the team, are taken as reported.
         return {m["Name"]: not any(w in m["Name"] for w in _MINIMIZED_WORDS)
                 for m in job.metric_definitions
-                if _validated(job) or not _HELD_OUT.match(m["Name"])}
+                if _validated(job) or not _HELD_OUT.match(m["Name"])
+                or m["Name"] not in contract.METRIC_NAMES}
     return {f"{channel.name}:{name}": name.split("@")[0] in _XGBOOST_MAXIMIZED
             for channel in job.channels for name in _eval_metrics(job)}
 

@@ -43,6 +43,7 @@ from compiled_training.definition.launchers import (
     torch_distributed_problem,
     trainium,
 )
+from compiled_training.definition.registration import metric_definition_problems
 from compiled_training.definition.training import training_job_arguments
 from compiled_training.spec.compiler import CompilerKind
 from compiled_training.spec.job import Distribution, TrainingJob
@@ -104,6 +105,8 @@ def check(job: TrainingJob) -> Findings:
     _check_resources(job, error)
     _check_hyperparameters(job, error)
     _check_channels(job, error, warnings)
+    for problem in metric_definition_problems(job):
+        error("MetricDefinitions", problem)
     _check_request(job, error, {e.rule for e in errors})
     _check_framework(job, error)
     needs_dlc = not job.image_uri and not job.compiler.is_training_compiler

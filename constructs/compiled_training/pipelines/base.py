@@ -28,6 +28,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from compiled_training.catalog.aws_names import split_s3
 from compiled_training.definition import compile_cache, validation
 from compiled_training.definition.entry_point import runtime_to_ship
+from compiled_training.definition.registration import metric_definitions_for
 from compiled_training.definition.training import execution_scoped
 from compiled_training.pipelines.governance import (
     PIPELINE_TAG,
@@ -66,7 +67,6 @@ from compiled_training.wiring.stack_reads import (
     region,
     role_arn,
 )
-from compiled_training_runtime import contract
 from constructs import Construct
 
 SCHEDULES_METADATA = "compiled-training:schedules"
@@ -198,8 +198,8 @@ class PipelineBase(NamedPipeline):
             source_dir=Path(source_dir) if source_dir is not None else None,
             hyperparameters=dict(options.get("hyperparameters") or {}),
             channels=list(options.get("channels") or []),
-            metric_definitions=(contract.metric_definitions() if self.framework.runs_script
-                                else ()),
+            metric_definitions=metric_definitions_for(self.framework,
+                                                      options.get("metric_definitions")),
             spot=bool(spot),
             max_wait_seconds=(2 * runtime_seconds if max_wait is None
                               else int(max_wait.to_seconds())) if spot else None,

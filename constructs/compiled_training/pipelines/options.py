@@ -31,6 +31,7 @@ from compiled_training.spec.job import (
     Distribution,
     HyperparameterValue,
     InputChannel,
+    MetricDefinition,
 )
 from compiled_training.spec.team_scope import TeamScope
 from compiled_training.spec.typecheck import prop_names, prop_type
@@ -155,6 +156,11 @@ class TrainingPipelineProps(TrainingJobOptions, total=False):
     registration: ModelRegistration | None
     """When omitted, a run ends with its model in S3; with it, a quality gate on a reported
     metric, then a version in a Model Package Group."""
+    metric_definitions: Sequence[MetricDefinition] | None
+    """The metrics the script prints in its own format, which the job reports and a gate may
+    read (``[MetricDefinition("f1", r"F1 score: ([0-9.]+)")]``); when omitted, the runtime's
+    (``[metrics] name=value`` lines: train_loss, samples_per_second and, with a ``validation``
+    channel, validation_loss and validation_accuracy)."""
 
 
 class CompilerBenchmarkProps(TrainingJobOptions, total=False):

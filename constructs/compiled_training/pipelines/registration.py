@@ -40,6 +40,7 @@ from compiled_training.definition.registration import (
     metadata_value,
     problem_type,
     report_metrics,
+    threshold_problem,
 )
 from compiled_training.pipelines.deployment_account import (
     group_policy,
@@ -161,6 +162,8 @@ def resolve(where: str, options: ModelRegistration, job: TrainingJob, image_uri:
             higher = declared[metric] if options.higher_is_better is None \
                 else options.higher_is_better
             default = options.gate_threshold
+            if out_of_range := threshold_problem(metric, default):
+                problems.append(out_of_range)
             threshold = Parameter.float(
                 ("Min" if higher else "Max") + re.sub(r"[^A-Za-z0-9]", "", metric.title()),
                 float((0.0 if higher else 1.0) if default is None else default))

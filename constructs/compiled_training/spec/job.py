@@ -102,6 +102,19 @@ class InputChannel:
 
 
 @dataclass(frozen=True)
+class MetricDefinition:
+    """A metric the training script prints in its own format, as SageMaker's
+    ``MetricDefinitions`` read it from the job's log: its ``name``, and a ``regex`` whose one
+    group captures the value (``r"F1 score: ([0-9.]+)"``). SageMaker keeps the last match."""
+
+    name: str
+    regex: str
+
+    def __post_init__(self) -> None:
+        check_arguments(MetricDefinition, vars(self))
+
+
+@dataclass(frozen=True)
 class BenchmarkArm:
     """A `CompilerBenchmark` arm on instances of its own: another accelerator (a Trainium arm
     beside a GPU job), another size or count, another compiler. It trains the benchmark's
