@@ -17,6 +17,7 @@ from pathlib import Path
 
 from compiled_training.definition.sourcedir import DEFAULT_EXCLUDES, source_files
 from compiled_training.spec.job import Distribution
+from compiled_training_runtime import contract
 
 LAUNCHERS = {
     Distribution.PYTORCHXLA: "the pytorchxla launcher (AWS's xla_spawn)",
@@ -74,6 +75,21 @@ def imports_runtime(entry_point: str, source_dir: Path | None) -> bool | None:
     if script is None or not script.is_file():
         return None
     return _imports(script.read_bytes(), RUNTIME_PACKAGE)
+
+
+# Where a script finds the checkpoint folder: SageMaker's LocalPath, or the runtime's variable.
+CHECKPOINT_NAMES = (contract.CHECKPOINT_LOCAL_PATH, "COMPILED_TRAINING_CHECKPOINT_DIR")
+
+
+def checkpoints_named(entry_point: str, source_dir: Path | None) -> bool | None:
+    """Whether the code names the checkpoint folder (any Python file of ``source_dir``, a
+    module the entry point imports included) or imports the runtime, which checkpoints; None
+    where the script cannot be read here."""
+    runtime = imports_runtime(entry_point, source_dir)
+    if runtime is None or source_dir is None:
+        return None
+    return runtime or any(name in path.read_text(errors="replace")
+                          for path in source_dir.rglob("*.py") for name in CHECKPOINT_NAMES)
 
 
 def runtime_to_ship(entry_point: str | None, source_dir: Path) -> list[Path]:

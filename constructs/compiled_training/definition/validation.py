@@ -34,7 +34,12 @@ from compiled_training.catalog.instances import (
     training_instance_types,
 )
 from compiled_training.definition import compile_cache
-from compiled_training.definition.entry_point import entry_point_problems, imports_runtime
+from compiled_training.definition.entry_point import (
+    CHECKPOINT_NAMES,
+    checkpoints_named,
+    entry_point_problems,
+    imports_runtime,
+)
 from compiled_training.definition.launchers import (
     idle_gpus_message,
     major,
@@ -158,6 +163,14 @@ def check(job: TrainingJob) -> Findings:
                                 f"compiles from nothing: train inside `with compile_cache(...)` "
                                 f"(compiled_training_runtime.warm_start; "
                                 f"docs/guides/warm-starts.md), or pass compile_cache=False"))
+    if job.spot and job.entry_point and checkpoints_named(job.entry_point,
+                                                          job.source_dir) is False:
+        warnings.append(Finding("SpotWithoutCheckpoints", f"spot is on, and no file of "
+                                f"source_dir names the checkpoint folder ({CHECKPOINT_NAMES[0]}, "
+                                f"synced to S3) or imports compiled_training_runtime: a spot "
+                                f"interruption restarts the job from its first step, paying "
+                                f"again for every step done; save checkpoints there and resume "
+                                f"from them, or acknowledge this warning for short jobs"))
     smdistributed = job.distribution is Distribution.SMDISTRIBUTED_DATA_PARALLEL
     if smdistributed and not job.compiler.is_training_compiler:
         error("Smdistributed",

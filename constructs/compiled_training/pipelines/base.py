@@ -34,6 +34,7 @@ from compiled_training.pipelines.governance import (
     PIPELINE_TAG,
     JobTagSet,
     attach_to_given_role,
+    check_role_accounts,
     job_tag_keys,
     watch_job_tags,
     with_job_tags,
@@ -136,6 +137,7 @@ class PipelineBase(NamedPipeline):
         self._given_roles: dict[str, iam.IRole | None] = {
             "role": options.get("role"), "pipeline_role": options.get("pipeline_role"),
             "handler_role": options.get("handler_role")}
+        check_role_accounts(self, self._subject, self._given_roles)
         self._reach = Reach(self._subject, self.pipeline_name, options.get("team_scope"),
                             self._given_roles, app_root(self._stack),
                             named_by_path=self._named_by_path)

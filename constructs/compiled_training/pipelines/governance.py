@@ -8,10 +8,11 @@ from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Protocol
 
 import jsii
-from aws_cdk import IListProducer, IResolveContext, Lazy, Stack
+from aws_cdk import Annotations, IListProducer, IResolveContext, Lazy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 
+from compiled_training.catalog.api_shapes import is_token
 from compiled_training.definition import validation
 from compiled_training.pipelines.limits import watch_shared_role
 from compiled_training.pipelines.named_pipeline import subject
@@ -69,6 +70,29 @@ def job_tag_keys(role: iam.IRole, tag_set: JobTagSet, team: Hashable | None) -> 
     tag_sets.append(tag_set)
     return once(role, ("team tag keys", team),
                 lambda: Lazy.uncached_list(JobTagKeys(tag_sets)))
+
+
+def check_role_accounts(owner: Construct, where: str,
+                        roles: Mapping[str, iam.IRole | None]) -> None:
+    """A given role of another account than the stack's: an error where both accounts are
+    known (iam:PassRole passes only the caller's own roles), a warning where the stack's is not
+    known at synth."""
+    stack = Stack.of(owner)
+    for prop, role in roles.items():
+        if role is None or is_token(role.role_arn) or role.role_arn.count(":") < 5:
+            continue
+        account = role.role_arn.split(":")[4]
+        if is_token(stack.account):
+            Annotations.of(owner).add_warning_v2(
+                f"compiled-training:{type(owner).__name__}:RoleAccount",
+                f"{prop} {role.role_arn} is a role of account {account}, and this stack's "
+                f"account is known only at deployment: deploy it to {account}, as SageMaker "
+                f"runs only roles of the caller's account (iam:PassRole)")
+        elif account != stack.account:
+            raise ValueError(f"{where}: {prop} {role.role_arn} is a role of account {account}, "
+                             f"and the stack deploys to {stack.account}: SageMaker runs only "
+                             f"roles of the caller's account (iam:PassRole), so give one of "
+                             f"{stack.account}")
 
 
 def attach_to_given_role(owner: Construct, prop: str, role: iam.IRole,
