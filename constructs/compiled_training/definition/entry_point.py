@@ -172,3 +172,44 @@ def _takes_one_argument(args: ast.arguments) -> bool:
     required = positional - len(args.defaults)
     required_keywords = sum(default is None for default in args.kw_defaults)
     return required <= 1 and (positional >= 1 or args.vararg is not None) and not required_keywords
+
+
+def refused_arguments(entry_point: str, source_dir: Path | None,
+                      passed: Iterator[str] | list[str]) -> list[str] | None:
+    """The hyperparameters the toolkit passes (``--name value``) that the entry point's parser
+    would refuse: it calls ``parse_args`` (which refuses what it does not know, where
+    ``parse_known_args()`` keeps it) and no ``add_argument`` defines them, nor a longer option
+    they abbreviate. None where the script cannot be read, takes no such parser, or builds its
+    options in a way ``ast`` cannot follow (a computed name)."""
+    script = source_dir / entry_point if source_dir is not None else None
+    if script is None or not script.is_file():
+        return None
+    return _refused(script.read_bytes(), tuple(passed))
+
+
+@functools.lru_cache(maxsize=64)
+def _refused(source: bytes, passed: tuple[str, ...]) -> list[str] | None:
+    try:
+        calls = list(_method_calls(ast.parse(source)))
+    except SyntaxError:
+        return None
+    methods = {method for method, _ in calls}
+    if "parse_args" not in methods or methods & {"parse_known_args",
+                                                 "parse_args_into_dataclasses"}:
+        return None
+    options: list[str] = []
+    for method, call in calls:
+        if method != "add_argument":
+            continue
+        names = [a.value for a in call.args
+                 if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if len(names) != len(call.args):
+            return None  # an option named by a variable: not read here
+        options += [name.lstrip("-") for name in names if name.startswith("--")]
+    return [name for name in passed if not any(o == name or o.startswith(name) for o in options)]
+
+
+def _method_calls(module: ast.Module) -> Iterator[tuple[str, ast.Call]]:
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            yield node.func.attr, node

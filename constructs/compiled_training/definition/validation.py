@@ -39,6 +39,7 @@ from compiled_training.definition.entry_point import (
     checkpoints_named,
     entry_point_problems,
     imports_runtime,
+    refused_arguments,
 )
 from compiled_training.definition.launchers import (
     idle_gpus_message,
@@ -49,6 +50,7 @@ from compiled_training.definition.launchers import (
     trainium,
 )
 from compiled_training.definition.registration import metric_definition_problems
+from compiled_training.definition.training import hyperparameters as training_hyperparameters
 from compiled_training.definition.training import training_job_arguments
 from compiled_training.spec.compiler import CompilerKind
 from compiled_training.spec.job import Distribution, TrainingJob
@@ -163,6 +165,15 @@ def check(job: TrainingJob) -> Findings:
                                 f"compiles from nothing: train inside `with compile_cache(...)` "
                                 f"(compiled_training_runtime.warm_start; "
                                 f"docs/guides/warm-starts.md), or pass compile_cache=False"))
+    passed = [name for name in training_hyperparameters(job) if not name.startswith("sagemaker_")]
+    refused = refused_arguments(job.entry_point, job.source_dir, passed) \
+        if job.framework.runs_script and job.entry_point and not is_token(job.entry_point) else None
+    if refused:
+        warnings.append(Finding("ParserRefuses", f"entry_point {job.entry_point!r} reads its "
+                                f"arguments with parse_args(), which stops the job at its start "
+                                f"on any it does not define, and the job passes it "
+                                f"{', '.join('--' + name for name in refused)}: define them with "
+                                f"add_argument, or call parse_known_args()"))
     if job.spot and job.entry_point and checkpoints_named(job.entry_point,
                                                           job.source_dir) is False:
         warnings.append(Finding("SpotWithoutCheckpoints", f"spot is on, and no file of "
