@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Annotations, Match
 
