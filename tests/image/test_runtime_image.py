@@ -365,7 +365,9 @@ def test_fails_at_synth_with_a_clear_message(overrides, message):
 
 
 def test_fails_in_a_region_without_the_dlc():
-    with pytest.raises(ValueError, match=r"region 'eu-south-2' has no pytorch-trcomp-training"):
+    with pytest.raises(ValueError, match=r"PyTorch 1.13.1's Training Compiler image "
+                                         r"\(pytorch-trcomp-training:1.13.1-gpu-py39\) is not "
+                                         r"published in eu-south-2; the regions that have it: "):
         _image(_stack("eu-south-2"))
 
 
