@@ -13,7 +13,7 @@ HEAD = "instance_type must be a SageMaker training instance type such as 'ml.g5.
 @pytest.mark.parametrize(("instance_type", "hint"), [
     ("ml.inf2.xlarge", " (inf2 is Inferentia, which serves models: train on a GPU or Trainium)"),
     ("ml.inf1.xlarge", " (inf1 is Inferentia, which serves models: train on a GPU or Trainium)"),
-    ("ml.trn3.48xlarge", " (SageMaker has no training type in the trn3 family)"),
+    ("ml.trn3.48xlarge", " (did you mean 'ml.trn2.48xlarge'?)"),
     # Misspelt, or without the prefix: the nearest type SageMaker trains on.
     ("ml.g5.12xlage", " (did you mean 'ml.g5.12xlarge'?)"),
     ("g5.48xlarge", " (did you mean 'ml.g5.48xlarge'?)"),

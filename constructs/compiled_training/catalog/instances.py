@@ -95,12 +95,11 @@ def instance_type_problem(instance_type: str) -> str | None:
     families = {instance_family(t) for t in training_instance_types()}
     if "local" in instance_type:
         hint = " (local mode does not exist in a pipeline)"
-    elif instance_type.startswith("ml.") and family and family not in families:
-        # A well-formed type of a family SageMaker does not train on: no spelling is near.
-        hint = (f" ({family} is Inferentia, which serves models: train on a GPU or Trainium)"
-                if accelerator(instance_type) == "inferentia"
-                else f" (SageMaker has no training type in the {family} family)")
+    elif family not in families and accelerator(instance_type) == "inferentia":
+        # Spelt right, and near a GPU's name (ml.inf2.xlarge, ml.p2.xlarge): no typo to fix.
+        hint = f" ({family} is Inferentia, which serves models: train on a GPU or Trainium)"
     else:
-        hint = contract.did_you_mean(instance_type, training_instance_types())
+        hint = contract.did_you_mean(instance_type, training_instance_types()) or (
+            f" (SageMaker has no training type in the {family} family)" if family else "")
     return (f"instance_type must be a SageMaker training instance type such as "
             f"'ml.g5.48xlarge', got {instance_type!r}{hint}")

@@ -77,9 +77,15 @@ def check_role_accounts(owner: Construct, where: str,
     """A given role of another account than the stack's: an error where both accounts are
     known (iam:PassRole passes only the caller's own roles), a warning where the stack's is not
     known at synth."""
+    # A role made in the app has a token for an ARN: only imported ones are read (a jsii call
+    # each, which a team's many pipelines would pay for nothing).
+    imported = [(prop, role) for prop, role in roles.items()
+                if role is not None and not isinstance(role, iam.Role)]
+    if not imported:
+        return
     stack = Stack.of(owner)
-    for prop, role in roles.items():
-        if role is None or is_token(role.role_arn) or role.role_arn.count(":") < 5:
+    for prop, role in imported:
+        if is_token(role.role_arn) or role.role_arn.count(":") < 5:
             continue
         account = role.role_arn.split(":")[4]
         if is_token(stack.account):
