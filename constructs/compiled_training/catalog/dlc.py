@@ -108,7 +108,7 @@ def pytorch_release(version: str) -> str:
 
 def launches_torchrun(pytorch_version: str) -> bool:
     """Whether a PyTorch version's training image runs ``torch_distributed`` (torchrun)."""
-    return (_release_key(pytorch_release(pytorch_version)) >= _release_key(TORCHRUN_SINCE)
+    return (release_key(pytorch_release(pytorch_version)) >= release_key(TORCHRUN_SINCE)
             or pytorch_version in sdk_torch_distributed_versions())
 
 
@@ -125,10 +125,6 @@ def _entry_processors(config: dict[str, Any], entry: dict[str, Any]) -> list[str
 
 def release_key(version: str) -> tuple[int, ...]:
     """A version as numbers, to sort releases (``2.10.0`` after ``2.9.0``)."""
-    return _release_key(version)
-
-
-def _release_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split(".") if part.isdigit())
 
 
@@ -222,7 +218,7 @@ def _legacy_neuron_dlc(framework: FrameworkRelease, instance_type: str) -> DlcIm
     if py_version not in entry["py_versions"]:
         raise ValueError(f"{framework.describe()}'s Neuron training image has "
                          f"{', '.join(entry['py_versions'])}, not {py_version}")
-    sdk = max(entry["sdk_versions"], key=_release_key)
+    sdk = max(entry["sdk_versions"], key=release_key)
     tag = "-".join((framework.version, "neuron", py_version, sdk,
                     entry["container_version"]["trn"]))
     return DlcImage(repository=entry["repository"], tag=tag,
@@ -323,6 +319,7 @@ def _amazon_linux_entry(framework: FrameworkRelease, version: str
 _HUGGING_FACE_CONFIGS = ("huggingface", "huggingface-training-compiler")
 
 
+@functools.cache
 def pytorch_versions(framework: str) -> tuple[str, ...]:
     """Every PyTorch version some region has a training image for, as the images name them:
     ``pytorch`` (GPU, CPU, Trainium) or the PyTorch under ``huggingface``'s Transformers."""
@@ -334,7 +331,7 @@ def pytorch_versions(framework: str) -> tuple[str, ...]:
     else:
         found = {*image_config("pytorch")["versions"], *image_config(AMAZON_LINUX)["versions"],
                  *(image.pytorch for image in neuron.neuron_images())}
-    return tuple(sorted(found, key=_release_key))
+    return tuple(sorted(found, key=release_key))
 
 
 def has_training_image(framework: str, pytorch_version: str) -> bool:
