@@ -55,10 +55,38 @@ def test_fails_on_an_unknown_metric_name():
 @pytest.mark.parametrize("compiler", [Compiler.training_compiler(), Compiler.torch_compile(),
                                       Compiler.none()], ids=lambda c: c.kind.value)
 def test_the_runtime_names_the_compiler_the_api_switched_on_as_the_api_does(compiler):
-    # The hyperparameters as the construct writes them, read back as the runtime reads them.
-    config = parse_hyperparameters(compiler.hyperparameters())
+    # The hyperparameters and environment as the construct writes them, read back as the
+    # runtime reads them.
+    config = parse_hyperparameters(compiler.hyperparameters(), compiler.environment())
     assert config.compiler == compiler.kind.value
     assert [kind.value for kind in CompilerKind] == list(contract.COMPILERS)
+
+
+@pytest.mark.parametrize("compiler", [Compiler.torch_compile(mode="max-autotune"),
+                                      Compiler.neuron_xla()], ids=lambda c: c.kind.value)
+def test_the_librarys_switches_reach_the_job_as_variables_and_no_script_argument(compiler):
+    switches = set(contract.SWITCHES.values()) & set(compiler.environment())
+    assert switches and not any(name.startswith("compiled_training")
+                                for name in compiler.hyperparameters())
+    config = parse_hyperparameters({}, compiler.environment())
+    assert config.compiler == compiler.kind.value
+    assert parse_hyperparameters({}, {}).compiler == "none"  # the twin: nothing set, no compiler
+
+
+@pytest.mark.parametrize("value", ["true", True, '"true"'])
+def test_a_template_made_by_0_2_0_still_switches_torch_compile_on(value):
+    old = {contract.HP_TORCH_COMPILE: value, contract.HP_TORCH_COMPILE_MODE: "reduce-overhead"}
+    config = parse_hyperparameters({k: contract.plain(v) for k, v in old.items()}, {})
+    assert (config.compiler, config.torch_compile_mode) == ("torch-compile", "reduce-overhead")
+    assert contract.switch(contract.ENV_TORCH_COMPILE, {}, old) == "true"
+    assert contract.switch(contract.ENV_TORCH_COMPILE, {contract.ENV_TORCH_COMPILE: "false"},
+                           old) == "false"  # the environment wins
+
+
+def test_a_switch_that_is_not_a_boolean_names_its_variable():
+    with pytest.raises(ValueError, match="environment variable 'COMPILED_TRAINING_TORCH_COMPILE' "
+                                         "must be true or false, got 'yes'"):
+        parse_hyperparameters({}, {contract.ENV_TORCH_COMPILE: "yes"})
 
 
 @pytest.mark.parametrize(("name", "nearest"), [

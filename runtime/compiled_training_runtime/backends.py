@@ -129,7 +129,7 @@ class TorchCompileBackend(Backend):
                    if accelerator is not None and accelerator.is_available() else None)
         if current is None or current.type != "neuron":
             raise InputError(
-                f"{contract.HP_TORCH_COMPILE_BACKEND} 'neuron' needs TorchNeuron's 'neuron' "
+                f"{contract.ENV_TORCH_COMPILE_BACKEND}=neuron needs TorchNeuron's 'neuron' "
                 f"device, and torch.accelerator reports {current or 'none'}: run it on a "
                 f"TorchNeuron image on ml.trn2")
         return torch.device("neuron", int(os.environ.get("LOCAL_RANK", "0")))

@@ -9,6 +9,7 @@ the constructs.
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import os
 import re
@@ -67,12 +68,47 @@ HP_PYTORCH_XLA_MULTI_WORKER = "sagemaker_pytorch_xla_multi_worker_enabled"
 HP_TORCH_DISTRIBUTED = "sagemaker_torch_distributed_enabled"
 HP_INSTANCE_TYPE = "sagemaker_instance_type"
 
-# Hyperparameters of this library.
+# The library's own switches, in the job's environment: the toolkit passes every hyperparameter
+# to the script as an argument, and a script that knows nothing of them must not trip on them.
+ENV_TORCH_COMPILE = "COMPILED_TRAINING_TORCH_COMPILE"
+ENV_TORCH_COMPILE_MODE = "COMPILED_TRAINING_TORCH_COMPILE_MODE"
+ENV_TORCH_COMPILE_BACKEND = "COMPILED_TRAINING_TORCH_COMPILE_BACKEND"
+"""``torch.compile``'s backend where it is not the default (``neuron`` on Trainium)."""
+ENV_NEURON_XLA = "COMPILED_TRAINING_NEURON_XLA"
+ENV_ENTRY_POINT = "COMPILED_TRAINING_ENTRY_POINT"
+"""The team's script, where the warm start's launcher (`launch`) is the job's entry point."""
+LAUNCHER = "compiled_training_runtime/launch.py"
+"""The launcher, as the code archive holds it: the job's ``sagemaker_program``."""
+# The hyperparameters that carried the same switches in templates made by 0.2.0: still read.
 HP_TORCH_COMPILE = "compiled_training_torch_compile"
 HP_TORCH_COMPILE_MODE = "compiled_training_torch_compile_mode"
 HP_TORCH_COMPILE_BACKEND = "compiled_training_torch_compile_backend"
-"""``torch.compile``'s backend where it is not the default (``neuron`` on Trainium)."""
 HP_NEURON_XLA = "compiled_training_neuron_xla"
+SWITCHES = {HP_TORCH_COMPILE: ENV_TORCH_COMPILE, HP_TORCH_COMPILE_MODE: ENV_TORCH_COMPILE_MODE,
+            HP_TORCH_COMPILE_BACKEND: ENV_TORCH_COMPILE_BACKEND, HP_NEURON_XLA: ENV_NEURON_XLA}
+"""Each switch's old hyperparameter, and the variable that carries it now."""
+
+
+def switch(variable: str, environment: Mapping[str, object],
+           hyperparameters: Mapping[str, object]) -> str | None:
+    """One of the library's switches as a job sets it (``"true"``, a mode, a backend): its
+    environment variable, else the hyperparameter a 0.2.0 template gave it; None if neither."""
+    old = next(name for name, new in SWITCHES.items() if new == variable)
+    value = environment.get(variable, hyperparameters.get(old))
+    return None if value is None else plain(value)
+
+
+def plain(value: object) -> str:
+    """A setting as a string: booleans as ``true``/``false``, SageMaker's JSON quotes removed."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str) and value.startswith('"'):
+        try:
+            decoded = json.loads(value)
+        except json.JSONDecodeError:
+            return value
+        return decoded if isinstance(decoded, str) else value
+    return str(value)
 HP_MAX_STEPS = "max_steps"
 """Stops training after this many optimizer steps (the pre-compilation run's few)."""
 HP_BATCH_SIZE = "batch_size"
@@ -168,6 +204,8 @@ RUN_SUMMARY_FILE = "metrics.json"
 SUMMARY_COMPILER = "compiler"
 """One of COMPILERS: what compiled the run's graph."""
 SUMMARY_COMPILE_CACHE = "compile_cache"
+COMPILE_CACHE_SUMMARY_FILE = "compile-cache.json"
+"""The launcher's summary of the warm start, beside the script's own output data."""
 """torch.compile's warm start: state (warm, cold, off), graphs loaded and compiled, seconds."""
 SUMMARY_GLOBAL_BATCH_SIZE = "global_batch_size"
 SUMMARY_LEARNING_RATE = "learning_rate"

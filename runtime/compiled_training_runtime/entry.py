@@ -1,7 +1,7 @@
 """The entry point SageMaker runs: read the contract, pick the compiler's backend, train.
 
 Training Compiler (XLA) when ``sagemaker_training_compiler_enabled`` is true,
-``torch.compile`` when the library's torch.compile hyperparameter says so, none (eager)
+``torch.compile`` when the library's ``COMPILED_TRAINING_TORCH_COMPILE`` says so, none (eager)
 otherwise. Any bad input ends in a
 clear message in ``/opt/ml/output/failure`` (what SageMaker shows as the failure reason)
 and a non-zero exit.
@@ -20,9 +20,9 @@ from .env import InputError, SageMakerEnv, parse_hyperparameters
 def main(environ: dict[str, str] | None = None) -> int:
     env = SageMakerEnv.from_environ(environ)
     try:
-        # The toolkit moves sagemaker_* hyperparameters (the compiler's switches among them)
-        # out of SM_HPS and into SM_FRAMEWORK_PARAMS.
-        config = parse_hyperparameters({**env.framework_params, **env.hyperparameters})
+        # The toolkit moves sagemaker_* hyperparameters (Training Compiler's switches among
+        # them) out of SM_HPS and into SM_FRAMEWORK_PARAMS; the library's are in the environment.
+        config = parse_hyperparameters({**env.framework_params, **env.hyperparameters}, environ)
         from . import backends, loop  # torch loads only once the input is known to be good
 
         backend = backends.create(config.compiler, torch_compile_mode=config.torch_compile_mode,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,13 +95,19 @@ _FLAGS = {
 }
 
 
-def parse_hyperparameters(hps: dict[str, Any]) -> TrainingConfig:
-    """Hyperparameters (as the toolkit decodes them) to a checked `TrainingConfig`."""
+def parse_hyperparameters(hps: dict[str, Any],
+                          environ: Mapping[str, str] | None = None) -> TrainingConfig:
+    """Hyperparameters (as the toolkit decodes them) and the library's switches in the
+    environment (``environ``, else the process's) to a checked `TrainingConfig`."""
+    env = os.environ if environ is None else environ
+    switches = {old: env[new] for old, new in contract.SWITCHES.items() if new in env}
     values: dict[str, Any] = {}
     extra: dict[str, Any] = {}
-    for name, raw in hps.items():
+    for name, raw in {**hps, **switches}.items():
         if name in _FLAGS:
-            values[_FLAGS[name]] = _as(name, raw, bool)
+            label = (f"environment variable {contract.SWITCHES[name]!r}" if name in switches
+                     else f"hyperparameter {name!r}")
+            values[_FLAGS[name]] = _as(name, raw, bool, label)
         elif name == contract.HP_TORCH_COMPILE_MODE:
             values["torch_compile_mode"] = str(raw)
         elif name == contract.HP_TORCH_COMPILE_BACKEND:
@@ -126,13 +133,14 @@ def parse_hyperparameters(hps: dict[str, Any]) -> TrainingConfig:
     return config
 
 
-def _as(name: str, raw: Any, kind: type) -> Any:
+def _as(name: str, raw: Any, kind: type, label: str = "") -> Any:
     if kind is bool:
         if isinstance(raw, bool):
             return raw
         if str(raw).lower() in ("true", "false"):
             return str(raw).lower() == "true"
-        raise InputError(f"hyperparameter {name!r} must be true or false, got {raw!r}")
+        raise InputError(f"{label or f'hyperparameter {name!r}'} must be true or false, got "
+                         f"{raw!r}")
     try:
         if kind is int and isinstance(raw, float) and not raw.is_integer():
             raise ValueError

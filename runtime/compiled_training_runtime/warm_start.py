@@ -20,7 +20,8 @@ and the PyTorch, Triton and Python versions; a changed image or instance type fi
 and compiles cold. A missing, corrupt or mismatched archive is a warning and a cold compile; a
 failed save is a warning after a finished training, never a failed job.
 
-A script of your own gets it with one call (after ``init_process_group`` under torchrun)::
+A script of your own gets it without a line of code: the constructs put `launch` in front of
+it. Or, to choose where, with one call (after ``init_process_group`` under torchrun)::
 
     from compiled_training_runtime.warm_start import compile_cache
 
@@ -38,7 +39,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -91,7 +92,8 @@ class CompileCache:
     """One job's compile cache: `restore` before the first compile, `save` after the last."""
 
     def __init__(self, url: str | None, *, key: str, folder: Path, kms_key_id: str | None,
-                 environ: Mapping[str, str], off_because: str | None = None) -> None:
+                 environ: Mapping[str, str], off_because: str | None = None,
+                 meet: Callable[[], bool] | None = None) -> None:
         self.url = url.rstrip("/") + "/" if url else None
         self.key = key
         self.folder = folder
@@ -99,6 +101,10 @@ class CompileCache:
         self.rank = int(environ.get("RANK", "0"))
         self.local_rank = int(environ.get("LOCAL_RANK", "0"))
         self.world_size = int(environ.get("WORLD_SIZE", "1"))
+        # How the ranks of a host wait for one another: the process group's barrier, or the
+        # launcher's (`launch`), which runs before any process group exists.
+        self._given_meet = meet
+        self._meet = meet or (lambda: _barrier(self.local_rank))
         # The same on every rank (the job's environment): ranks that take part meet at the
         # same barriers, whatever befalls the cache on one of them.
         self._takes_part = bool(url) and not off_because
@@ -109,7 +115,8 @@ class CompileCache:
 
     @staticmethod
     def from_environ(*, mode: str = "default", backend: str = "inductor",
-                     environ: Mapping[str, str] | None = None) -> CompileCache:
+                     environ: Mapping[str, str] | None = None,
+                     meet: Callable[[], bool] | None = None) -> CompileCache:
         """The cache the job's environment names, for ``torch.compile(mode=, backend=)``."""
         env = os.environ if environ is None else environ
         url = env.get(contract.ENV_COMPILE_CACHE_URL) or None
@@ -123,7 +130,7 @@ class CompileCache:
                            f"{url!r}")
         return CompileCache(url, key=cache_key(mode, backend, env) if url else "", folder=folder,
                             kms_key_id=env.get(contract.ENV_COMPILE_CACHE_KMS_KEY_ID),
-                            environ=env, off_because=off_because)
+                            environ=env, off_because=off_because, meet=meet)
 
     @property
     def on(self) -> bool:
@@ -140,7 +147,7 @@ class CompileCache:
             if self.url:
                 _warn(f"off: {self._report['why']}")
             return
-        if self.world_size > 1 and not _distributed():
+        if self.world_size > 1 and self._given_meet is None and not _distributed():
             self._takes_part = False
             self._off("restore() runs before init_process_group: ranks cannot wait for one "
                       "another's restore, so every rank compiles cold")
@@ -160,7 +167,7 @@ class CompileCache:
         except Exception as error:  # a cache must never fail the run
             self._off(f"could not prepare {self.folder} ({type(error).__name__}: {error})")
         finally:
-            _barrier(self.local_rank)
+            self._meet()
 
     def _ranks_from_process_group(self) -> None:
         if _distributed():
@@ -205,8 +212,11 @@ class CompileCache:
             self._report.update(counts)
         except Exception as error:
             self._report["counts_error"] = f"{type(error).__name__}: {error}"
-        _barrier(self.local_rank)  # no rank still compiles into the folder rank 0 archives
+        met = self._meet()  # no rank still compiles into the folder rank 0 archives
         if self.rank != 0 or self._report["state"] == "off":
+            return
+        if not met:
+            _warn("not saved: the host's ranks did not all finish; the next run compiles cold")
             return
         # Entries restored and not loaded once are another model's or configuration's: a
         # cache that nothing hit starts again from what this run compiled, so it never only
@@ -259,9 +269,10 @@ def _distributed() -> bool:
     return dist.is_available() and dist.is_initialized()
 
 
-def _barrier(local_rank: int) -> None:
+def _barrier(local_rank: int) -> bool:
+    """Waits for every rank (where a process group exists); whether they all came."""
     if not _distributed():
-        return
+        return True
     import torch.distributed as dist
 
     try:
@@ -271,6 +282,8 @@ def _barrier(local_rank: int) -> None:
             dist.barrier()
     except Exception as error:  # a rank that left ends the job through torchrun anyway
         _warn(f"the ranks could not meet ({type(error).__name__}: {error})")
+        return False
+    return True
 
 
 def _enable_caches() -> None:

@@ -356,6 +356,7 @@ def test_a_neuron_xla_job_on_trainium_sends_what_the_sdk_sends_given_the_image()
     # What Neuron's documents prescribe, written out here (the SDK only carries it): the
     # compiler flag for transformers, the S3 cache, and EFA for the two nodes.
     assert ours["Environment"] == {
+        "COMPILED_TRAINING_NEURON_XLA": "true",  # the library's own switch, no argument
         "FI_EFA_USE_DEVICE_RDMA": "1", "FI_PROVIDER": "efa",
         "NEURON_CC_FLAGS": "--model-type=transformer",
         "NEURON_COMPILE_CACHE_URL": "s3://output-bucket/parity/neuron-compile-cache/"}
@@ -377,3 +378,24 @@ def test_torchrun_past_the_sdks_list_sends_what_the_sdk_sends_given_the_image(ve
     assert ours["HyperParameters"] == sdk["HyperParameters"]
     assert ours["HyperParameters"]["sagemaker_torch_distributed_enabled"] == "true"
     assert ours["AlgorithmSpecification"] == sdk["AlgorithmSpecification"]
+
+
+@pytest.mark.parametrize("distribution", [Distribution.NONE, Distribution.TORCH_DISTRIBUTED])
+def test_a_torch_compile_job_sends_the_sdks_arguments_and_its_switches_in_the_environment(
+        distribution):
+    """An SDK estimator given the job's environment sends the same hyperparameters: the
+    library's switches are variables, so the script gets no argument the SDK would not pass.
+    (The job's code here is an S3 URI, so no launcher goes in front of ``train.py``.)"""
+    case = SdkCase("pytorch", "2.8.0", None, "py312", "ml.g5.12xlarge", 1, distribution, False)
+    job = replace(_our_job(case), compiler=Compiler.torch_compile(mode="reduce-overhead"))
+    assert check(job).errors == []
+    ours = build_definition(job)["Steps"][0]["Arguments"]
+    sdk = sdk_training_arguments(case, SOURCE, environment=ours["Environment"])
+    assert sdk is not None
+    assert ours["HyperParameters"] == sdk["HyperParameters"]
+    assert not [name for name in ours["HyperParameters"] if name.startswith("compiled_training")]
+    assert ours["Environment"] == sdk["Environment"]
+    assert {contract.ENV_TORCH_COMPILE: "true", contract.ENV_TORCH_COMPILE_MODE:
+            "reduce-overhead"}.items() <= ours["Environment"].items()
+    assert ours["AlgorithmSpecification"]["TrainingImage"] == \
+        sdk["AlgorithmSpecification"]["TrainingImage"]

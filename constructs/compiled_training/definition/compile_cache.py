@@ -1,12 +1,17 @@
 """Where a ``torch.compile`` job keeps its compile cache between runs (the runtime's
-``warm_start``), and why a job compiles cold every run instead; where Neuron's is."""
+``warm_start``), and why a job compiles cold every run instead; where Neuron's is; and when the
+runtime's launcher goes in front of a team's script to carry the cache for it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from compiled_training.advice.priors import CACHE_EXPIRY_DAYS
+from compiled_training.catalog.api_shapes import is_token
+from compiled_training.definition.entry_point import RUNTIME_PACKAGE, imports_runtime
 from compiled_training.definition.launchers import minor, trainium
-from compiled_training.spec.compiler import CompilerKind
-from compiled_training.spec.job import TrainingJob
+from compiled_training.spec.compiler import Compiler, CompilerKind
+from compiled_training.spec.job import Distribution, TrainingJob
 from compiled_training_runtime import contract
 
 COMPILE_CACHE = "compile-cache"
@@ -55,12 +60,39 @@ def cache_uri(job: TrainingJob) -> str | None:
     return f"{job.torch_compile_cache_s3_uri}{job.step_name}/"
 
 
+
+
+# The launchers the warm start's launcher runs under: one process, or torchrun's processes
+# (xla_spawn imports the entry point to call its _mp_fn; MPI names its ranks otherwise).
+LAUNCHED_DISTRIBUTIONS = (Distribution.NONE, Distribution.TORCH_DISTRIBUTED)
+
+
+def ships_launcher(compiler: Compiler, entry_point: str | None, source_dir: Path) -> bool:
+    """Whether the code archive carries the runtime for its launcher: a torch.compile pipeline
+    whose script does not use the runtime itself (a script that does keeps control)."""
+    return (compiler.kind is CompilerKind.TORCH_COMPILE and bool(entry_point)
+            and not is_token(entry_point) and str(entry_point).endswith(".py")
+            and not (source_dir / RUNTIME_PACKAGE).exists()
+            and imports_runtime(str(entry_point), source_dir) is False)
+
+
+def launched(job: TrainingJob) -> bool:
+    """Whether the job's entry point is the runtime's launcher, which restores the compile
+    cache, runs the team's script and saves the cache (`contract.LAUNCHER`)."""
+    return (cache_uri(job) is not None and job.source_dir is not None
+            and job.distribution in LAUNCHED_DISTRIBUTIONS
+            and ships_launcher(job.compiler, job.entry_point, job.source_dir))
+
+
 def environment(job: TrainingJob) -> dict[str, str]:
-    """What the runtime's warm start reads: the prefix and the key it encrypts with."""
+    """What the runtime's warm start reads: the prefix and the key it encrypts with; and the
+    team's script, where the launcher runs it."""
     uri = cache_uri(job)
     if uri is None:
         return {}
     variables = {contract.ENV_COMPILE_CACHE_URL: uri}
     if job.kms_key_id:
         variables[contract.ENV_COMPILE_CACHE_KMS_KEY_ID] = job.kms_key_id
+    if launched(job):
+        variables[contract.ENV_ENTRY_POINT] = str(job.entry_point)
     return variables

@@ -92,12 +92,13 @@ def checkpoints_named(entry_point: str, source_dir: Path | None) -> bool | None:
                           for path in source_dir.rglob("*.py") for name in CHECKPOINT_NAMES)
 
 
-def runtime_to_ship(entry_point: str | None, source_dir: Path) -> list[Path]:
-    """The runtime package's folder where the entry point imports it and ``source_dir`` does
-    not hold it (it is pure Python: the code archive carries it beside the script), else
-    nothing."""
-    if not entry_point or (source_dir / RUNTIME_PACKAGE).is_dir() or not imports_runtime(
-            entry_point, source_dir):
+def runtime_to_ship(entry_point: str | None, source_dir: Path, launcher: bool = False
+                    ) -> list[Path]:
+    """The runtime package's folder where the entry point imports it, or the ``launcher`` is
+    to run it, and ``source_dir`` does not hold it (it is pure Python: the code archive
+    carries it beside the script), else nothing."""
+    if not entry_point or (source_dir / RUNTIME_PACKAGE).is_dir() or not (
+            launcher or imports_runtime(entry_point, source_dir)):
         return []
     import compiled_training_runtime
 

@@ -1,8 +1,9 @@
 """The SageMaker pipeline definition of a training job: a pure function of a `TrainingJob`.
 
 It builds what the SageMaker SDK v2 would (``Pipeline.definition()`` with a
-``TrainingStep``), through the API path: the compiler is switched on by hyperparameters and
-the image, so an image extended from a Training Compiler DLC is allowed.
+``TrainingStep``), through the API path: the compiler is switched on by hyperparameters
+(SageMaker's), the environment (the library's) and the image, so an image extended from a
+Training Compiler DLC is allowed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from compiled_training.catalog.compilers import CompilerKind
 from compiled_training.catalog.neuron import EFA_ENVIRONMENT, is_trainium
 from compiled_training.definition import compile_cache
+from compiled_training.definition.trainer_script import trainer_hyperparameters
 from compiled_training.spec.job import (
     Distribution,
     HyperparameterValue,
@@ -76,10 +78,12 @@ def precompile_job(job: TrainingJob) -> TrainingJob:
 
 
 def job_environment(job: TrainingJob) -> dict[str, str]:
-    """The container's environment: the compiler's (Neuron's flags; Neuron's or
+    """The container's environment: the compiler's (its switches; Neuron's flags; Neuron's or
     torch.compile's compile cache in S3), EFA for a multi-node Trainium job (the toolkit sets
     it on trn1.32xlarge only), and the job's own."""
     environment = job.compiler.environment()
+    if job.compiler.kind is CompilerKind.TORCH_COMPILE and is_trainium(job.instance_type):
+        environment[contract.ENV_TORCH_COMPILE_BACKEND] = contract.TORCH_COMPILE_NEURON_BACKEND
     if job.compiler.kind is CompilerKind.NEURON_XLA and job.compile_cache_s3_uri:
         environment[contract.ENV_NEURON_COMPILE_CACHE_URL] = job.compile_cache_s3_uri
     environment.update(compile_cache.environment(job))
@@ -179,15 +183,15 @@ def hyperparameters(job: TrainingJob) -> dict[str, Any]:
     """
     if not job.framework.runs_script:
         return {k: _encode(v, json_encoded=False) for k, v in job.hyperparameters.items()}
-    values: dict[str, HyperparameterValue] = dict(job.hyperparameters)
+    values: dict[str, HyperparameterValue] = {**trainer_hyperparameters(job),
+                                               **job.hyperparameters}
     values["sagemaker_submit_directory"] = job.source_s3_uri or ""
-    values["sagemaker_program"] = job.entry_point or ""
+    values["sagemaker_program"] = (contract.LAUNCHER if compile_cache.launched(job)
+                                   else job.entry_point or "")
     values["sagemaker_container_log_level"] = CONTAINER_LOG_LEVEL
     values["sagemaker_region"] = job.region
     values.update(_distribution_hyperparameters(job))
     values.update(job.compiler.hyperparameters())
-    if job.compiler.kind is CompilerKind.TORCH_COMPILE and is_trainium(job.instance_type):
-        values[contract.HP_TORCH_COMPILE_BACKEND] = contract.TORCH_COMPILE_NEURON_BACKEND
     return {k: _encode(v, json_encoded=True) for k, v in values.items()}
 
 

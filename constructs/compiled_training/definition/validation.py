@@ -34,13 +34,7 @@ from compiled_training.catalog.instances import (
     training_instance_types,
 )
 from compiled_training.definition import compile_cache
-from compiled_training.definition.entry_point import (
-    CHECKPOINT_NAMES,
-    checkpoints_named,
-    entry_point_problems,
-    imports_runtime,
-    refused_arguments,
-)
+from compiled_training.definition.entry_point import entry_point_problems
 from compiled_training.definition.launchers import (
     idle_gpus_message,
     major,
@@ -50,7 +44,7 @@ from compiled_training.definition.launchers import (
     trainium,
 )
 from compiled_training.definition.registration import metric_definition_problems
-from compiled_training.definition.training import hyperparameters as training_hyperparameters
+from compiled_training.definition.script_checks import script_warnings
 from compiled_training.definition.training import training_job_arguments
 from compiled_training.spec.compiler import CompilerKind
 from compiled_training.spec.job import Distribution, TrainingJob
@@ -157,31 +151,7 @@ def check(job: TrainingJob) -> Findings:
         warnings.append(Finding("CompileCacheCold", f"torch.compile compiles from nothing every "
                                 f"run, on the instances it pays for: {cold}; acknowledge this "
                                 f"warning where that is meant"))
-    if compile_cache.cache_uri(job) and job.entry_point and imports_runtime(
-            job.entry_point, job.source_dir) is False:
-        warnings.append(Finding("CompileCacheUnused", f"entry_point {job.entry_point!r} does "
-                                f"not import compiled_training_runtime, so nothing restores or "
-                                f"saves the compile cache the job is given and every run "
-                                f"compiles from nothing: train inside `with compile_cache(...)` "
-                                f"(compiled_training_runtime.warm_start; "
-                                f"docs/guides/warm-starts.md), or pass compile_cache=False"))
-    passed = [name for name in training_hyperparameters(job) if not name.startswith("sagemaker_")]
-    refused = refused_arguments(job.entry_point, job.source_dir, passed) \
-        if job.framework.runs_script and job.entry_point and not is_token(job.entry_point) else None
-    if refused:
-        warnings.append(Finding("ParserRefuses", f"entry_point {job.entry_point!r} reads its "
-                                f"arguments with parse_args(), which stops the job at its start "
-                                f"on any it does not define, and the job passes it "
-                                f"{', '.join('--' + name for name in refused)}: define them with "
-                                f"add_argument, or call parse_known_args()"))
-    if job.spot and job.entry_point and checkpoints_named(job.entry_point,
-                                                          job.source_dir) is False:
-        warnings.append(Finding("SpotWithoutCheckpoints", f"spot is on, and no file of "
-                                f"source_dir names the checkpoint folder ({CHECKPOINT_NAMES[0]}, "
-                                f"synced to S3) or imports compiled_training_runtime: a spot "
-                                f"interruption restarts the job from its first step, paying "
-                                f"again for every step done; save checkpoints there and resume "
-                                f"from them, or acknowledge this warning for short jobs"))
+    warnings += [Finding(rule, message) for rule, message in script_warnings(job)]
     smdistributed = job.distribution is Distribution.SMDISTRIBUTED_DATA_PARALLEL
     if smdistributed and not job.compiler.is_training_compiler:
         error("Smdistributed",

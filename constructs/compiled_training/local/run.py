@@ -46,6 +46,8 @@ class Run:
     handlers: dict[str, Handler] = field(default_factory=dict)
     """``--lambda STEP=DIR:module.function``: Lambda steps' code."""
     notes: list[str] = field(default_factory=list)
+    compile_caches: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The warm start's summary of each training step that carried a compile cache."""
     execution: str = "local"
     """The execution's id: jobs are named after their step and it."""
     endpoint: str | None = None

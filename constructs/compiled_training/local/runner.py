@@ -46,6 +46,8 @@ class StepOutcome:
     reason: str = ""
     image: str = ""
     """The image the job stood in for (Training and Processing)."""
+    compile_cache: dict[str, Any] = field(default_factory=dict)
+    """The warm start's summary (state, graphs loaded and compiled, seconds), where it ran."""
 
 
 @dataclass
@@ -80,11 +82,23 @@ class Report:
         lines.append(f"pipeline {self.pipeline}" + (f" ({self.named})" if self.named else ""))
         lines.append(f"execution {self.execution}: {self.status}"
                      + (f": {self.failure}" if self.failure else ""))
+        lines += [f"  {step.name}: compile cache {cache_line(step.compile_cache)}"
+                  for step in self.steps if step.compile_cache]
         lines += [f"  note: {note}" for note in self.notes]
         if self.not_emulated:
             lines.append(f"  not emulated here (they configure AWS around a step): "
                          f"{', '.join(self.not_emulated)}")
         return "\n".join(lines)
+
+
+def cache_line(summary: Mapping[str, Any]) -> str:
+    """``warm: 3 graphs loaded, 0 compiled, 1.2 s compiling``, or ``off: <why>``."""
+    if summary.get("state") == "off":
+        return f"off: {summary.get('why', '')}"
+    seconds = summary.get("compile_seconds")
+    return (f"{summary.get('state')}: {summary.get('graphs_loaded', 0)} graphs loaded, "
+            f"{summary.get('graphs_compiled', 0)} compiled"
+            + (f", {seconds} s compiling" if seconds is not None else ""))
 
 
 def _summary(outputs: Mapping[str, Any]) -> str:
@@ -157,6 +171,7 @@ def _run_steps(steps: list[Mapping[str, Any]], context: Context, run: Run, repor
             else:
                 outcome.image = _image(step)
                 outcome.outputs = run_step(step, context, run)
+                outcome.compile_cache = run.compile_caches.get(name, {})
                 context.steps[name] = outcome.outputs
         except Unsupported as unsupported:  # found only as the step ran: fails it, reported
             failure = StepFailed(f"not supported here: {unsupported}")

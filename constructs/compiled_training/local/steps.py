@@ -26,14 +26,10 @@ from compiled_training.local.expressions import Context, StepFailed, Unsupported
 from compiled_training.local.images import PYTORCH_LAUNCHER, classify
 from compiled_training.local.processing import process
 from compiled_training.local.run import Handler, Run
-from compiled_training.local.training import hyperparameter_text, train
-from compiled_training_runtime import contract
+from compiled_training.local.training import compiles_through_xla, train
 
 # The step types the runner executes; any other is given with --outputs.
 STEP_TYPES = ("Training", "Processing", "Lambda", "RegisterModel", "Fail", "Condition")
-# The switches that need torch-xla in the training environment.
-_XLA_SWITCHES = (contract.HP_TRAINING_COMPILER_ENABLED, contract.HP_PYTORCH_XLA_MULTI_WORKER,
-                 contract.HP_NEURON_XLA)
 
 
 def run_step(step: Mapping[str, Any], context: Context, run: Run) -> dict[str, Any]:
@@ -99,8 +95,7 @@ def _training_refusal(name: str, arguments: Mapping[str, Any], run: Run) -> str:
                 f"do not exist here (the tests' stand-ins for them stay in the tests)"
                 f"{_outputs_hint(name)}")
     python = run.python(image.kind)
-    if any(hyperparameter_text(hyperparameters.get(s, "")) == "true" for s in _XLA_SWITCHES) \
-            and not has(python, "torch_xla"):
+    if compiles_through_xla(arguments) and not has(python, "torch_xla"):
         return (f"step {name} compiles through XLA and {python} has no torch_xla; pass --python "
                 f"an environment that has it (make test-envs builds .venvs/py311-torch-xla2.8)")
     packages = {"sagemaker_training": "sagemaker-training"}

@@ -51,6 +51,19 @@ def hyperparameter_text(value: Any) -> str:
     return decoded if isinstance(decoded, str) else raw
 
 
+# Training Compiler's and the pytorchxla launcher's switches: the step needs torch-xla.
+_XLA_SWITCHES = (contract.HP_TRAINING_COMPILER_ENABLED, contract.HP_PYTORCH_XLA_MULTI_WORKER)
+
+
+def compiles_through_xla(arguments: Mapping[str, Any]) -> bool:
+    """Whether the training job runs its graph through torch-xla (Training Compiler, the
+    pytorchxla launcher, the Neuron SDK's XLA path)."""
+    hyperparameters = arguments.get("HyperParameters", {})
+    return any(hyperparameter_text(hyperparameters.get(s, "")) == "true" for s in _XLA_SWITCHES) \
+        or contract.switch(contract.ENV_NEURON_XLA, arguments.get("Environment", {}),
+                           hyperparameters) == "true"
+
+
 def train(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, Any]:
     """The job's properties, as DescribeTrainingJob gives them, once its process succeeds."""
     job = run.job(name)
@@ -99,6 +112,9 @@ def train(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, Any]:
     model_uri = f"{output}/{job.name}/output/model.tar.gz"
     upload(run.s3, _pack(model, job.folder / "model.tar.gz"), model_uri)
     data = job.host_path(f"{OPT_ML}/output/data")
+    cache = compile_cache_summary(data)
+    if cache:
+        run.compile_caches[name] = cache
     if any(data.iterdir()):
         upload(run.s3, _pack(data, job.folder / "output.tar.gz"),
                f"{output}/{job.name}/output/output.tar.gz")
@@ -110,6 +126,21 @@ def train(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, Any]:
             "FinalMetricDataList": final_metrics(
                 arguments.get("AlgorithmSpecification", {}).get("MetricDefinitions", []),
                 log.read_text(errors="replace"))}
+
+
+def compile_cache_summary(output_data: Path) -> dict[str, Any]:
+    """The warm start's summary in a job's output data: the launcher's own file, or the
+    runtime's run summary; {} where the job carried no compile cache."""
+    for name, key in ((contract.COMPILE_CACHE_SUMMARY_FILE, None),
+                      (contract.RUN_SUMMARY_FILE, contract.SUMMARY_COMPILE_CACHE)):
+        try:
+            document = json.loads((output_data / name).read_text())
+        except (OSError, ValueError):
+            continue
+        found = document.get(key) if key else document
+        if isinstance(found, dict):
+            return found
+    return {}
 
 
 def resource_config(instance_type: str) -> dict[str, Any]:
@@ -164,6 +195,10 @@ def _toolkit(job: Job, arguments: Mapping[str, Any], hyperparameters: Mapping[st
                       "TRAINING_JOB_NAME": job.name,
                       "TRAINING_JOB_ARN": f"{run.arn('sagemaker')}:training-job/{job.name}",
                       "PET_MASTER_PORT": str(free_port())})
+    if not compiles_through_xla(arguments):
+        # The image has no torch-xla; the interpreter standing in for it may, and Hugging Face
+        # (transformers, accelerate) would move the model to an XLA device because of it.
+        variables["USE_TORCH_XLA"] = "0"
     if not job.isolated:
         variables["SAGEMAKER_BASE_DIR"] = str(job.opt_ml)
     env = job.environment(python=python, region=run.region, endpoint=run.endpoint,

@@ -58,7 +58,9 @@ class TrainingStep:
 
     @property
     def torch_compile(self) -> bool:
-        return self.flag(contract.HP_TORCH_COMPILE)
+        """The library's switch, in the environment (or a 0.2.0 template's hyperparameter)."""
+        return contract.switch(contract.ENV_TORCH_COMPILE, self.environment,
+                               self.hyperparameters) == "true"
 
     @property
     def training_compiler(self) -> bool:

@@ -442,4 +442,6 @@ class PipelineBase(NamedPipeline):
         if not source_dir.is_dir():
             raise ValueError(f"{self._subject}: source_dir must be an existing folder, got "
                              f"{str(source_dir)!r}")
-        return shared_archive_asset(self, source_dir, runtime_to_ship(entry_point, source_dir))
+        launcher = compile_cache.ships_launcher(self.compiler, entry_point, source_dir)
+        return shared_archive_asset(self, source_dir,
+                                    runtime_to_ship(entry_point, source_dir, launcher))

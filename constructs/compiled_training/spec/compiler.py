@@ -116,7 +116,8 @@ class Compiler:
         return self.kind is not CompilerKind.NONE
 
     def hyperparameters(self) -> dict[str, bool | str]:
-        """The hyperparameters that switch the compiler on in the training container.
+        """The hyperparameters that switch the compiler on in the training container: SageMaker's
+        own (``sagemaker_*``), which the toolkit keeps from the script's arguments.
 
         Values are Python values; the definition builder JSON-encodes them as the SDK does.
         """
@@ -125,16 +126,17 @@ class Compiler:
                 contract.HP_TRAINING_COMPILER_ENABLED: True,
                 contract.HP_TRAINING_COMPILER_DEBUG: self.debug,
             }
-        if self.kind is CompilerKind.TORCH_COMPILE:
-            return {contract.HP_TORCH_COMPILE: True, contract.HP_TORCH_COMPILE_MODE: str(self.mode)}
-        if self.kind is CompilerKind.NEURON_XLA:
-            return {contract.HP_NEURON_XLA: True}
         return {}
 
     def environment(self) -> dict[str, str]:
-        """The environment the compiler reads in the training container."""
+        """The environment the compiler reads in the training container: the library's own
+        switches (``COMPILED_TRAINING_*``, which a script may ignore), and Neuron's flags."""
+        if self.kind is CompilerKind.TORCH_COMPILE:
+            return {contract.ENV_TORCH_COMPILE: "true",
+                    contract.ENV_TORCH_COMPILE_MODE: str(self.mode)}
         if self.kind is CompilerKind.NEURON_XLA:
-            return {contract.ENV_NEURON_CC_FLAGS: f"--model-type={self.model_type}"}
+            return {contract.ENV_NEURON_XLA: "true",
+                    contract.ENV_NEURON_CC_FLAGS: f"--model-type={self.model_type}"}
         return {}
 
     def describe(self) -> str:

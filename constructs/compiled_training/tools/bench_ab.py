@@ -22,10 +22,11 @@ from typing import Any
 from compiled_training_runtime import compare, contract
 from compiled_training_runtime.local import digits, job_env, job_folder, pack_output
 
-# The hyperparameters that switch each compiler on, as the pipeline sets them.
-SWITCHES = {
-    contract.COMPILER_TRAINING_COMPILER: {contract.HP_TRAINING_COMPILER_ENABLED: True},
-    contract.COMPILER_TORCH_COMPILE: {contract.HP_TORCH_COMPILE: True},
+# What switches each compiler on, as the pipeline sets it: Training Compiler's hyperparameter,
+# and the library's own variable for torch.compile.
+SWITCHES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
+    contract.COMPILER_TRAINING_COMPILER: ({contract.HP_TRAINING_COMPILER_ENABLED: True}, {}),
+    contract.COMPILER_TORCH_COMPILE: ({}, {contract.ENV_TORCH_COMPILE: "true"}),
 }
 # 8x8 images of digits, 10 classes; logging and checkpoints out of the way.
 DIGITS_MLP: dict[str, Any] = {"model_family": "mlp", "num_features": 64, "num_labels": 10,
@@ -39,16 +40,17 @@ def check_compiler(compiler: str, field: str = "compiler") -> str:
     return contract.check_compiler(compiler, field, tuple(SWITCHES))
 
 
-def arms(compiler: str, epochs: int = 1) -> dict[str, dict[str, Any]]:
-    """Each arm's hyperparameters, as the pipeline sets them."""
-    switch = SWITCHES[check_compiler(compiler)]
+def arms(compiler: str, epochs: int = 1) -> dict[str, tuple[dict[str, Any], dict[str, str]]]:
+    """Each arm's hyperparameters and environment, as the pipeline sets them."""
+    switch, environment = SWITCHES[check_compiler(compiler)]
     baseline = {**DIGITS_MLP, "epochs": epochs}
     return {
-        contract.ARM_BASELINE: baseline,
-        contract.ARM_COMPILER: {**baseline, **switch},
-        contract.ARM_COMPILER_LARGE_BATCH: {**baseline, **switch,
-                                            contract.HP_BATCH_SIZE: 2 * BATCH_SIZE,
-                                            contract.HP_BASE_BATCH_SIZE: BATCH_SIZE},
+        contract.ARM_BASELINE: (baseline, {}),
+        contract.ARM_COMPILER: ({**baseline, **switch}, environment),
+        contract.ARM_COMPILER_LARGE_BATCH: ({**baseline, **switch,
+                                             contract.HP_BATCH_SIZE: 2 * BATCH_SIZE,
+                                             contract.HP_BASE_BATCH_SIZE: BATCH_SIZE},
+                                            environment),
     }
 
 
@@ -59,12 +61,13 @@ def run_ab(out: Path, *, compiler: str = contract.COMPILER_TRAINING_COMPILER, ep
     thresholds = thresholds or compare.Thresholds()
     train, validation = digits()
     timings = {}
-    for name, hyperparameters in arms(compiler, epochs).items():
+    for name, (hyperparameters, environment) in arms(compiler, epochs).items():
         base = job_folder(out / "jobs" / name, hyperparameters, train=train,
                           validation=validation)
         started = time.monotonic()
         result = subprocess.run([sys.executable, "-m", "compiled_training_runtime.entry"],
-                                env=job_env(base, hyperparameters), capture_output=True,
+                                env={**job_env(base, hyperparameters), **environment},
+                                capture_output=True,
                                 text=True, check=False)
         timings[name] = time.monotonic() - started
         if result.returncode != 0:

@@ -1,0 +1,84 @@
+"""What the team's own script will do with the job it is given, read from its source at synth:
+acknowledgeable warnings, each a (rule, message) pair."""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+from compiled_training.catalog.api_shapes import is_token
+from compiled_training.definition import compile_cache
+from compiled_training.definition.entry_point import (
+    CHECKPOINT_NAMES,
+    RUNTIME_PACKAGE,
+    checkpoints_named,
+    imports_runtime,
+    refused_arguments,
+)
+from compiled_training.definition.trainer_script import ignores_switches
+from compiled_training.definition.training import hyperparameters
+from compiled_training.spec.job import TrainingJob
+from compiled_training_runtime import contract
+
+
+def script_warnings(job: TrainingJob) -> list[tuple[str, str]]:
+    """Every warning about the entry point, in a stable order."""
+    if not job.entry_point or is_token(job.entry_point) or not job.framework.runs_script:
+        return []
+    entry_point, found = job.entry_point, []
+    if compile_cache.cache_uri(job) and not compile_cache.launched(job) and imports_runtime(
+            entry_point, job.source_dir) is False:
+        found.append(("CompileCacheUnused", f"source_dir holds a {RUNTIME_PACKAGE} folder of its "
+                      f"own, so the job's warm start is not put in front of entry_point "
+                      f"{entry_point!r}, which does not import it: every run compiles from "
+                      f"nothing. Remove the folder, or train inside `with compile_cache(...)` "
+                      f"(docs/guides/warm-starts.md)"))
+    old = old_switches_read(entry_point, job.source_dir)
+    if old:
+        found.append(("ReadsOldSwitches", f"entry_point {entry_point!r} reads "
+                      f"{', '.join(old)} as an argument, which the job no longer passes: the "
+                      f"library's switches are environment variables now "
+                      f"({', '.join(contract.SWITCHES[name] for name in old)}), so the script "
+                      f"runs eager. Read them from os.environ (docs/guides/runtime.md)"))
+    passed = [name for name in hyperparameters(job) if not name.startswith("sagemaker_")]
+    refused = refused_arguments(entry_point, job.source_dir, passed)
+    if refused:
+        found.append(("ParserRefuses", f"entry_point {entry_point!r} reads its arguments with "
+                      f"parse_args(), which stops the job at its start on any it does not "
+                      f"define, and the job passes it "
+                      f"{', '.join('--' + name for name in refused)}: define them with "
+                      f"add_argument, or call parse_known_args()"))
+    if ignores_switches(job):
+        found.append(("TrainerIgnoresSwitches", f"entry_point {entry_point!r} builds its "
+                      f"TrainingArguments in code, so the job's torch.compile settings never "
+                      f"reach Trainer and it trains eager: pass torch_compile=True there, or "
+                      f"parse them with HfArgumentParser (docs/guides/runtime.md)"))
+    if job.spot and checkpoints_named(entry_point, job.source_dir) is False:
+        found.append(("SpotWithoutCheckpoints", f"spot is on, and no file of source_dir names "
+                      f"the checkpoint folder ({CHECKPOINT_NAMES[0]}, synced to S3) or imports "
+                      f"{RUNTIME_PACKAGE}: a spot interruption restarts the job from its first "
+                      f"step, paying again for every step done; save checkpoints there and "
+                      f"resume from them, or acknowledge this warning for short jobs"))
+    return found
+
+
+def old_switches_read(entry_point: str, source_dir: Path | None) -> list[str]:
+    """The library's old hyperparameters (0.2.0's) that the script names, as it would read
+    them from its arguments."""
+    script = source_dir / entry_point if source_dir is not None else None
+    if script is None or not script.is_file():
+        return []
+    return _old_switches(script.read_bytes())
+
+
+@functools.lru_cache(maxsize=64)
+def _old_switches(source: bytes) -> list[str]:
+    try:
+        module = ast.parse(source)
+    except SyntaxError:
+        return []
+    named = {node.value.lstrip("-") for node in ast.walk(module)
+             if isinstance(node, ast.Constant) and isinstance(node.value, str)} | {
+        node.attr for node in ast.walk(module) if isinstance(node, ast.Attribute)}
+    return [name for name in contract.SWITCHES if name in named]
