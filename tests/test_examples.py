@@ -82,12 +82,15 @@ def test_its_entry_point_trains_under_torchrun_as_the_pipeline_launches_it(examp
     arguments = substitute_expressions(step["Arguments"], defaults)
     hyperparameters = dict(arguments["HyperParameters"])
     assert hyperparameters[contract.HP_TORCH_DISTRIBUTED] == "true"
-    assert hyperparameters[contract.HP_TORCH_COMPILE] == "true"
-    # The code archive the pipeline uploads: train.py, and the runtime it imports for its
-    # warm start, which the pipeline ships beside it.
+    # The script imports nothing of the library's: the runtime's launcher goes in front of it,
+    # and the switches are in the environment.
+    assert hyperparameters["sagemaker_program"] == json.dumps(contract.LAUNCHER)
+    assert arguments["Environment"][contract.ENV_ENTRY_POINT] == "train.py"
+    assert arguments["Environment"][contract.ENV_TORCH_COMPILE] == "true"
+    # The code archive the pipeline uploads: train.py, and the runtime beside it.
     (code,) = example_out.glob("asset.*.tar.gz")
     with tarfile.open(code) as archive:
-        assert {"train.py", "compiled_training_runtime/warm_start.py"} <= set(archive.getnames())
+        assert {"train.py", contract.LAUNCHER} <= set(archive.getnames())
     hyperparameters["sagemaker_submit_directory"] = json.dumps(str(code))
     # Fewer steps than the pipeline's 3 epochs; everything else as the pipeline sends it.
     hyperparameters.update(max_steps="40", log_every="10", checkpoint_every="20")
@@ -104,12 +107,16 @@ def test_its_entry_point_trains_under_torchrun_as_the_pipeline_launches_it(examp
 
     logs = result.stdout + result.stderr
     assert result.returncode == 0, logs[-6000:]
-    assert re.search(r"torchrun --nnodes 1 --nproc_per_node 2 train\.py ", logs)
-    # The compiler switch reached the script, which compiled its step with the job's settings
-    # and saved what it compiled for the next run, once (rank 0, after both ranks finished).
+    assert re.search(r"torchrun --nnodes 1 --nproc_per_node 2 "
+                     r"compiled_training_runtime/launch\.py ", logs)
+    # The compiler switch reached the script, which compiled its step with the job's settings;
+    # the launcher saved what it compiled for the next run, once (rank 0, after both ranks).
     assert "compiling the step with torch.compile (mode=default, backend=inductor)" in logs
     assert logs.count("compiled-training: compile cache: saved ") == 1, logs[-6000:]
-    assert '"state": "cold"' in logs and list((tmp_path / "compile-cache").rglob("*.tar.gz"))
+    summary = json.loads((base / "output" / "data" / contract.COMPILE_CACHE_SUMMARY_FILE
+                          ).read_text())
+    assert summary["state"] == "cold" and summary["graphs_compiled"] > 0, (summary, logs[-3000:])
+    assert list((tmp_path / "compile-cache").rglob("*.tar.gz"))
     # SageMaker's metric extraction: each declared regex over the logs, the last match final.
     declared = {m["Name"]: m["Regex"] for m in arguments["AlgorithmSpecification"][
         "MetricDefinitions"]}

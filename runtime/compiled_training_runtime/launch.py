@@ -91,7 +91,13 @@ def main(arguments: Sequence[str] | None = None,
     run_script(script, sys.argv[1:] if arguments is None else arguments)
     cache.save()
     if cache.rank == 0:
-        write_summary(cache.summary(), env)
+        summary = cache.summary()
+        if summary.get("state") != "off" and not (summary.get("graphs_compiled")
+                                                  or summary.get("graphs_loaded")):
+            print(f"{PREFIX} warning: the script compiled no graph with Inductor, so there is "
+                  "nothing to carry; compile the model before DistributedDataParallel wraps "
+                  "it (Dynamo does not trace DDP's forward)", file=sys.stderr, flush=True)
+        write_summary(summary, env)
 
 
 def write_summary(summary: Mapping[str, object], environ: Mapping[str, str]) -> None:

@@ -18,12 +18,7 @@ from tests.helpers import ROOT, SAMPLE_ENTRY_POINT
 PYTHON = blocks("python")
 # What a training script has around the guide's lines: its arguments and a loop that compiles.
 RUNTIME_HARNESS = """\
-import types
-
 import torch
-
-args = types.SimpleNamespace(compiled_training_torch_compile_mode="default",
-                             compiled_training_torch_compile_backend="inductor")
 
 
 def train():  # one tiny step of a compiled model

@@ -75,8 +75,12 @@ EAGER_STEP = {
 }
 
 
-# The library's torch.compile step on one GPU, as it writes it with its compile cache off.
-TORCH_COMPILE_STEP = {**EAGER_STEP, "HyperParameters": {
+# The library's torch.compile step on one GPU, as it writes it with its compile cache off...
+TORCH_COMPILE_STEP = {**EAGER_STEP, "Environment": {"COMPILED_TRAINING_TORCH_COMPILE": "true"},
+                      "ResourceConfig": {**EAGER_STEP["ResourceConfig"],
+                                         "InstanceType": "ml.g5.2xlarge"}}
+# ...and as 0.2.0 wrote it, the switch a hyperparameter.
+TORCH_COMPILE_STEP_0_2_0 = {**EAGER_STEP, "HyperParameters": {
     **EAGER_STEP["HyperParameters"], "compiled_training_torch_compile": "true"},
     "ResourceConfig": {**EAGER_STEP["ResourceConfig"], "InstanceType": "ml.g5.2xlarge"}}
 
@@ -153,7 +157,8 @@ def test_a_script_on_every_gpu_or_on_one_gpu_leaves_none_idle(tmp_path, changes)
 
 
 @pytest.mark.parametrize(("changes", "scheduled", "library"), [
-    ({"Environment": {"COMPILED_TRAINING_COMPILE_CACHE_URL": "s3://b/p/compile-cache/Train/"}},
+    ({"Environment": {"COMPILED_TRAINING_TORCH_COMPILE": "true",
+                      "COMPILED_TRAINING_COMPILE_CACHE_URL": "s3://b/p/compile-cache/Train/"}},
      True, True),                                 # scheduled, and warm after its first run
     ({}, False, True),                            # run by hand: its first run is every run
     ({}, True, False),                            # a script of another's: no warm start to ask
@@ -163,6 +168,14 @@ def test_ct15_holds_only_scheduled_library_pipelines_to_the_compile_cache(tmp_pa
     metadata = {"frameworkName": "pytorch"} if library else None
     assert "CompiledTraining-CT15" not in _findings(tmp_path, _raw(
         changes, metadata, base=TORCH_COMPILE_STEP, scheduled=scheduled))
+
+
+def test_ct15_reads_the_switch_of_a_template_made_by_0_2_0(tmp_path):
+    assert "CompiledTraining-CT15" in _findings(tmp_path, _raw(
+        {}, {"frameworkName": "pytorch"}, base=TORCH_COMPILE_STEP_0_2_0, scheduled=True))
+    # The twin: an eager step of the same shape is not held to it.
+    assert "CompiledTraining-CT15" not in _findings(tmp_path, _raw(
+        {}, {"frameworkName": "pytorch"}, base=EAGER_STEP, scheduled=True))
 
 
 def test_a_built_in_algorithm_on_several_gpus_is_not_held_to_the_launcher_rule(tmp_path):

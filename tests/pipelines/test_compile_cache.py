@@ -164,21 +164,48 @@ def _archive_names(stack: cdk.Stack) -> set[str]:
         return set(archive.getnames())
 
 
-@pytest.mark.parametrize(("script", "shipped"), [
-    ("from compiled_training_runtime.warm_start import compile_cache\n", True),
-    ("import torch\n", False),
+def _program_and_environment(stack: cdk.Stack) -> tuple[str, dict[str, str]]:
+    (definition,) = definitions(Template.from_stack(stack).to_json())
+    (step,) = definition["Steps"]
+    return (step["Arguments"]["HyperParameters"]["sagemaker_program"],
+            step["Arguments"].get("Environment", {}))
+
+
+@pytest.mark.parametrize(("script", "launched"), [
+    ("from compiled_training_runtime.warm_start import compile_cache\n", False),
+    ("import torch\n", True),
 ], ids=["imports-the-runtime", "plain"])
-def test_a_script_that_imports_the_runtime_gets_it_in_its_code_archive(tmp_path, script,
-                                                                       shipped):
+def test_the_runtime_ships_and_a_script_without_it_runs_behind_the_launcher(tmp_path, script,
+                                                                           launched):
+    """A script that uses the cache keeps control; one that does not gets the launcher."""
     (tmp_path / "train.py").write_text(script)
     stack = new_stack(outdir=tmp_path / "out")
     TrainingPipeline(stack, "Ranker", **{**PROPS, "source_dir": tmp_path})
 
     names = _archive_names(stack)
+    program, environment = _program_and_environment(stack)
 
-    assert "train.py" in names
-    assert ("compiled_training_runtime/warm_start.py" in names) is shipped
-    assert bool(_warnings(stack, "CompileCacheUnused")) is not shipped
+    assert {"train.py", "compiled_training_runtime/warm_start.py", contract.LAUNCHER} <= names
+    assert program == ('"compiled_training_runtime/launch.py"' if launched else '"train.py"')
+    assert (environment.get(contract.ENV_ENTRY_POINT) == "train.py") is launched
+    assert not _warnings(stack, "CompileCacheUnused")
+
+
+@pytest.mark.parametrize("props", [
+    {"compiler": Compiler.none()},                  # nothing to carry
+    {"compile_cache": False},                       # switched off
+    {"framework": Framework.pytorch("2.3.0")},      # before Inductor's FX graph cache
+], ids=["eager", "cache-off", "pytorch-2.3"])
+def test_a_job_without_a_cache_to_carry_runs_its_script_itself(tmp_path, props):
+    (tmp_path / "train.py").write_text("import torch\n")
+    stack = new_stack(outdir=tmp_path / "out")
+    TrainingPipeline(stack, "Ranker", **{**PROPS, "source_dir": tmp_path, **props})
+
+    program, environment = _program_and_environment(stack)
+
+    assert program == '"train.py"' and contract.ENV_ENTRY_POINT not in environment
+    if props.get("compiler") == Compiler.none():
+        assert contract.LAUNCHER not in _archive_names(stack)
 
 
 def test_a_source_dir_holding_the_runtime_keeps_its_own(tmp_path):

@@ -310,8 +310,8 @@ def test_torch_compile_is_benchmarked_on_one_pytorch_2_image(source_dir):
     compiled = steps["TrainCompiler"]["Arguments"]
     assert (baseline["AlgorithmSpecification"]["TrainingImage"]
             == compiled["AlgorithmSpecification"]["TrainingImage"])
-    assert compiled["HyperParameters"][contract.HP_TORCH_COMPILE] == "true"
-    assert contract.HP_TORCH_COMPILE not in baseline["HyperParameters"]
+    assert compiled["Environment"][contract.ENV_TORCH_COMPILE] == "true"
+    assert contract.ENV_TORCH_COMPILE not in baseline.get("Environment", {})
 
 
 @pytest.mark.parametrize("version", ["2.9.0", "2.10.0"])

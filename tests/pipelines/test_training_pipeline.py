@@ -184,8 +184,9 @@ def test_torch_compile_runs_on_a_pytorch_2_dlc(source_dir):
     assert args["AlgorithmSpecification"]["TrainingImage"].endswith(
         "/pytorch-training:2.3.0-gpu-py311")
     hps = args["HyperParameters"]
-    assert hps["compiled_training_torch_compile"] == "true"
-    assert hps["compiled_training_torch_compile_mode"] == '"max-autotune"'
+    assert args["Environment"]["COMPILED_TRAINING_TORCH_COMPILE"] == "true"
+    assert args["Environment"]["COMPILED_TRAINING_TORCH_COMPILE_MODE"] == "max-autotune"
+    assert not [name for name in hps if name.startswith("compiled_training")]
     assert "sagemaker_training_compiler_enabled" not in hps
 
 

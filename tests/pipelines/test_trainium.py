@@ -73,8 +73,9 @@ def test_neuron_xla_on_two_trn1_nodes_precompiles_then_trains_with_a_shared_cach
         # torchrun through the toolkit's TorchDistributedRunner, and the path named in the job.
         assert hyperparameters["sagemaker_torch_distributed_enabled"] == "true"
         assert hyperparameters["sagemaker_instance_type"] == '"ml.trn1.32xlarge"'
-        assert hyperparameters[contract.HP_NEURON_XLA] == "true"
+        assert not [name for name in hyperparameters if name.startswith("compiled_training")]
         environment = args["Environment"]
+        assert environment[contract.ENV_NEURON_XLA] == "true"
         assert environment["NEURON_CC_FLAGS"] == "--model-type=transformer"
         # One cache for the pipeline, not per execution: the next run finds the graphs.
         assert re.fullmatch(r"s3://[^/]+/bert-trn/neuron-compile-cache/",
@@ -107,9 +108,11 @@ def test_a_gpu_pipeline_gets_no_neuron_environment(source_dir):
     _pipeline(stack, source_dir, framework=Framework.pytorch("2.9.0"),
               compiler=Compiler.torch_compile(), instance_type="ml.g5.48xlarge")
     (step,) = _definition(stack)["Steps"]
-    # Only torch.compile's own compile cache: no Neuron flag, cache or EFA setting.
-    assert set(step["Arguments"]["Environment"]) == {contract.ENV_COMPILE_CACHE_URL}
-    assert contract.HP_TORCH_COMPILE_BACKEND not in step["Arguments"]["HyperParameters"]
+    # Only torch.compile's switches and compile cache: no Neuron flag, cache or EFA setting,
+    # and the default backend.
+    assert set(step["Arguments"]["Environment"]) == {
+        contract.ENV_TORCH_COMPILE, contract.ENV_TORCH_COMPILE_MODE,
+        contract.ENV_COMPILE_CACHE_URL, contract.ENV_ENTRY_POINT}
 
 
 def test_torch_compile_on_trn2_is_the_native_neuron_backend_on_the_teams_image(source_dir):
@@ -122,9 +125,11 @@ def test_torch_compile_on_trn2_is_the_native_neuron_backend_on_the_teams_image(s
     args = step["Arguments"]
     assert args["AlgorithmSpecification"]["TrainingImage"].endswith("/team/torchneuron:2.33")
     hyperparameters = args["HyperParameters"]
-    assert hyperparameters[contract.HP_TORCH_COMPILE_BACKEND] == '"neuron"'
     assert hyperparameters["sagemaker_torch_distributed_enabled"] == "true"
-    assert "Environment" not in args  # one node, and no Neuron XLA flags on the native path
+    # One node, and no Neuron XLA flags on the native path: the switches alone.
+    assert args["Environment"] == {contract.ENV_TORCH_COMPILE: "true",
+                                   contract.ENV_TORCH_COMPILE_BACKEND: "neuron",
+                                   contract.ENV_TORCH_COMPILE_MODE: "default"}
 
 
 @pytest.mark.parametrize(("overrides", "message"), [
@@ -208,7 +213,7 @@ def test_neuron_xla_options_are_checked():
     with pytest.raises(ValueError, match=r"precompile_steps must be at least 1, got 0"):
         Compiler.neuron_xla(precompile=True, precompile_steps=0)
     assert Compiler.neuron_xla(model_type="generic").environment() == {
-        "NEURON_CC_FLAGS": "--model-type=generic"}
+        "COMPILED_TRAINING_NEURON_XLA": "true", "NEURON_CC_FLAGS": "--model-type=generic"}
 
 
 def test_every_trainium_training_type_the_api_knows_has_its_neuron_cores():
@@ -244,7 +249,7 @@ def test_a_team_in_cdk_json_names_the_neuron_path_by_its_compiler_name(source_di
     stack = new_stack()
     TrainingPipeline(stack, "Bert", **props)
     (step,) = _definition(stack)["Steps"]
-    assert step["Arguments"]["HyperParameters"][contract.HP_NEURON_XLA] == "true"
+    assert step["Arguments"]["Environment"][contract.ENV_NEURON_XLA] == "true"
 
 
 def test_a_token_instance_type_still_launches_torchrun_and_warns(source_dir):

@@ -18,6 +18,7 @@ from typing import Any
 from compiled_training.definition.sourcedir import build_sourcedir
 from compiled_training.local.images import PYTORCH_LAUNCHER
 from compiled_training.local.training import free_port, stand_in_gpus
+from compiled_training_runtime import contract
 from compiled_training_runtime.local import job_env, job_folder
 from tests.helpers import TINY_BERT
 
@@ -37,10 +38,12 @@ def opt_ml(base: Path, hyperparameters: dict[str, Any], *, train: int = 32,
 
 
 def direct_env(base: Path, hyperparameters: dict[str, Any], *,
-               python: str = sys.executable) -> dict[str, str]:
-    """The toolkit's environment, with this checkout's runtime on the path (another
-    interpreter, an image's, runs the runtime installed in its own environment)."""
-    env = job_env(base, hyperparameters)
+               python: str = sys.executable,
+               environment: dict[str, str] | None = None) -> dict[str, str]:
+    """The toolkit's environment, with the job's ``environment`` (the library's switches) and
+    this checkout's runtime on the path (another interpreter, an image's, runs the runtime
+    installed in its own environment)."""
+    env = {**job_env(base, hyperparameters), **(environment or {})}
     env.pop("PYTHONPATH", None)
     if python == sys.executable:
         env["PYTHONPATH"] = str(RUNTIME)
@@ -48,9 +51,11 @@ def direct_env(base: Path, hyperparameters: dict[str, Any], *,
 
 
 def run_direct(base: Path, hyperparameters: dict[str, Any], *, timeout: int = 600,
-               python: str = sys.executable) -> subprocess.CompletedProcess[str]:
+               python: str = sys.executable, environment: dict[str, str] | None = None
+               ) -> subprocess.CompletedProcess[str]:
     return subprocess.run([python, str(RUNTIME / "train.py")],
-                          env=direct_env(base, hyperparameters, python=python),
+                          env=direct_env(base, hyperparameters, python=python,
+                                         environment=environment),
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
@@ -126,6 +131,9 @@ def run_torchrun(base: Path, hyperparameters: dict[str, Any], workers: int,
     return subprocess.run(command, env=direct_env(base, hyperparameters, python=python),
                           capture_output=True, text=True, timeout=timeout, check=False)
 
+
+# torch.compile switched on as the constructs switch it: the library's variable.
+TORCH_COMPILE = {contract.ENV_TORCH_COMPILE: "true"}
 
 # The teams' models are large; the tests keep their hyperparameters and shrink the model.
 TINY_TOOLKIT = {k: v for k, v in TINY_BERT.items() if k not in ("epochs", "learning_rate")}

@@ -18,6 +18,7 @@ from compiled_training_runtime import contract
 from tests.environments import ENVS, NEWEST_GPU_IMAGE, NEWEST_NEURON_IMAGE, Environment, require
 from tests.helpers import TINY_BERT
 from tests.runtime.harness import (
+    TORCH_COMPILE,
     metrics,
     opt_ml,
     run_direct,
@@ -92,9 +93,9 @@ def test_fp16_on_a_cpu_trains_with_a_loss_scale_where_torch_can_autocast_it(tmp_
 def test_torch_compile_has_no_graph_breaks_and_no_recompiles_on_the_newest_image(tmp_path):
     """The newest GPU DLC's torch and Python: dynamo on Python 3.12, inductor on the CPU."""
     python = str(require(NEWEST_GPU_IMAGE).executable)
-    hps = {**TINY_BERT, "compiled_training_torch_compile": True, "max_steps": 4}
+    hps = {**TINY_BERT, "max_steps": 4}
     base = opt_ml(tmp_path / "compile", hps)
-    result = run_direct(base, hps, python=python)
+    result = run_direct(base, hps, python=python, environment=TORCH_COMPILE)
     assert result.returncode == 0, result.stderr[-4000:]
     assert metrics(base)["counters"] == {"graph_breaks": 0, "graphs": 1, "recompiles": 0}
 

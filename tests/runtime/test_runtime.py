@@ -13,6 +13,7 @@ import torch
 from compiled_training_runtime import contract
 from tests.helpers import TINY_BERT
 from tests.runtime.harness import (
+    TORCH_COMPILE,
     metrics,
     opt_ml,
     run_direct,
@@ -24,7 +25,7 @@ XLA = {"sagemaker_training_compiler_enabled": True}
 # The Neuron SDK's PyTorch/XLA path, as the constructs switch it on. XLA:CPU (PJRT_DEVICE=CPU)
 # stands in for the NeuronCores and neuronx-cc, which cannot exist here; one process, so no
 # process group is joined (the two-rank run through the toolkit is issue 24's runtime step).
-NEURON_XLA = {contract.HP_NEURON_XLA: True}
+NEURON_XLA = {contract.HP_NEURON_XLA: True}  # 0.2.0's form, still read
 
 
 def _train(tmp_path, name, hyperparameters, **data):
@@ -70,11 +71,21 @@ def test_varying_shapes_recompile_and_warn_with_the_count(tmp_path):
     assert f"{compiles} graphs compiled for 8 steps" in result.stderr
 
 
-def test_torch_compile_has_no_graph_breaks_and_no_recompiles(tmp_path):
-    base, _ = _train(tmp_path, "compile", {**TINY_BERT, "compiled_training_torch_compile": True,
-                                          "max_steps": 4})
-    counters = metrics(base)["counters"]
-    assert counters == {"graph_breaks": 0, "graphs": 1, "recompiles": 0}
+@pytest.mark.parametrize("form", ["environment", "0.2.0 hyperparameter"])
+def test_torch_compile_has_no_graph_breaks_and_no_recompiles(tmp_path, form):
+    """Switched on as the constructs do now, and as a template made by 0.2.0 did."""
+    hps = {**TINY_BERT, "max_steps": 4}
+    if form == "environment":
+        base = opt_ml(tmp_path / "compile", hps)
+        result = run_direct(base, hps, environment=TORCH_COMPILE)
+    else:
+        hps[contract.HP_TORCH_COMPILE] = True
+        base = opt_ml(tmp_path / "compile", hps)
+        result = run_direct(base, hps)
+    assert result.returncode == 0, result.stderr[-4000:]
+    summary = metrics(base)
+    assert summary["compiler"] == "torch-compile"
+    assert summary["counters"] == {"graph_breaks": 0, "graphs": 1, "recompiles": 0}
 
 
 @pytest.mark.parametrize(("switch", "tolerance"), [
@@ -159,11 +170,11 @@ def test_the_neuron_backend_refuses_to_run_without_torchneurons_device(tmp_path)
     """The constructs name the native backend in the job on Trainium; without TorchNeuron's
     device (none here: its packages on the index are placeholders) the run fails clearly
     rather than training on the host."""
-    hps = {**TINY_BERT, contract.HP_TORCH_COMPILE: True,
-           contract.HP_TORCH_COMPILE_BACKEND: contract.TORCH_COMPILE_NEURON_BACKEND}
+    hps = dict(TINY_BERT)
     base = opt_ml(tmp_path / "native", hps)
-    result = run_direct(base, hps)
+    result = run_direct(base, hps, environment={
+        **TORCH_COMPILE, contract.ENV_TORCH_COMPILE_BACKEND: contract.TORCH_COMPILE_NEURON_BACKEND})
     assert result.returncode == 2
     failure = (base / "output" / "failure").read_text()
-    assert "compiled_training_torch_compile_backend 'neuron' needs TorchNeuron's 'neuron' " \
+    assert "COMPILED_TRAINING_TORCH_COMPILE_BACKEND=neuron needs TorchNeuron's 'neuron' " \
            "device, and torch.accelerator reports" in failure

@@ -21,6 +21,7 @@ from tests.environments import NEWEST_GPU_IMAGE, require
 from tests.helpers import TINY_BERT, definitions, new_stack, substitute_expressions
 from tests.runtime.harness import (
     RUNTIME,
+    TORCH_COMPILE,
     direct_env,
     metrics,
     opt_ml,
@@ -29,7 +30,7 @@ from tests.runtime.harness import (
     toolkit_job,
 )
 
-COMPILE = {**TINY_BERT, contract.HP_TORCH_COMPILE: True, "max_steps": 1}
+COMPILE = {**TINY_BERT, "max_steps": 1}
 SAVED = "compiled-training: compile cache: saved "
 
 
@@ -38,7 +39,8 @@ def _run(base: Path, url: str, **environment: str) -> tuple[dict, str]:
     import subprocess
     import sys
 
-    env = {**direct_env(base, COMPILE), contract.ENV_COMPILE_CACHE_URL: url, **environment}
+    env = {**direct_env(base, COMPILE, environment=TORCH_COMPILE),
+           contract.ENV_COMPILE_CACHE_URL: url, **environment}
     result = subprocess.run([sys.executable, str(RUNTIME / "train.py")], env=env,
                             capture_output=True, text=True, timeout=600, check=False)
     logs = result.stdout + result.stderr
@@ -161,7 +163,7 @@ def test_a_cache_nothing_hit_is_saved_again_without_the_entries_it_restored(cold
     import sys
 
     base = opt_ml(tmp_path / "job", other_model)
-    env = {**direct_env(base, other_model),
+    env = {**direct_env(base, other_model, environment=TORCH_COMPILE),
            contract.ENV_COMPILE_CACHE_URL: f"file://{store}/"}
     result = subprocess.run([sys.executable, str(RUNTIME / "train.py")], env=env,
                             capture_output=True, text=True, timeout=600, check=False)

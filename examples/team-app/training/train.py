@@ -1,22 +1,21 @@
 """A team's own entry point that keeps compiled-training's whole launch contract.
 
-Plain PyTorch: copy it and replace the model and the data. Its one import of the library's is
-the warm start (``compiled_training_runtime.warm_start``), which carries torch.compile's cache
-from run to run: a pipeline whose entry point imports the runtime ships it (pure Python) in the
-code archive beside this file. What each part is for (the README's "launch contract"
-lists the same):
+Plain PyTorch: copy it and replace the model and the data. It imports nothing of the
+library's: under ``Compiler.torch_compile()`` the pipeline puts the runtime's launcher in front
+of it, which carries torch.compile's cache from run to run. What each part is for
+(docs/guides/runtime.md, the launch contract, lists the same):
 
 - Launchers. SageMaker starts this file one of three ways: ``python train.py ARGS`` (no
   distribution), ``torchrun ... train.py ARGS`` (``torch_distributed``: one process per GPU,
   ``WORLD_SIZE``/``RANK``/``LOCAL_RANK`` set) or AWS's ``xla_spawn`` (``pytorchxla``), which
   imports it as a module and calls ``_mp_fn(index)`` in each process.
-- Arguments. Every hyperparameter arrives as ``--name value``, the library's own switches
-  among them (``--compiled_training_torch_compile true``): read the ones you know and accept
-  the rest (``parse_known_args``). The ``sagemaker_*`` switches come in ``SM_FRAMEWORK_PARAMS``.
-- The compiler. ``Compiler.torch_compile()`` sends ``compiled_training_torch_compile`` (and
-  ``_mode``, ``_backend``): this script compiles its model with them. Training Compiler sends
-  ``sagemaker_training_compiler_enabled``; its images compile through XLA, which this plain
-  script does not use (the library's runtime does).
+- Arguments. Every hyperparameter arrives as ``--name value``: read the ones you know and
+  accept the rest (``parse_known_args``). The ``sagemaker_*`` switches come in
+  ``SM_FRAMEWORK_PARAMS``.
+- The compiler. ``Compiler.torch_compile()`` sets ``COMPILED_TRAINING_TORCH_COMPILE=true``
+  (and ``_MODE``, ``_BACKEND``) in the environment: this script compiles its model with them.
+  Training Compiler sends ``sagemaker_training_compiler_enabled``; its images compile through
+  XLA, which this plain script does not use (the library's runtime does).
 - Metrics. SageMaker reads metrics from the log with the regexes the pipeline declares:
   ``[metrics] name=value`` lines (``train_loss``, ``samples_per_second``, ``validation_loss``,
   ``validation_accuracy``), the last match being the final value that the registration gate
@@ -26,9 +25,8 @@ lists the same):
   ``SAGEMAKER_BASE_DIR`` is set) is synced with S3 on spot jobs: save to it and resume from it,
   and on SIGTERM (a spot interruption) save before exiting.
 - The model goes to ``SM_MODEL_DIR``; SageMaker packs it as ``model.tar.gz``.
-- The compile cache. ``COMPILED_TRAINING_COMPILE_CACHE_URL`` names where the job keeps
-  torch.compile's cache: restore it before the first step, save it after the last (every rank
-  calls ``save``; rank 0 alone writes).
+- The compile cache. The launcher restores it before this script starts and saves it after
+  the script succeeds (docs/guides/warm-starts.md).
 """
 
 from __future__ import annotations
@@ -45,13 +43,6 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-try:  # the compile cache between runs (the README's warm starts), where the runtime is shipped
-    from compiled_training_runtime.warm_start import CompileCache
-except ImportError:  # not beside this script nor in the image: every run compiles from nothing
-    CompileCache = None
-    print("compile cache: compiled_training_runtime is not importable here, so this run "
-          "compiles from nothing and keeps nothing for the next", file=sys.stderr)
-
 BASE = Path(os.environ.get("SAGEMAKER_BASE_DIR", "/opt/ml"))
 CHECKPOINT = BASE / "checkpoints" / "checkpoint.pt"
 
@@ -64,9 +55,6 @@ def arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--max_steps", type=int, default=0)  # a pre-compilation step sends it
     parser.add_argument("--log_every", type=int, default=10)
     parser.add_argument("--checkpoint_every", type=int, default=50)
-    parser.add_argument("--compiled_training_torch_compile", default="false")
-    parser.add_argument("--compiled_training_torch_compile_mode", default="default")
-    parser.add_argument("--compiled_training_torch_compile_backend", default="inductor")
     known, _unknown = parser.parse_known_args(argv)  # hyperparameters of other tools
     return known
 
@@ -106,19 +94,17 @@ def main() -> None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         start_step = state["step"]
-    if distributed:
-        model = nn.parallel.DistributedDataParallel(model)
-    step_model, cache = model, None
-    # The toolkit decodes the "true" SageMaker passes and hands the script "True".
-    if args.compiled_training_torch_compile.lower() == "true":
-        mode = args.compiled_training_torch_compile_mode
-        backend = args.compiled_training_torch_compile_backend
+    step_model: nn.Module = model
+    if os.environ.get("COMPILED_TRAINING_TORCH_COMPILE") == "true":  # Compiler.torch_compile()
+        mode = os.environ.get("COMPILED_TRAINING_TORCH_COMPILE_MODE", "default")
+        backend = os.environ.get("COMPILED_TRAINING_TORCH_COMPILE_BACKEND", "inductor")
         if rank == 0:
             print(f"compiling the step with torch.compile (mode={mode}, backend={backend})")
+        # Before DDP wraps it: Dynamo does not trace DDP's own forward, so a compiled DDP
+        # module breaks its graph there and compiles nothing.
         step_model = torch.compile(model, mode=mode, backend=backend)
-        if CompileCache is not None:  # restores the last run's graphs, after the process group
-            cache = CompileCache.from_environ(mode=mode, backend=backend)
-            cache.restore()
+    if distributed:
+        step_model = nn.parallel.DistributedDataParallel(step_model)
 
     # A spot interruption sends SIGTERM to every process, not at the same step: the ranks agree
     # to stop at the next logging step (one small all-reduce every log_every steps, not every
@@ -135,8 +121,7 @@ def main() -> None:
     def save(step: int) -> None:
         if rank == 0:
             CHECKPOINT.parent.mkdir(parents=True, exist_ok=True)
-            unwrapped = model.module if distributed else model
-            torch.save({"model": unwrapped.state_dict(), "optimizer": optimizer.state_dict(),
+            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                         "step": step}, CHECKPOINT)
 
     # Each rank takes its own slice; full batches only, so every step has one shape.
@@ -177,14 +162,9 @@ def main() -> None:
             loss = nn.functional.cross_entropy(logits, validation_y.to(device))
             accuracy = (logits.argmax(1).cpu() == validation_y).float().mean()
         metrics(step=step, validation_loss=loss.item(), validation_accuracy=accuracy.item())
-        unwrapped = model.module if distributed else model
         model_dir = Path(os.environ.get("SM_MODEL_DIR", BASE / "model"))
         model_dir.mkdir(parents=True, exist_ok=True)
-        torch.save(unwrapped.state_dict(), model_dir / "model.pt")
-    if cache is not None:  # every rank: rank 0 saves once none still compiles
-        cache.save()
-        if rank == 0:
-            print(f"compile cache: {json.dumps(cache.summary())}")
+        torch.save(model.state_dict(), model_dir / "model.pt")
     if distributed:
         dist.destroy_process_group()
 

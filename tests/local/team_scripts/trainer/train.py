@@ -26,7 +26,9 @@ class Reviews(torch.utils.data.Dataset):
 
     def __init__(self, path, max_length, vocab_size):
         self.rows = []
-        for line in open(path):
+        with open(path) as lines:
+            text_lines = list(lines)
+        for line in text_lines:
             label, text = line.rstrip("\n").split("\t")
             ids = [zlib.crc32(word.encode()) % (vocab_size - 1) + 1 for word in text.split()]
             ids = ids[:max_length] + [0] * (max_length - len(ids[:max_length]))
