@@ -109,6 +109,8 @@ def plain(value: object) -> str:
             return value
         return decoded if isinstance(decoded, str) else value
     return str(value)
+
+
 HP_MAX_STEPS = "max_steps"
 """Stops training after this many optimizer steps (the pre-compilation run's few)."""
 HP_BATCH_SIZE = "batch_size"
@@ -204,9 +206,9 @@ RUN_SUMMARY_FILE = "metrics.json"
 SUMMARY_COMPILER = "compiler"
 """One of COMPILERS: what compiled the run's graph."""
 SUMMARY_COMPILE_CACHE = "compile_cache"
+"""torch.compile's warm start: state (warm, cold, off), graphs loaded and compiled, seconds."""
 COMPILE_CACHE_SUMMARY_FILE = "compile-cache.json"
 """The launcher's summary of the warm start, beside the script's own output data."""
-"""torch.compile's warm start: state (warm, cold, off), graphs loaded and compiled, seconds."""
 SUMMARY_GLOBAL_BATCH_SIZE = "global_batch_size"
 SUMMARY_LEARNING_RATE = "learning_rate"
 """The learning rate trained with, scaled to the batch."""

@@ -8,6 +8,9 @@ script succeeds. A script that fails ends the job as it would have alone, and no
 Under torchrun it runs once per rank, before the script's ``init_process_group``: the ranks of
 a host meet in a folder instead of a process group (`HostBarrier`), so one restore comes before
 any rank compiles and rank 0 saves after every rank of its host is done.
+
+Before the script, it imports torch and names the device (CUDA's, to key the cache), and it
+sets ``TORCHINDUCTOR_CACHE_DIR``: a script that sets Inductor's folder itself is overruled.
 """
 
 from __future__ import annotations

@@ -91,7 +91,8 @@ def job_env(base: Path, hyperparameters: Mapping[str, Any]) -> dict[str, str]:
     """The environment the training toolkit gives the entry point, for runs without it."""
     data = base / "input" / "data"
     channels = sorted(p.name for p in data.iterdir()) if data.exists() else []
-    env = dict(os.environ)
+    # The job's own switches only: none this shell happens to export.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COMPILED_TRAINING_")}
     env.update({
         "SAGEMAKER_BASE_DIR": str(base),
         "SM_HPS": json.dumps(dict(hyperparameters)),

@@ -124,11 +124,16 @@ class CompileCache:
         folder = Path(env.get("TORCHINDUCTOR_CACHE_DIR") or (
             Path(base) / "compile-cache" if base else
             Path(tempfile.gettempdir()) / "compiled-training-compile-cache"))
-        off_because = None
+        off_because, key = None, ""
         if url is not None and not url.startswith(("s3://", "file://")):
             off_because = (f"{contract.ENV_COMPILE_CACHE_URL} must be s3:// or file://, got "
                            f"{url!r}")
-        return CompileCache(url, key=cache_key(mode, backend, env) if url else "", folder=folder,
+        elif url:
+            try:
+                key = cache_key(mode, backend, env)
+            except Exception as error:  # a cache must never fail the run
+                off_because = f"could not name the device ({type(error).__name__}: {error})"
+        return CompileCache(url, key=key, folder=folder,
                             kms_key_id=env.get(contract.ENV_COMPILE_CACHE_KMS_KEY_ID),
                             environ=env, off_because=off_because, meet=meet)
 

@@ -75,6 +75,12 @@ def test_a_script_reading_the_old_switches_is_warned_that_it_now_runs_eager(tmp_
     assert result.stdout.strip() == "False"
 
 
+@pytest.mark.parametrize("compiler", [Compiler.none(), Compiler.training_compiler()],
+                         ids=["eager", "training-compiler"])
+def test_old_switches_read_on_a_pipeline_without_them_draw_nothing(tmp_path, compiler):
+    assert _rules(_job(tmp_path, OLD_SWITCHES, compiler=compiler)) == []
+
+
 def test_a_script_reading_the_environment_draws_nothing(tmp_path):
     assert _rules(_job(tmp_path, NEW_SWITCHES)) == []
     result = subprocess.run([sys.executable, "-c", NEW_SWITCHES + "print(compiled)"],
@@ -87,6 +93,13 @@ def test_a_script_reading_the_environment_draws_nothing(tmp_path):
     (PARSED, TrainerScript.PARSED),
     (PARSED.replace("TrainingArguments", "Seq2SeqTrainingArguments"), TrainerScript.PARSED),
     (IN_CODE, TrainerScript.IN_CODE),
+    # Its own dataclasses parsed, TrainingArguments built in code: the job's switches would be
+    # arguments its strict parser refuses, so none are given.
+    (IN_CODE + "from transformers import HfArgumentParser\n"
+               "from dataclasses import dataclass\n@dataclass\nclass Model:\n    size: int = 1\n"
+               "(model,) = HfArgumentParser(Model).parse_args_into_dataclasses()\n",
+     TrainerScript.IN_CODE),
+    (IN_CODE.replace("max_steps=10", "max_steps=10, torch_compile=True"), None),  # its own
     (NEW_SWITCHES, None),
     ("def broken(:\n", None),
 ])
@@ -148,8 +161,17 @@ def test_a_script_that_imports_the_runtime_keeps_control(tmp_path):
     assert _arguments(job)["HyperParameters"]["sagemaker_program"] == '"train.py"'
 
 
-def test_a_source_dir_with_a_runtime_of_its_own_gets_no_launcher_and_a_warning(tmp_path):
-    (tmp_path / "compiled_training_runtime").mkdir()
+@pytest.mark.parametrize(("made", "why"), [
+    ("compiled_training_runtime/__init__.py", "holds a compiled_training_runtime folder"),
+    # The toolkit runs a package's entry point as `python -m <program>`: the launcher's path
+    # would be no module name.
+    ("setup.py", "holds a setup.py, so the toolkit runs the entry point as a module"),
+])
+def test_a_source_dir_the_launcher_cannot_front_gets_none_and_a_warning(tmp_path, made, why):
+    (tmp_path / made).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / made).write_text("")
     job = _job(tmp_path, NEW_SWITCHES)
     assert not compile_cache.launched(job)
-    assert _rules(job) == ["CompileCacheUnused"]
+    assert _arguments(job)["HyperParameters"]["sagemaker_program"] == '"train.py"'
+    ((rule, message),) = script_warnings(job)
+    assert rule == "CompileCacheUnused" and why in message

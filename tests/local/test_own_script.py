@@ -26,6 +26,7 @@ from compiled_training import (
     TrainingPipeline,
 )
 from compiled_training_runtime import contract
+from tests.helpers import definitions
 
 SCRIPTS = Path(__file__).parent / "team_scripts"
 DATA = "s3://team-data/own"
@@ -79,9 +80,14 @@ def _run(assembly: Path, script: str, data: Path, workdir: Path, processes: int,
 @pytest.mark.parametrize("script", ["plain", "trainer"])
 def test_a_teams_script_trains_unchanged_and_its_second_run_is_warm(tmp_path, script):
     assembly = _assembly(tmp_path / "cdk.out", script)
-    template = json.loads((assembly / "Team.template.json").read_text())
-    (pipeline,) = [r for r in template["Resources"].values()
-                   if r["Type"] == "AWS::SageMaker::Pipeline"]
+    (definition,) = definitions(json.loads((assembly / "Team.template.json").read_text()))
+    (step,) = definition["Steps"]
+    # The script is the team's, unchanged: the launcher runs it, and only a Trainer script
+    # that parses its TrainingArguments is given torch.compile's switches as arguments.
+    hyperparameters = step["Arguments"]["HyperParameters"]
+    assert hyperparameters["sagemaker_program"] == json.dumps(contract.LAUNCHER)
+    assert step["Arguments"]["Environment"][contract.ENV_ENTRY_POINT] == "train.py"
+    assert ("torch_compile" in hyperparameters) is (script == "trainer")
     data = _data(tmp_path / "data")
     caches = {}
     for processes in (1, 2):
@@ -99,7 +105,6 @@ def test_a_teams_script_trains_unchanged_and_its_second_run_is_warm(tmp_path, sc
             first["graphs_compiled"], second
         assert second["graphs_compiled"] == 0
         assert first["location"].endswith(f"/world{processes}/inductor-cache.tar.gz")
-    assert pipeline  # the definition is read by the run; its launcher is checked below
 
 
 @pytest.mark.parametrize("script", ["plain", "trainer"])

@@ -628,3 +628,28 @@ def test_a_trainium_arms_precompilation_counts_in_its_time_and_cost(source_dir):
         ":", {"Get": "Steps.PrecompileTrainium.BillableTimeInSeconds"}]}}
     # A price in fixed point, as the comparison's --fleet reads it (never 1e-05).
     assert "trainium=ml.trn1.32xlarge:2:0.00001" in arguments
+
+
+def test_a_torch_compile_arm_runs_behind_the_launcher_its_archive_carries(tmp_path):
+    """The benchmark's own compiler is Training Compiler (no launcher), an extra arm's is
+    torch.compile: the shared code archive must carry the launcher that arm names."""
+    import tarfile
+
+    source = tmp_path / "training"
+    source.mkdir()
+    (source / "train.py").write_text(SAMPLE_ENTRY_POINT)  # imports nothing of the runtime
+    stack = new_stack(outdir=tmp_path / "out")
+    h200 = BenchmarkArm("h200", Compiler.torch_compile(), "ml.g5.48xlarge", 1,
+                        Framework.pytorch("2.9.0"))
+    _benchmark(stack, source, arms=[h200])
+    steps = _steps(definitions(Template.from_stack(stack).to_json())[0])
+    programs = {name: step["Arguments"]["HyperParameters"]["sagemaker_program"]
+                for name, step in steps.items() if step["Type"] == "Training"}
+    assert programs["TrainH200"] == json.dumps(contract.LAUNCHER)
+    assert programs["TrainCompiler"] == '"train.py"'  # Training Compiler: no launcher
+    archives = []
+    for asset in Path(stack.node.root.synth().directory).glob("asset.*.tar.gz"):
+        with tarfile.open(asset) as archive:
+            archives.append(set(archive.getnames()))
+    (code,) = [names for names in archives if "train.py" in names]  # the team's code
+    assert contract.LAUNCHER in code

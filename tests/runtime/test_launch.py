@@ -124,3 +124,19 @@ def test_a_rank_that_never_comes_is_waited_for_no_longer_than_the_limit(tmp_path
     barrier = HostBarrier({"LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2"}, wait_seconds=0.2)
     assert barrier() is False
     assert HostBarrier({"LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"})() is True  # alone
+
+
+def test_a_device_that_cannot_be_named_turns_the_cache_off_not_the_job(tmp_path, monkeypatch):
+    """Keying the cache asks CUDA for the device; where that fails, the run goes on cold."""
+    from compiled_training_runtime import warm_start
+
+    def no_device(*_: object) -> str:
+        raise RuntimeError("CUDA error: invalid device ordinal")
+
+    monkeypatch.setattr(warm_start, "cache_key", no_device)
+    cache = warm_start.CompileCache.from_environ(environ={
+        contract.ENV_COMPILE_CACHE_URL: (tmp_path / "store").as_uri() + "/",
+        "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")})
+    cache.restore()
+    assert cache.summary() == {"state": "off", "why": "could not name the device (RuntimeError: "
+                                                      "CUDA error: invalid device ordinal)"}

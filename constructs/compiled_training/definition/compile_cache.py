@@ -67,12 +67,22 @@ def cache_uri(job: TrainingJob) -> str | None:
 LAUNCHED_DISTRIBUTIONS = (Distribution.NONE, Distribution.TORCH_DISTRIBUTED)
 
 
+def launcher_refusal(source_dir: Path) -> str | None:
+    """Why the launcher cannot go in front of a script of ``source_dir``, or None."""
+    if (source_dir / RUNTIME_PACKAGE).exists():
+        return f"source_dir holds a {RUNTIME_PACKAGE} folder of its own"
+    if (source_dir / "setup.py").exists():
+        return ("source_dir holds a setup.py, so the toolkit runs the entry point as a module "
+                "of that package (python -m), which the launcher cannot stand in front of")
+    return None
+
+
 def ships_launcher(compiler: Compiler, entry_point: str | None, source_dir: Path) -> bool:
     """Whether the code archive carries the runtime for its launcher: a torch.compile pipeline
     whose script does not use the runtime itself (a script that does keeps control)."""
     return (compiler.kind is CompilerKind.TORCH_COMPILE and bool(entry_point)
             and not is_token(entry_point) and str(entry_point).endswith(".py")
-            and not (source_dir / RUNTIME_PACKAGE).exists()
+            and launcher_refusal(source_dir) is None
             and imports_runtime(str(entry_point), source_dir) is False)
 
 

@@ -27,15 +27,15 @@ def script_warnings(job: TrainingJob) -> list[tuple[str, str]]:
     if not job.entry_point or is_token(job.entry_point) or not job.framework.runs_script:
         return []
     entry_point, found = job.entry_point, []
-    if compile_cache.cache_uri(job) and not compile_cache.launched(job) and imports_runtime(
+    refusal = compile_cache.launcher_refusal(job.source_dir) if job.source_dir else None
+    if compile_cache.cache_uri(job) and refusal and imports_runtime(
             entry_point, job.source_dir) is False:
-        found.append(("CompileCacheUnused", f"source_dir holds a {RUNTIME_PACKAGE} folder of its "
-                      f"own, so the job's warm start is not put in front of entry_point "
-                      f"{entry_point!r}, which does not import it: every run compiles from "
-                      f"nothing. Remove the folder, or train inside `with compile_cache(...)` "
-                      f"(docs/guides/warm-starts.md)"))
+        found.append(("CompileCacheUnused", f"{refusal}, so the warm start's launcher is not put "
+                      f"in front of entry_point {entry_point!r}, which does not import "
+                      f"{RUNTIME_PACKAGE} either: every run compiles from nothing. Train inside "
+                      f"`with compile_cache(...)` (docs/guides/warm-starts.md)"))
     old = old_switches_read(entry_point, job.source_dir)
-    if old:
+    if old and set(contract.SWITCHES.values()) & set(job.compiler.environment()):
         found.append(("ReadsOldSwitches", f"entry_point {entry_point!r} reads "
                       f"{', '.join(old)} as an argument, which the job no longer passes: the "
                       f"library's switches are environment variables now "

@@ -25,7 +25,8 @@ class TrainerScript(Enum):
     PARSED = "parsed"
     """``TrainingArguments`` come from ``HfArgumentParser``: the job's arguments reach them."""
     IN_CODE = "in_code"
-    """``TrainingArguments(...)`` is built in code: the job's arguments do not reach it."""
+    """``TrainingArguments(...)`` is built in code, without ``torch_compile``: the job's
+    arguments do not reach it."""
 
 
 def trainer_script(entry_point: str | None, source_dir: Path | None) -> TrainerScript | None:
@@ -43,18 +44,25 @@ def _kind(source: bytes) -> TrainerScript | None:
         module = ast.parse(source)
     except SyntaxError:
         return None
-    called = {_name(node.func) for node in ast.walk(module) if isinstance(node, ast.Call)}
-    named = {node.id for node in ast.walk(module) if isinstance(node, ast.Name)} | {
-        node.attr for node in ast.walk(module) if isinstance(node, ast.Attribute)}
-    arguments = any(name.endswith("TrainingArguments") for name in named)
-    if "HfArgumentParser" in called and arguments:
+    calls = [node for node in ast.walk(module) if isinstance(node, ast.Call)]
+    # Parsed: TrainingArguments (or a subclass named so) among what HfArgumentParser parses.
+    if any(_name(call.func) == "HfArgumentParser" and any(
+            _arguments_class(node) for arg in call.args for node in ast.walk(arg))
+           for call in calls):
         return TrainerScript.PARSED
-    if any(name.endswith("TrainingArguments") for name in called):
+    built = [call for call in calls if _arguments_class(call.func)]
+    if built and not any(keyword.arg == TORCH_COMPILE for call in built
+                         for keyword in call.keywords):
         return TrainerScript.IN_CODE
     return None
 
 
-def _name(function: ast.expr) -> str:
+def _arguments_class(node: ast.AST) -> bool:
+    return isinstance(node, (ast.Name, ast.Attribute)) and _name(node).endswith(
+        "TrainingArguments")
+
+
+def _name(function: ast.AST) -> str:
     if isinstance(function, ast.Attribute):
         return function.attr
     return function.id if isinstance(function, ast.Name) else ""

@@ -37,6 +37,8 @@ _ENTER = ('set -e; mount -t overlay overlay -o "lowerdir=/opt,upperdir=$1,workdi
 _HOST_AWS = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE",
              "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
              "AWS_CA_BUNDLE")
+# The library's variables (its switches, the compile cache's URL): a job has the step's own.
+_LIBRARY_PREFIX = "COMPILED_TRAINING_"
 
 
 def _unshare() -> list[str]:
@@ -97,10 +99,12 @@ class Job:
 
     def environment(self, *, python: str, region: str, endpoint: str | None,
                     variables: Mapping[str, str]) -> dict[str, str]:
-        """The process's environment: this machine's, less its AWS set-up, with the job's own
-        folders, the stand-in AWS and ``variables`` (the step's and the image's)."""
+        """The process's environment: this machine's, less its AWS set-up and the library's
+        switches (the step sets its own), with the job's own folders, the stand-in AWS and
+        ``variables`` (the step's and the image's)."""
         cache = self.folder / "cache"
-        env = {key: value for key, value in os.environ.items() if key not in _HOST_AWS}
+        env = {key: value for key, value in os.environ.items()
+               if key not in _HOST_AWS and not key.startswith(_LIBRARY_PREFIX)}
         env.update({
             "PATH": os.pathsep.join([str(Path(python).parent), env.get("PATH", "")]),
             "HOME": str(self.folder / "home"), "TMPDIR": str(self.folder / "tmp"),

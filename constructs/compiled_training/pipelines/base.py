@@ -102,7 +102,7 @@ class PipelineBase(NamedPipeline):
     """The role SageMaker Pipelines runs the pipeline as (``pipeline_role``, or its own)."""
 
     def __init__(self, scope: Construct, construct_id: str, *, options: TrainingJobOptions,
-                 compiler: Compiler) -> None:
+                 compiler: Compiler, arm_compilers: Sequence[Compiler] = ()) -> None:
         super().__init__(scope, construct_id)
         self._stack = made_in(self, scope)
         pipeline_name = options.get("pipeline_name")
@@ -118,7 +118,7 @@ class PipelineBase(NamedPipeline):
         self._channels: dict[str, InputChannel] = {}
         source_dir = options.get("source_dir")
         self.code = None if source_dir is None else self._code_asset(
-            Path(source_dir), options.get("entry_point"))
+            Path(source_dir), options.get("entry_point"), (compiler, *arm_compilers))
         if self.code is None and self.framework.runs_script:
             raise ValueError(
                 f"{self._subject}: source_dir is required for {self.framework.describe()} (it "
@@ -438,10 +438,12 @@ class PipelineBase(NamedPipeline):
         watch_job_tags(stack, tag_set)
         return pipeline_role
 
-    def _code_asset(self, source_dir: Path, entry_point: str | None) -> s3_assets.Asset:
+    def _code_asset(self, source_dir: Path, entry_point: str | None,
+                    compilers: Sequence[Compiler]) -> s3_assets.Asset:
+        """The code archive; with the runtime where any step's compiler runs its launcher."""
         if not source_dir.is_dir():
             raise ValueError(f"{self._subject}: source_dir must be an existing folder, got "
                              f"{str(source_dir)!r}")
-        launcher = compile_cache.ships_launcher(self.compiler, entry_point, source_dir)
+        launcher = any(compile_cache.ships_launcher(c, entry_point, source_dir) for c in compilers)
         return shared_archive_asset(self, source_dir,
                                     runtime_to_ship(entry_point, source_dir, launcher))

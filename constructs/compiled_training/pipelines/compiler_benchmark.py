@@ -115,7 +115,8 @@ class CompilerBenchmark(PipelineBase):
                  **props: Unpack[CompilerBenchmarkProps]) -> None:
         check_arguments(CompilerBenchmark.__init__, locals(), required=BENCHMARK_REQUIRED)
         super().__init__(scope, construct_id, options=props,
-                         compiler=props.get("compiler") or Compiler.training_compiler())
+                         compiler=props.get("compiler") or Compiler.training_compiler(),
+                         arm_compilers=[arm.compiler for arm in props.get("arms") or []])
         compiler, framework = self.compiler, self.framework
         self.quality_metric = props.get("quality_metric") or contract.DEFAULT_QUALITY_METRIC
         speedup_threshold = props.get("speedup_threshold")
