@@ -12,8 +12,7 @@ import functools
 from enum import Enum
 from pathlib import Path
 
-from compiled_training.definition.launchers import trainium
-from compiled_training.spec.compiler import CompilerKind
+from compiled_training.definition import compile_cache
 from compiled_training.spec.job import HyperparameterValue, TrainingJob
 
 # TrainingArguments' own fields for torch.compile (transformers' training_args.py).
@@ -68,14 +67,10 @@ def _name(function: ast.AST) -> str:
     return function.id if isinstance(function, ast.Name) else ""
 
 
-def compiles_with_inductor(job: TrainingJob) -> bool:
-    return job.compiler.kind is CompilerKind.TORCH_COMPILE and not trainium(job.instance_type)
-
-
 def trainer_hyperparameters(job: TrainingJob) -> dict[str, HyperparameterValue]:
     """torch.compile's switches as ``TrainingArguments`` takes them, for a script that parses
     them from the command line; a value the job sets itself stays."""
-    if not compiles_with_inductor(job) or trainer_script(
+    if not compile_cache.applies(job) or trainer_script(
             job.entry_point, job.source_dir) is not TrainerScript.PARSED:
         return {}
     switches: dict[str, HyperparameterValue] = {TORCH_COMPILE: True,
@@ -85,5 +80,5 @@ def trainer_hyperparameters(job: TrainingJob) -> dict[str, HyperparameterValue]:
 
 def ignores_switches(job: TrainingJob) -> bool:
     """Whether the script builds its ``TrainingArguments`` in code, out of the job's reach."""
-    return compiles_with_inductor(job) and trainer_script(
+    return compile_cache.applies(job) and trainer_script(
         job.entry_point, job.source_dir) is TrainerScript.IN_CODE
