@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
     "Compiler": "spec.compiler",
-    "CompilerKind": "catalog.compilers",
+    "CompilerKind": "compilers.base",
     "Framework": "spec.framework",
     "BenchmarkArm": "spec.job",
     "Distribution": "spec.job",
@@ -67,7 +67,7 @@ __all__ = [
 if TYPE_CHECKING:
     from compiled_training.advice.advisor import assess_workload
     from compiled_training.advice.workload import Verdict, WorkloadProfile
-    from compiled_training.catalog.compilers import CompilerKind
+    from compiled_training.compilers.base import CompilerKind
     from compiled_training.image.runtime_image import BuildMode, RuntimeImage
     from compiled_training.nag.rule_pack import CompiledTrainingChecks
     from compiled_training.pipelines.compiler_benchmark import CompilerBenchmark

@@ -18,6 +18,7 @@ from typing import Any, Union, get_args, get_origin
 
 from aws_cdk import Annotations, Duration, Stack, TimeZone
 
+from compiled_training.compilers import compiler_module, compiler_names
 from compiled_training.image.runtime_image import BuildMode, RuntimeImage
 from compiled_training.nag.rule_pack import PACK
 from compiled_training.pipelines.compiler_benchmark import CompilerBenchmark
@@ -31,7 +32,7 @@ from compiled_training.pipelines.registration import ModelRegistration
 from compiled_training.pipelines.training_image import TrainingImage
 from compiled_training.pipelines.training_pipeline import TrainingPipeline
 from compiled_training.schedules.retraining_schedule import RetrainingSchedule
-from compiled_training.spec.compiler import Compiler, CompilerKind
+from compiled_training.spec.compiler import Compiler
 from compiled_training.spec.framework import Framework
 from compiled_training.spec.job import BenchmarkArm, InputChannel, MetricDefinition, Parameter
 from compiled_training.spec.typecheck import prop_names, required_keys
@@ -295,10 +296,12 @@ def _arm(where: str, arm: Mapping[str, Any], framework: Framework,
          torch_compile_mode: str) -> BenchmarkArm:
     compiler = _compiler(f"{where}.compiler", arm["compiler"], torch_compile_mode)
     if arm.get("precompile"):
-        if compiler.kind is not CompilerKind.NEURON_XLA:
-            raise ValueError(f"{where}.precompile is for compiler "
-                             f"{contract.COMPILER_NEURON_XLA!r}, got {arm['compiler']!r}")
-        compiler = Compiler.neuron_xla(precompile=True)
+        if "precompile" not in compiler.module.settings:
+            takers = [repr(name) for name in compiler_names()
+                      if "precompile" in compiler_module(name).settings]
+            raise ValueError(f"{where}.precompile is for compiler {' or '.join(takers)}, got "
+                             f"{arm['compiler']!r}")
+        compiler = Compiler.named(compiler.kind, precompile=True)
     version = arm.get("framework_version")
     return BenchmarkArm(arm["name"], compiler, arm["instance_type"],
                         arm.get("instance_count", 1),
@@ -320,14 +323,10 @@ def _enum_values(config: Mapping[str, Any], enums: Mapping[str, type[Enum]],
 
 
 def _compiler(key: str, name: str, torch_compile_mode: str) -> Compiler:
-    contract.check_compiler(name, key)
-    if name == contract.COMPILER_TRAINING_COMPILER:
-        return Compiler.training_compiler()
-    if name == contract.COMPILER_TORCH_COMPILE:
-        return Compiler.torch_compile(mode=torch_compile_mode)
-    if name == contract.COMPILER_NEURON_XLA:
-        return Compiler.neuron_xla()
-    return Compiler.none()
+    """The compiler a team names, with the team's ``torch_compile_mode`` where it takes one."""
+    module = compiler_module(name, key)
+    return Compiler.named(name, **({"mode": torch_compile_mode} if "mode" in module.settings
+                                   else {}))
 
 
 def schedule_props(schedule: Mapping[str, Any]) -> dict[str, Any]:

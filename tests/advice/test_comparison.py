@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from compiled_training.advice import advisor
 from compiled_training.advice.assessment import ABOUT_THE_SAME, Option, comparison, lowest
 from compiled_training.advice.priors import TRAINIUM_CLAIMS
-from compiled_training.catalog.compilers import CompilerKind
 from compiled_training.catalog.prices import ON_DEMAND_PRICES_USD
+from compiled_training.compilers import CompilerKind
 from tests.advice.test_advisor_properties import VERSIONS, workloads
 
 # Few distinct amounts, so that exact ties and near ties come up often.

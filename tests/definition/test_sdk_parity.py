@@ -104,7 +104,7 @@ def _our_distribution(case: SdkCase) -> Distribution:
     """What `TrainingPipeline` runs when ``distribution`` is omitted, else the case's."""
     if case.distribution is not None:
         return case.distribution
-    return default_distribution(_compiler(case).kind, _framework(case), case.instance_type,
+    return default_distribution(_compiler(case), _framework(case), case.instance_type,
                                 case.instance_count)
 
 

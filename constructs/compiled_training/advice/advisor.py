@@ -42,7 +42,6 @@ from compiled_training.advice.workload import (
     WorkloadProfile,
     model_category,
 )
-from compiled_training.catalog.compilers import CompilerKind, compiler_name
 from compiled_training.catalog.dlc import training_compiler_releases
 from compiled_training.catalog.instances import (
     TRAINING_COMPILER_FAMILIES,
@@ -53,6 +52,7 @@ from compiled_training.catalog.instances import (
 )
 from compiled_training.catalog.neuron import is_trainium
 from compiled_training.catalog.prices import PRICES_SOURCE
+from compiled_training.compilers import CompilerKind, compiler_module
 from compiled_training_runtime import contract
 
 
@@ -272,17 +272,17 @@ def _model(model_family: str, category: str, known: bool, compiler: CompilerKind
         return Verdict.SKIP, f"{said} (gradient-boosted trees build no deep-learning graph)"
     if prior is None:
         return Verdict.ENABLE, said
+    title = compiler_module(compiler).title
     if prior.published:
-        return Verdict.ENABLE, (f"{said}, with published {compiler_name(compiler)} gains "
-                                f"({prior.source})")
-    return Verdict.BENCHMARK, (f"{said}, without a published {compiler_name(compiler)} figure "
-                               f"of its own ({prior.source}); measure before shipping")
+        return Verdict.ENABLE, f"{said}, with published {title} gains ({prior.source})"
+    return Verdict.BENCHMARK, (f"{said}, without a published {title} figure of its own "
+                               f"({prior.source}); measure before shipping")
 
 
 def _precision(profile: WorkloadProfile, compiler: CompilerKind) -> Judged:
     if profile.precision != "fp32":
         return Verdict.ENABLE, (f"{profile.precision} mixed precision suits "
-                                f"{compiler_name(compiler)}")
+                                f"{compiler_module(compiler).title}")
     if compiler is CompilerKind.TORCH_COMPILE:
         return Verdict.BENCHMARK, ("fp32 only: torch.compile works without mixed precision but "
                                    "gains less (PyTorch 2.0: 21 % in fp32, 51 % in AMP on average)")
@@ -331,8 +331,8 @@ def _notes(profile: WorkloadProfile, compiler: CompilerKind, category: str, verd
         if not profile.static_shapes:
             notes.append("first step: make the shapes static "
                          f"({_SHAPE_FIXES.get(category, _ANY_SHAPE_FIX)})")
-        notes.append(f"deploy a CompilerBenchmark (A/B pipeline) of {compiler_name(compiler)} "
-                     f"against no compiler and ship only at >= "
+        notes.append(f"deploy a CompilerBenchmark (A/B pipeline) of "
+                     f"{compiler_module(compiler).title} against no compiler and ship only at >= "
                      f"{contract.DEFAULT_SPEEDUP_THRESHOLD:.0%} speedup without quality loss")
     if batch is not None:
         notes.append(f"raise the batch from {profile.batch_size} to {batch} (the compiler frees "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from compiled_training.advice.workload import PYTORCH_FRAMEWORKS, Verdict, WorkloadProfile
-from compiled_training.catalog.compilers import CompilerKind
+from compiled_training.compilers import CompilerKind
 
 FACTORS = ("framework", "instance", "compiler", "model", "precision", "shapes", "bottleneck",
            "duration", "money")

@@ -16,8 +16,8 @@ from compiled_training.advice.priors import (
     Prior,
 )
 from compiled_training.advice.workload import WorkloadProfile
-from compiled_training.catalog.compilers import CompilerKind, compiler_name
 from compiled_training.catalog.prices import price_per_hour
+from compiled_training.compilers import CompilerKind, compiler_module
 from compiled_training_runtime import contract
 
 
@@ -127,5 +127,5 @@ def money(profile: WorkloadProfile, compiler: CompilerKind, speedup: tuple[float
     if profile.region != "us-east-1":
         reason += f" (us-east-1 price; {profile.region} may differ)"
     if compiler is not CompilerKind.NONE:
-        reason += f"; {compiler_name(compiler)} would save ${low:,.0f}-${high:,.0f} a year"
+        reason += f"; {compiler_module(compiler).title} would save ${low:,.0f}-${high:,.0f} a year"
     return Money(reason, per_run, per_run * runs, (low, high), high)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from compiled_training.catalog.compilers import CompilerKind
+from compiled_training.compilers import CompilerKind
 
 
 @dataclass(frozen=True)

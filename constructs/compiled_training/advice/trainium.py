@@ -34,9 +34,9 @@ from compiled_training.advice.workload import (
     model_category,
 )
 from compiled_training.catalog import neuron
-from compiled_training.catalog.compilers import CompilerKind
 from compiled_training.catalog.instances import instance_family
 from compiled_training.catalog.prices import PRICES_SOURCE, price_per_hour
+from compiled_training.compilers import CompilerKind
 
 NO_GAIN = (1.0, 1.0)
 """Throughput over eager: on Trainium there is no eager run to compare with."""

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from compiled_training.advice.priors import CACHE_EXPIRY_DAYS
 from compiled_training.catalog.api_shapes import is_token
+from compiled_training.compilers.base import minor
 from compiled_training.definition.entry_point import RUNTIME_PACKAGE, imports_runtime
-from compiled_training.definition.launchers import minor, trainium
-from compiled_training.spec.compiler import Compiler, CompilerKind
+from compiled_training.spec.compiler import Compiler
 from compiled_training.spec.job import Distribution, TrainingJob
 from compiled_training_runtime import contract
 
@@ -29,7 +29,7 @@ advisor counts a workload that runs less often than this as cold every run)."""
 def applies(job: TrainingJob) -> bool:
     """Whether the job compiles with Inductor, whose caches this carries (the native
     TorchNeuron backend on Trainium compiles with neuronx-cc instead)."""
-    return job.compiler.kind is CompilerKind.TORCH_COMPILE and not trainium(job.instance_type)
+    return job.compiler.module.compiles_with_inductor(job.instance_type)
 
 
 def cold_start_reason(job: TrainingJob) -> str | None:
@@ -80,7 +80,7 @@ def launcher_refusal(source_dir: Path) -> str | None:
 def ships_launcher(compiler: Compiler, entry_point: str | None, source_dir: Path) -> bool:
     """Whether the code archive carries the runtime for its launcher: a torch.compile pipeline
     whose script does not use the runtime itself (a script that does keeps control)."""
-    return (compiler.kind is CompilerKind.TORCH_COMPILE and bool(entry_point)
+    return (compiler.module.compiles_with_inductor(None) and bool(entry_point)
             and not is_token(entry_point) and str(entry_point).endswith(".py")
             and launcher_refusal(source_dir) is None
             and imports_runtime(str(entry_point), source_dir) is False)

@@ -3,44 +3,28 @@ versions each launcher runs on, and the GPUs a job without one leaves idle."""
 
 from __future__ import annotations
 
-import re
-
 from compiled_training.catalog.api_shapes import is_token
 from compiled_training.catalog.dlc import TORCHRUN_SINCE, launches_torchrun
 from compiled_training.catalog.instances import (
-    accelerator,
     gpus_left_idle,
-    gpus_per_instance,
     is_gpu,
 )
-from compiled_training.spec.compiler import CompilerKind
+from compiled_training.compilers.base import trainium
+from compiled_training.spec.compiler import Compiler
 from compiled_training.spec.framework import Framework
 from compiled_training.spec.job import Distribution, TrainingJob
 
 
 def default_distribution(
-    job_compiler: CompilerKind, framework: Framework, instance_type: str, count: int
+    compiler: Compiler, framework: Framework, instance_type: str, count: int
 ) -> Distribution:
-    """On Trainium, torchrun (one process per NeuronCore); ``pytorchxla`` when a Training
-    Compiler job spans more than one GPU on a version that has it; else none (what the SDK
-    runs when no distribution is given)."""
-    if trainium(instance_type) or job_compiler is CompilerKind.NEURON_XLA:
+    """On Trainium, torchrun (one process per NeuronCore); else the compiler's own launcher
+    where it needs one (Training Compiler's ``pytorchxla`` on more than one GPU); else none
+    (what the SDK runs when no distribution is given)."""
+    if trainium(instance_type):
         return Distribution.TORCH_DISTRIBUTED
-    if job_compiler is CompilerKind.TRAINING_COMPILER and pytorchxla_supported(framework) and (
-        count > 1 or gpus_per_instance(instance_type) > 1
-    ):
-        return Distribution.PYTORCHXLA
-    return Distribution.NONE
-
-
-def pytorchxla_from(framework: Framework) -> tuple[int, int]:
-    # The SDK's thresholds: pytorchxla from PyTorch 1.12 (Hugging Face: 1.11).
-    return (1, 11) if framework.name == "huggingface" else (1, 12)
-
-
-def pytorchxla_supported(framework: Framework) -> bool:
-    """Whether Training Compiler's ``pytorchxla`` launcher exists for this version."""
-    return minor(framework.pytorch_version or "0") >= pytorchxla_from(framework)
+    own = compiler.module.default_distribution(framework, instance_type, count)
+    return Distribution(own) if own else Distribution.NONE
 
 
 def torch_distributed_problem(job: TrainingJob) -> str | None:
@@ -70,11 +54,9 @@ def idle_gpus_message(job: TrainingJob) -> str | None:
     paid, idle = gpus_left_idle(job.instance_type, job.instance_count)
     if idle == 0 and job.instance_count == 1:
         return None
-    launcher = ("Distribution.PYTORCHXLA (Training Compiler's launcher, one process per GPU)"
-                if job.compiler.is_training_compiler and pytorchxla_supported(job.framework)
-                else "Distribution.TORCH_DISTRIBUTED (torchrun, one process per GPU; the "
-                     "script joins the process group: docs/guides/runtime.md, the launch "
-                     "contract)")
+    launcher = (job.compiler.module.launcher_hint(job.framework)
+                or "Distribution.TORCH_DISTRIBUTED (torchrun, one process per GPU; the script "
+                   "joins the process group: docs/guides/runtime.md, the launch contract)")
     waste = [f"{idle} of the {paid} GPUs paid for ({job.instance_count} x "
              f"{job.instance_type}) stay idle"] if idle else []
     if job.instance_count > 1:
@@ -84,15 +66,3 @@ def idle_gpus_message(job: TrainingJob) -> str | None:
             f"GPU: {' and '.join(waste)}; use {launcher}, or acknowledge this warning where "
             f"the script itself uses every GPU of its instance")
 
-
-def trainium(instance_type: str) -> bool:
-    return not is_token(instance_type) and accelerator(instance_type) == "trainium"
-
-
-def minor(version: str) -> tuple[int, int]:
-    parts = [int(p) for p in re.findall(r"\d+", version)[:2]] + [0, 0]
-    return parts[0], parts[1]
-
-
-def major(version: str) -> int:
-    return minor(version)[0]

@@ -13,7 +13,6 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from compiled_training.catalog.compilers import CompilerKind
 from compiled_training.catalog.neuron import EFA_ENVIRONMENT, is_trainium
 from compiled_training.definition import compile_cache
 from compiled_training.definition.trainer_script import trainer_hyperparameters
@@ -81,11 +80,7 @@ def job_environment(job: TrainingJob) -> dict[str, str]:
     """The container's environment: the compiler's (its switches; Neuron's flags; Neuron's or
     torch.compile's compile cache in S3), EFA for a multi-node Trainium job (the toolkit sets
     it on trn1.32xlarge only), and the job's own."""
-    environment = job.compiler.environment()
-    if job.compiler.kind is CompilerKind.TORCH_COMPILE and is_trainium(job.instance_type):
-        environment[contract.ENV_TORCH_COMPILE_BACKEND] = contract.TORCH_COMPILE_NEURON_BACKEND
-    if job.compiler.kind is CompilerKind.NEURON_XLA and job.compile_cache_s3_uri:
-        environment[contract.ENV_NEURON_COMPILE_CACHE_URL] = job.compile_cache_s3_uri
+    environment = job.compiler.module.environment(job)
     environment.update(compile_cache.environment(job))
     if job.instance_count > 1 and is_trainium(job.instance_type):
         environment.update(EFA_ENVIRONMENT)

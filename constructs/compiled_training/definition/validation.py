@@ -25,28 +25,16 @@ from compiled_training.catalog.api_shapes import (
 from compiled_training.catalog.aws_names import s3_uri_problem, split_s3
 from compiled_training.catalog.dlc import resolve_dlc
 from compiled_training.catalog.instances import (
-    EFA_INSTANCE_TYPES,
-    TRAINING_COMPILER_FAMILIES,
-    accelerator,
-    instance_family,
     instance_type_problem,
-    is_gpu,
     training_instance_types,
 )
+from compiled_training.compilers.base import trainium
 from compiled_training.definition import compile_cache
 from compiled_training.definition.entry_point import entry_point_problems
-from compiled_training.definition.launchers import (
-    idle_gpus_message,
-    major,
-    pytorchxla_from,
-    pytorchxla_supported,
-    torch_distributed_problem,
-    trainium,
-)
+from compiled_training.definition.launchers import idle_gpus_message, torch_distributed_problem
 from compiled_training.definition.registration import metric_definition_problems
 from compiled_training.definition.script_checks import script_warnings
 from compiled_training.definition.training import training_job_arguments
-from compiled_training.spec.compiler import CompilerKind
 from compiled_training.spec.job import Distribution, TrainingJob
 
 RESERVED_HYPERPARAMETER_PREFIX = "sagemaker_"
@@ -110,31 +98,22 @@ def check(job: TrainingJob) -> Findings:
         error("MetricDefinitions", problem)
     _check_request(job, error, {e.rule for e in errors})
     _check_framework(job, error)
-    needs_dlc = not job.image_uri and not job.compiler.is_training_compiler
-    native = job.compiler.kind is CompilerKind.TORCH_COMPILE and trainium(job.instance_type)
-    if needs_dlc and native:
-        error("Image", f"the native TorchNeuron backend has no SageMaker training image to "
-                       f"resolve: {neuron.native_image_status()}; pass your TorchNeuron image as "
-                       f"image=TrainingImage.from_ecr_repository(...), or use "
-                       f"Compiler.neuron_xla() on the PyTorch NeuronX images")
-    elif needs_dlc and known_instance_type(job.instance_type):
+    module = job.compiler.module
+    if (not job.image_uri and not module.training_compiler_images
+            and not module.image_problem(job.instance_type)
+            and known_instance_type(job.instance_type)):
         try:
-            resolve_dlc(job.framework, job.compiler.is_training_compiler, job.instance_type)
+            resolve_dlc(job.framework, False, job.instance_type)
         except ValueError as no_image:
             error("Image", str(no_image))
+    compiler_errors, compiler_warnings = module.checks(job)
+    for rule, message in compiler_errors:
+        error(rule, message)
+    warnings += [Finding(rule, message) for rule, message in compiler_warnings]
     if trainium(job.instance_type):
-        _checktrainium(job, error)
-    elif job.compiler.kind is CompilerKind.NEURON_XLA and is_token(job.instance_type):
-        warnings.append(Finding("NeuronXlaInstanceToken", "instance_type is a token, so "
-                                "Compiler.neuron_xla() cannot check that it is Trainium nor set "
-                                "EFA for a multi-node job (FI_PROVIDER=efa, "
-                                "FI_EFA_USE_DEVICE_RDMA=1); give a literal ml.trn* type"))
-    elif job.compiler.kind is CompilerKind.NEURON_XLA:
-        error("NeuronXlaInstance", f"Compiler.neuron_xla() runs on AWS Trainium "
-                                   f"({', '.join(neuron.NEURON_CORES)}), got "
-                                   f"{job.instance_type!r}; on GPUs use Compiler.torch_compile()")
-    if job.compiler.kind is CompilerKind.TRAINING_COMPILER:
-        _check_training_compiler(job, error, warnings)
+        _check_trainium(job, error)
+    if job.distribution in module.distributions_checked:
+        pass  # the compiler's own checks rule on its launchers
     elif job.distribution is Distribution.PYTORCHXLA and trainium(job.instance_type):
         pass  # _check_trainium names the Trainium launcher
     elif job.distribution is Distribution.PYTORCHXLA:
@@ -153,7 +132,7 @@ def check(job: TrainingJob) -> Findings:
                                 f"warning where that is meant"))
     warnings += [Finding(rule, message) for rule, message in script_warnings(job)]
     smdistributed = job.distribution is Distribution.SMDISTRIBUTED_DATA_PARALLEL
-    if smdistributed and not job.compiler.is_training_compiler:
+    if smdistributed and job.distribution not in module.distributions_checked:
         error("Smdistributed",
               "distribution 'smdistributed' is not supported by compiled-training; "
               "use Distribution.TORCH_DISTRIBUTED")
@@ -303,81 +282,12 @@ def _check_framework(job: TrainingJob, error: Any) -> None:
     elif not is_token(job.entry_point):
         for problem in entry_point_problems(job.entry_point, job.distribution, job.source_dir):
             error("EntryPoint", problem)
-    if job.compiler.kind is CompilerKind.TORCH_COMPILE and framework.pytorch_version and (
-        major(framework.pytorch_version) < 2
-    ):
-        error("TorchCompileVersion", f"torch.compile needs PyTorch 2.0 or newer, got "
-                                     f"{framework.describe()}")
 
 
-def _check_training_compiler(job: TrainingJob, error: Any, warnings: list[Finding]) -> None:
-    framework = job.framework
+def _check_trainium(job: TrainingJob, error: Any) -> None:
+    """What every Trainium job needs, whichever compiler: torchrun with one process per
+    NeuronCore, and EFA for more than one node (the compilers check their own paths)."""
     instance_type = job.instance_type
-    if not is_token(instance_type):
-        family = instance_family(instance_type)
-        if family not in TRAINING_COMPILER_FAMILIES:
-            why = {
-                "nvidia": f"{family} is a GPU family Training Compiler never supported",
-                "amd": f"{family} is an AMD GPU family, which Training Compiler does not support",
-                "trainium": "AWS Trainium, which compiles with the Neuron SDK: use "
-                            "Compiler.neuron_xla(), or Compiler.torch_compile() on ml.trn2",
-                "inferentia": "AWS Inferentia",
-                "cpu": "a CPU instance",
-            }[accelerator(instance_type)]
-            error("CompilerInstance", f"instance_type must be a GPU instance of "
-                                      f"{', '.join(TRAINING_COMPILER_FAMILIES)} for Training "
-                                      f"Compiler, got {instance_type!r} ({why})")
-    if job.distribution is Distribution.SMDISTRIBUTED_DATA_PARALLEL:
-        error("CompilerSmdistributed", "distribution 'smdistributed' (SageMaker data/model "
-                                       "parallel) is not compatible with Training Compiler; "
-                                       "use Distribution.PYTORCHXLA")
-    if framework.runs_script:
-        try:
-            # Also what a given image_uri must extend: the version must have a compiler DLC.
-            resolve_dlc(framework, True, _any_gpu(instance_type))
-        except ValueError as unsupported:
-            error("CompilerVersion", str(unsupported))
-            return
-    xla = pytorchxla_supported(framework)
-    if job.distribution is Distribution.PYTORCHXLA and not xla:
-        error("CompilerDistribution", f"distribution 'pytorchxla' needs PyTorch "
-                                      f"{'.'.join(map(str, pytorchxla_from(framework)))} or "
-                                      f"newer with Training Compiler, got {framework.describe()}")
-    if job.distribution is Distribution.TORCH_DISTRIBUTED and xla:
-        error("CompilerDistribution", f"'pytorchxla' is the only distribution Training "
-                                      f"Compiler supports for {framework.describe()}, got "
-                                      f"{job.distribution.value!r}")
-    if job.debugger or job.profiler:
-        warnings.append(Finding("DebuggerProfiler", "Debugger and Profiler add recompilation "
-                                "overhead under Training Compiler; turn them off "
-                                "(debugger=False, profiler=False) for production runs"))
-    multi_node = job.instance_count > 1
-    if (multi_node or job.distribution is Distribution.PYTORCHXLA) and (
-        not is_token(instance_type) and instance_type not in EFA_INSTANCE_TYPES
-    ):
-        warnings.append(Finding("NonEfa", f"{instance_type} has no EFA; Training Compiler "
-                                f"uses EFA for distributed training. EFA types: "
-                                f"{', '.join(EFA_INSTANCE_TYPES)}"))
-
-
-def _checktrainium(job: TrainingJob, error: Any) -> None:
-    """Trainium's two paths: the Neuron SDK's PyTorch/XLA (trn1, trn1n, trn2) and native
-    TorchNeuron (trn2), each launched by torchrun with one process per NeuronCore."""
-    instance_type, kind = job.instance_type, job.compiler.kind
-    family = instance_family(instance_type)
-    if kind is CompilerKind.NONE:
-        error("TrainiumCompiler", f"{instance_type} runs compiled graphs only: use "
-                                  f"Compiler.neuron_xla() (trn1, trn1n, trn2) or "
-                                  f"Compiler.torch_compile() (native TorchNeuron, trn2)")
-    if kind is CompilerKind.TORCH_COMPILE and family not in neuron.native_families():
-        error("TrainiumCompiler", f"Compiler.torch_compile() on Trainium is the native "
-                                  f"TorchNeuron backend, which runs on "
-                                  f"{', '.join(neuron.native_families())} only, got "
-                                  f"{instance_type!r}; on {family} use Compiler.neuron_xla()")
-    elif kind is CompilerKind.TORCH_COMPILE and job.compiler.mode != "default":
-        error("TrainiumCompiler", f"torch.compile mode {job.compiler.mode!r} tunes CUDA "
-                                  f"(CUDA graphs, Triton autotuning) and means nothing to the "
-                                  f"neuron backend; use mode 'default' on {instance_type}")
     if job.distribution is not Distribution.TORCH_DISTRIBUTED:
         hint = (" ('pytorchxla' is Training Compiler's GPU launcher; Compiler.neuron_xla() "
                 "runs PyTorch/XLA under torchrun)"
@@ -385,29 +295,12 @@ def _checktrainium(job: TrainingJob, error: Any) -> None:
         error("TrainiumDistribution", f"Trainium jobs launch through torchrun, one process per "
                                       f"NeuronCore: use Distribution.TORCH_DISTRIBUTED (the "
                                       f"default there), got {job.distribution.value!r}{hint}")
-    if kind is CompilerKind.NEURON_XLA and job.network_isolation:
-        error("TrainiumNetwork", "network_isolation cuts the job off from S3, where "
-                                 "Compiler.neuron_xla() keeps its compile cache "
-                                 "(NEURON_COMPILE_CACHE_URL): every run would compile "
-                                 "everything again; turn network_isolation off (a VPC with an "
-                                 "S3 gateway endpoint keeps the traffic private)")
-    if kind is CompilerKind.NEURON_XLA and job.hyperparameters.get("precision") == "fp16":
-        error("TrainiumPrecision", "precision 'fp16' needs a loss scaler, which torch-xla "
-                                   "2.9 (the newest Neuron images) no longer has, and Trainium "
-                                   "computes in bf16 natively (Neuron's training guides "
-                                   "autocast to bf16, no scaler needed): set hyperparameters"
-                                   "['precision'] to 'bf16'")
     if job.instance_count > 1 and instance_type in neuron.SINGLE_NODE_ONLY:
         multi_node = [t for t in neuron.NEURON_CORES if t not in neuron.SINGLE_NODE_ONLY]
         error("TrainiumInstanceCount", f"instance_count must be 1 on {instance_type}, which "
                                        f"has no EFA for multi-node training, got "
                                        f"{job.instance_count}; for more nodes use "
                                        f"{', '.join(multi_node)}")
-
-
-def _any_gpu(instance_type: str) -> str:
-    return instance_type if not is_token(instance_type) and is_gpu(instance_type) \
-        else "ml.g5.xlarge"
 
 
 def known_instance_type(instance_type: str) -> bool:

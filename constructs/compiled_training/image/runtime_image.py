@@ -28,10 +28,9 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3_assets as s3_assets
 
 from compiled_training.catalog.dlc import DlcImage, resolve_dlc
-from compiled_training.catalog.neuron import is_trainium
 from compiled_training.image._builder import ImageBuilder
 from compiled_training.image.runtime_wheel import runtime_wheel
-from compiled_training.spec.compiler import Compiler, CompilerKind
+from compiled_training.spec.compiler import Compiler
 from compiled_training.spec.framework import Framework
 from compiled_training.spec.typecheck import check_arguments
 from compiled_training.wiring.acknowledgements import skip_checkov
@@ -54,13 +53,6 @@ class BuildMode(str, Enum):
     """The deploying machine's Docker builds a CDK image asset."""
     CLOUD = "cloud"
     """CodeBuild builds at deploy time; no local Docker needed."""
-
-
-# Each compiler's Dockerfile (images/<name>), and the instance its DLC is resolved for when
-# no instance type is given.
-_DOCKERFILES = {CompilerKind.TRAINING_COMPILER: "training-compiler",
-                CompilerKind.NEURON_XLA: "neuron-xla"}
-_DEFAULT_INSTANCE = {CompilerKind.NEURON_XLA: "ml.trn1.32xlarge"}
 
 
 class RuntimeImage(Construct):
@@ -126,18 +118,16 @@ class RuntimeImage(Construct):
         if not framework.is_deep_learning:
             raise ValueError(f"{where}: the runtime image needs a deep-learning framework, got "
                              f"{framework.describe()}")
-        instance_type = instance_type or _DEFAULT_INSTANCE.get(compiler.kind, "ml.g5.xlarge")
-        if compiler.kind is CompilerKind.NEURON_XLA and not is_trainium(instance_type):
-            raise ValueError(f"{where}: Compiler.neuron_xla() builds on the PyTorch NeuronX "
-                             f"image, for AWS Trainium; instance_type must be a Trainium type "
-                             f"(ml.trn1.32xlarge, ...), got {instance_type!r}")
+        module = compiler.module
+        instance_type = instance_type or module.default_instance_type
+        if problem := module.runtime_image_problem(instance_type):
+            raise ValueError(f"{where}: {problem}")
         try:
             self.dlc: DlcImage = resolve_dlc(framework, compiler.is_training_compiler,
                                              instance_type)
         except ValueError as error:
             raise ValueError(f"{where}: {error}") from None
-        folder = Path(dockerfile_dir) if dockerfile_dir else IMAGES_DIR / _DOCKERFILES.get(
-            compiler.kind, "torch-compile")
+        folder = Path(dockerfile_dir) if dockerfile_dir else IMAGES_DIR / module.dockerfile
         if not (folder / "Dockerfile").is_file():
             raise ValueError(f"{where}: dockerfile_dir must hold a Dockerfile, none in "
                              f"{str(folder)!r}")

@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from compiled_training.compilers import recognize
 from compiled_training.local.aws import (
     download,
     download_prefix,
@@ -51,17 +52,14 @@ def hyperparameter_text(value: Any) -> str:
     return decoded if isinstance(decoded, str) else raw
 
 
-# Training Compiler's and the pytorchxla launcher's switches: the step needs torch-xla.
-_XLA_SWITCHES = (contract.HP_TRAINING_COMPILER_ENABLED, contract.HP_PYTORCH_XLA_MULTI_WORKER)
-
-
 def compiles_through_xla(arguments: Mapping[str, Any]) -> bool:
-    """Whether the training job runs its graph through torch-xla (Training Compiler, the
-    pytorchxla launcher, the Neuron SDK's XLA path)."""
+    """Whether the training job runs its graph through torch-xla: its compiler does (Training
+    Compiler, the Neuron SDK's XLA path), or the pytorchxla launcher starts it."""
     hyperparameters = arguments.get("HyperParameters", {})
-    return any(hyperparameter_text(hyperparameters.get(s, "")) == "true" for s in _XLA_SWITCHES) \
-        or contract.switch(contract.ENV_NEURON_XLA, arguments.get("Environment", {}),
-                           hyperparameters) == "true"
+    image = text(arguments.get("AlgorithmSpecification", {}).get("TrainingImage", ""))
+    compiler = recognize(hyperparameters, arguments.get("Environment", {}), image)
+    launcher = hyperparameter_text(hyperparameters.get(contract.HP_PYTORCH_XLA_MULTI_WORKER, ""))
+    return compiler.through_xla or launcher == "true"
 
 
 def train(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, Any]:

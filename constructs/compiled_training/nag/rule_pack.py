@@ -29,6 +29,7 @@ from compiled_training.advice.advisor import Verdict, WorkloadProfile, assess_wo
 from compiled_training.catalog.dlc import training_compiler_releases
 from compiled_training.catalog.instances import gpus_per_instance, is_gpu
 from compiled_training.catalog.neuron import NEURON_CORES, is_trainium
+from compiled_training.compilers import CompilerModule, recognize
 from compiled_training.pipelines.base import SCHEDULES_METADATA
 from compiled_training.wiring.acknowledgements import flatten
 from compiled_training_runtime import contract
@@ -57,14 +58,18 @@ class TrainingStep:
         return self.hyperparameters.get(name) == "true"
 
     @property
+    def compiler(self) -> CompilerModule:
+        """The compiler the step's switches and image show (a template not the library's
+        included)."""
+        return recognize(self.hyperparameters, self.environment, self.image)
+
+    @property
     def torch_compile(self) -> bool:
-        """The library's switch, in the environment (or a 0.2.0 template's hyperparameter)."""
-        return contract.switch(contract.ENV_TORCH_COMPILE, self.environment,
-                               self.hyperparameters) == "true"
+        return self.compiler.inductor
 
     @property
     def training_compiler(self) -> bool:
-        return self.flag(contract.HP_TRAINING_COMPILER_ENABLED)
+        return self.compiler.training_compiler_images
 
     @property
     def any_compiler(self) -> bool:
@@ -89,11 +94,9 @@ class TrainingStep:
 
     @property
     def neuron_xla(self) -> bool:
-        """The Neuron SDK's PyTorch/XLA path: Trainium and neuronx-cc's flags or its image
-        (the native path compiles through torch.compile instead)."""
-        return is_trainium(self.instance_type) and (
-            contract.ENV_NEURON_CC_FLAGS in self.environment
-            or "pytorch-training-neuronx:" in self.image)  # the Hugging Face images too
+        """The Neuron SDK's PyTorch/XLA path on Trainium (the native path compiles through
+        torch.compile instead)."""
+        return is_trainium(self.instance_type) and self.compiler.neuron_sdk
 
     @property
     def precompiles(self) -> bool:

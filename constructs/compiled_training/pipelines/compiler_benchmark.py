@@ -36,7 +36,7 @@ from compiled_training.image.runtime_wheel import PACKAGE_DIR as RUNTIME_PACKAGE
 from compiled_training.pipelines.base import PipelineBase
 from compiled_training.pipelines.options import BENCHMARK_REQUIRED, CompilerBenchmarkProps
 from compiled_training.pipelines.training_image import TrainingImage, dlc_repository_arn
-from compiled_training.spec.compiler import Compiler, CompilerKind
+from compiled_training.spec.compiler import Compiler
 from compiled_training.spec.framework import Framework
 from compiled_training.spec.job import (
     BenchmarkArm,
@@ -239,7 +239,7 @@ class CompilerBenchmark(PipelineBase):
             "frameworkVersion": self.framework.version,
             "pytorchVersion": self.framework.pytorch_version,
             "compiler": f"A/B: {self.compiler.describe()} vs none"
-                        + "".join(f"; {name}: {job.compiler.kind.value}"
+                        + "".join(f"; {name}: {job.compiler.name}"
                                   for name, job in self._other_arms()),
             "distribution": " / ".join(sorted({j.distribution.value
                                                for j in self.arms.values()})),
@@ -251,7 +251,7 @@ class CompilerBenchmark(PipelineBase):
                           "qualityTolerance": self.quality_tolerance.default,
                           "fleets": {name: {"instanceType": job.instance_type,
                                             "instanceCount": job.instance_count,
-                                            "compiler": job.compiler.kind.value,
+                                            "compiler": job.compiler.name,
                                             "usdPerInstanceHour": self.prices.get(name)}
                                      for name, job in self.arms.items()}},
         }
@@ -301,7 +301,7 @@ class CompilerBenchmark(PipelineBase):
         torch.compile, the compiler's own launcher for Training Compiler, torchrun (one
         process per NeuronCore) on Trainium."""
         if arm.compiler.is_training_compiler or is_trainium(arm.instance_type):
-            return launchers.default_distribution(arm.compiler.kind, framework,
+            return launchers.default_distribution(arm.compiler, framework,
                                                    arm.instance_type, arm.instance_count)
         multi_gpu = arm.instance_count > 1 or (
             validation.known_instance_type(arm.instance_type)
@@ -362,7 +362,7 @@ class CompilerBenchmark(PipelineBase):
                                 f"{steps[step]!r}'s; taken: {', '.join(taken)})")
             taken.append(arm.name)
             steps.setdefault(step, arm.name)
-        if compiler.kind is CompilerKind.NONE:
+        if not compiler.is_enabled:
             problems.append("compiler must be Compiler.training_compiler() or "
                             "Compiler.torch_compile(): the benchmark compares it with no "
                             "compiler, got Compiler.none()")

@@ -11,9 +11,7 @@ from typing import TYPE_CHECKING
 
 from aws_cdk import Annotations
 
-from compiled_training.catalog.compilers import CompilerKind
 from compiled_training.catalog.dlc import DlcImage, resolve_dlc
-from compiled_training.catalog.neuron import is_trainium
 from compiled_training.definition import validation
 from compiled_training.spec.compiler import Compiler
 from compiled_training.spec.framework import Framework
@@ -127,8 +125,8 @@ def try_resolve_dlc(framework: Framework, compiler: Compiler, instance_type: str
     """The DLC, or None when there is none: `validation.check` then reports why, with the rest."""
     if not validation.known_instance_type(instance_type):
         return None
-    if compiler.kind is CompilerKind.TORCH_COMPILE and is_trainium(instance_type):
-        return None  # native TorchNeuron: no public image
+    if compiler.module.image_problem(instance_type):
+        return None
     try:
         return resolve_dlc(framework, compiler.is_training_compiler, instance_type)
     except ValueError:

@@ -56,7 +56,7 @@ class TrainingPipeline(PipelineBase):
                          compiler=props.get("compiler") or Compiler.none())
         framework, compiler = self.framework, self.compiler
         self.distribution = props.get("distribution") or launchers.default_distribution(
-            compiler.kind, framework, self.instance_type,
+            compiler, framework, self.instance_type,
             self.instance_count if isinstance(self.instance_count, int) else 1)
         policy = InlinePolicy()
         self.image = (props.get("image") or TrainingImage.dlc()).bind(

@@ -1,16 +1,16 @@
 """What compiles the training graph: SageMaker Training Compiler, torch.compile (on GPUs, and on
-Trainium through the native TorchNeuron backend), the Neuron SDK's PyTorch/XLA path, or
-nothing."""
+Trainium through the native TorchNeuron backend), the Neuron SDK's PyTorch/XLA path, nothing,
+or a compiler a package registers (`compiled_training.compilers`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from compiled_training.advice.advisor import assess_workload
 from compiled_training.advice.workload import Verdict, WorkloadProfile
-from compiled_training.catalog.compilers import CompilerKind, compiler_name
+from compiled_training.compilers import CompilerKind, CompilerModule, compiler_module
 from compiled_training.spec.typecheck import check_arguments
-from compiled_training_runtime import contract
 
 __all__ = ["Compiler", "CompilerKind"]
 
@@ -19,7 +19,8 @@ __all__ = ["Compiler", "CompilerKind"]
 class Compiler:
     """The compiler a training job uses. Build one with the static methods."""
 
-    kind: CompilerKind
+    kind: str
+    """A `CompilerKind` for the built-in compilers; a registered compiler's name otherwise."""
     debug: bool = False
     mode: str | None = None
     profile: WorkloadProfile | None = None
@@ -40,16 +41,13 @@ class Compiler:
         PyTorch 1.9-1.11. ``debug`` dumps compiler logs and slows training down.
         """
         check_arguments(Compiler.training_compiler, locals())
-        return Compiler(CompilerKind.TRAINING_COMPILER, debug=debug)
+        return Compiler.named(CompilerKind.TRAINING_COMPILER, debug=debug)
 
     @staticmethod
     def torch_compile(*, mode: str = "default") -> Compiler:
         """``torch.compile`` on a current PyTorch 2.x Deep Learning Container."""
         check_arguments(Compiler.torch_compile, locals())
-        if mode not in contract.TORCH_COMPILE_MODES:
-            raise ValueError(contract.not_one_of("Compiler.torch_compile mode", mode,
-                                                 contract.TORCH_COMPILE_MODES))
-        return Compiler(CompilerKind.TORCH_COMPILE, mode=mode)
+        return Compiler.named(CompilerKind.TORCH_COMPILE, mode=mode)
 
     @staticmethod
     def neuron_xla(*, model_type: str = "transformer", precompile: bool = False,
@@ -68,19 +66,20 @@ class Compiler:
         path for workloads already on it: its images end with Neuron SDK 2.30 (PyTorch 2.9).
         """
         check_arguments(Compiler.neuron_xla, locals())
-        if model_type not in contract.NEURON_MODEL_TYPES:
-            raise ValueError(contract.not_one_of("Compiler.neuron_xla model_type", model_type,
-                                                 contract.NEURON_MODEL_TYPES))
-        if precompile_steps < 1:
-            raise ValueError(f"Compiler.neuron_xla precompile_steps must be at least 1, got "
-                             f"{precompile_steps}")
-        return Compiler(CompilerKind.NEURON_XLA, model_type=model_type,
-                        precompile_steps=precompile_steps if precompile else None)
+        return Compiler.named(CompilerKind.NEURON_XLA, model_type=model_type,
+                              precompile=precompile, precompile_steps=precompile_steps)
 
     @staticmethod
     def none() -> Compiler:
         """No compiler: eager execution."""
-        return Compiler(CompilerKind.NONE)
+        return Compiler.named(CompilerKind.NONE)
+
+    @staticmethod
+    def named(name: str, **options: Any) -> Compiler:
+        """The compiler of a name as cdk.json writes it (``torch-compile``, or a registered
+        compiler's), with its options (``mode=`` for torch.compile)."""
+        check_arguments(Compiler.named, {"name": name})
+        return Compiler(**compiler_module(name).options(**options))
 
     @staticmethod
     def auto(profile: WorkloadProfile) -> Compiler:
@@ -95,25 +94,34 @@ class Compiler:
         check_arguments(Compiler.auto, locals())
         assessment = assess_workload(profile)
         if assessment.verdict is Verdict.ENABLE:
-            picked = (Compiler.torch_compile() if assessment.compiler is CompilerKind.TORCH_COMPILE
-                      else Compiler.training_compiler())
-            return replace(picked, profile=profile)
+            return replace(Compiler.named(assessment.compiler), profile=profile)
         if assessment.verdict is Verdict.BENCHMARK:
             unsure = [assessment.reasons[f] for f, limit in assessment.limits.items()
                       if limit is Verdict.BENCHMARK]
-            return Compiler(CompilerKind.NONE, profile=profile, advice=(
-                f"workload {profile.name!r} needs a benchmark of "
-                f"{compiler_name(assessment.compiler)} before it ships ({'; '.join(unsure)}); "
+            title = compiler_module(assessment.compiler).title
+            return replace(Compiler.none(), profile=profile, advice=(
+                f"workload {profile.name!r} needs a benchmark of {title} before it ships "
+                f"({'; '.join(unsure)}); "
                 "production runs without it. Deploy a CompilerBenchmark to measure it."))
-        return Compiler(CompilerKind.NONE, profile=profile)
+        return replace(Compiler.none(), profile=profile)
+
+    @property
+    def name(self) -> str:
+        """The compiler's name as cdk.json and the run summary write it (``torch-compile``)."""
+        return str(getattr(self.kind, "value", self.kind))
+
+    @property
+    def module(self) -> CompilerModule:
+        """What the library knows of this compiler (`compiled_training.compilers`)."""
+        return compiler_module(self.kind)
 
     @property
     def is_training_compiler(self) -> bool:
-        return self.kind is CompilerKind.TRAINING_COMPILER
+        return self.module.training_compiler_images
 
     @property
     def is_enabled(self) -> bool:
-        return self.kind is not CompilerKind.NONE
+        return self.module.enabled
 
     def hyperparameters(self) -> dict[str, bool | str]:
         """The hyperparameters that switch the compiler on in the training container: SageMaker's
@@ -121,31 +129,12 @@ class Compiler:
 
         Values are Python values; the definition builder JSON-encodes them as the SDK does.
         """
-        if self.kind is CompilerKind.TRAINING_COMPILER:
-            return {
-                contract.HP_TRAINING_COMPILER_ENABLED: True,
-                contract.HP_TRAINING_COMPILER_DEBUG: self.debug,
-            }
-        return {}
+        return self.module.hyperparameters(self)
 
     def environment(self) -> dict[str, str]:
         """The environment the compiler reads in the training container: the library's own
         switches (``COMPILED_TRAINING_*``, which a script may ignore), and Neuron's flags."""
-        if self.kind is CompilerKind.TORCH_COMPILE:
-            return {contract.ENV_TORCH_COMPILE: "true",
-                    contract.ENV_TORCH_COMPILE_MODE: str(self.mode)}
-        if self.kind is CompilerKind.NEURON_XLA:
-            return {contract.ENV_NEURON_XLA: "true",
-                    contract.ENV_NEURON_CC_FLAGS: f"--model-type={self.model_type}"}
-        return {}
+        return self.module.switches(self)
 
     def describe(self) -> str:
-        if self.kind is CompilerKind.TRAINING_COMPILER:
-            return "Training Compiler" + (" (debug)" if self.debug else "")
-        if self.kind is CompilerKind.TORCH_COMPILE:
-            return f"torch.compile (mode={self.mode})"
-        if self.kind is CompilerKind.NEURON_XLA:
-            precompile = (f", pre-compiled in {self.precompile_steps} steps"
-                          if self.precompile_steps else "")
-            return f"Neuron PyTorch/XLA (model type {self.model_type}{precompile})"
-        return "none"
+        return self.module.describe(self)

@@ -33,6 +33,10 @@ LARGER_BERT = {**CONFIG, "num_hidden_layers": 4, "hidden_size": 256, "num_attent
                "intermediate_size": 1024, "vocab_size": 30522, "max_seq_length": 128}
 WARM_START_MODELS = {"tiny BERT": CONFIG, "BERT, 4 layers, hidden 256": LARGER_BERT}
 WARMUP_STEPS = 2
+WARM_START_COMPILER = contract.COMPILER_TORCH_COMPILE
+"""The runtime's compiler whose cache a job's warm start carries."""
+DEFAULT_AB_COMPILER = contract.COMPILER_TRAINING_COMPILER
+"""The compiler `bench --ab` puts on trial by default: it runs here, through torch-xla on CPU."""
 # One compiler's run, in its own process.
 WORKER = "compiled_training_runtime.bench"
 
@@ -193,9 +197,9 @@ def warm_start(out: Path, steps: int = 2, repeats: int = 2) -> list[dict[str, An
         for _ in range(repeats):
             with tempfile.TemporaryDirectory(prefix="bench-compile-cache-") as store:
                 url = f"file://{store}/"
-                colds.append(run_compiler(contract.COMPILER_TORCH_COMPILE, steps, config,
+                colds.append(run_compiler(WARM_START_COMPILER, steps, config,
                                           compile_cache=url))
-                warms.append(run_compiler(contract.COMPILER_TORCH_COMPILE, steps, config,
+                warms.append(run_compiler(WARM_START_COMPILER, steps, config,
                                           compile_cache=url))
         cold = min(colds, key=lambda run: run["seconds_to_first_step"])
         warm = min(warms, key=lambda run: run["seconds_to_first_step"])

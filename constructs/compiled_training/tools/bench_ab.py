@@ -19,15 +19,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from compiled_training.compilers import compiler_names
+from compiled_training.spec.compiler import Compiler
+from compiled_training.tools.bench import DEFAULT_AB_COMPILER
 from compiled_training_runtime import compare, contract
 from compiled_training_runtime.local import digits, job_env, job_folder, pack_output
 
-# What switches each compiler on, as the pipeline sets it: Training Compiler's hyperparameter,
-# and the library's own variable for torch.compile.
-SWITCHES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
-    contract.COMPILER_TRAINING_COMPILER: ({contract.HP_TRAINING_COMPILER_ENABLED: True}, {}),
-    contract.COMPILER_TORCH_COMPILE: ({}, {contract.ENV_TORCH_COMPILE: "true"}),
-}
 # 8x8 images of digits, 10 classes; logging and checkpoints out of the way.
 DIGITS_MLP: dict[str, Any] = {"model_family": "mlp", "num_features": 64, "num_labels": 10,
                               "hidden_size": 64, "batch_size": 8, "learning_rate": 1e-2,
@@ -36,13 +33,17 @@ BATCH_SIZE = int(DIGITS_MLP[contract.HP_BATCH_SIZE])
 
 
 def check_compiler(compiler: str, field: str = "compiler") -> str:
-    """``compiler`` when it can be put on trial: any compiler but none."""
-    return contract.check_compiler(compiler, field, tuple(SWITCHES))
+    """``compiler`` when it can be put on trial here: any compiler but none and those that
+    need Trainium."""
+    modules = [Compiler.named(name).module for name in compiler_names()]
+    runnable = tuple(m.name for m in modules if m.enabled and not m.neuron_sdk)
+    return contract.check_compiler(compiler, field, runnable)
 
 
 def arms(compiler: str, epochs: int = 1) -> dict[str, tuple[dict[str, Any], dict[str, str]]]:
     """Each arm's hyperparameters and environment, as the pipeline sets them."""
-    switch, environment = SWITCHES[check_compiler(compiler)]
+    chosen = Compiler.named(check_compiler(compiler))
+    switch, environment = chosen.hyperparameters(), chosen.environment()
     baseline = {**DIGITS_MLP, "epochs": epochs}
     return {
         contract.ARM_BASELINE: (baseline, {}),
@@ -54,7 +55,7 @@ def arms(compiler: str, epochs: int = 1) -> dict[str, tuple[dict[str, Any], dict
     }
 
 
-def run_ab(out: Path, *, compiler: str = contract.COMPILER_TRAINING_COMPILER, epochs: int = 1,
+def run_ab(out: Path, *, compiler: str = DEFAULT_AB_COMPILER, epochs: int = 1,
            thresholds: compare.Thresholds | None = None,
            progress: Any = None) -> dict[str, Any]:
     """Trains every arm, compares them, writes ``comparison.json`` and ``.md`` to ``out``."""

@@ -37,7 +37,12 @@ import yaml
 
 from compiled_training.advice.advisor import Assessment, Verdict, WorkloadProfile, assess_workload
 from compiled_training.catalog.prices import live_prices
-from compiled_training.tools.bench import COMPILERS, WARMUP_STEPS
+from compiled_training.tools.bench import (
+    COMPILERS,
+    DEFAULT_AB_COMPILER,
+    WARM_START_COMPILER,
+    WARMUP_STEPS,
+)
 from compiled_training.tools.extras import MissingExtraError, require_extra
 from compiled_training_runtime import contract
 
@@ -245,7 +250,7 @@ def _bench(args: argparse.Namespace) -> int:
         rows = bench.bench(args.steps, chosen, args.out)
         print(bench.table(rows))
         print(f"\nresults: {args.out / 'bench.json'}; plot: {args.out / 'bench.png'}")
-    if args.warm_start_only or (contract.COMPILER_TORCH_COMPILE in chosen
+    if args.warm_start_only or (WARM_START_COMPILER in chosen
                                 and not args.no_warm_start):
         print("\nWarm start: torch-compile cold, then warm from the cache the cold run saved "
               "(least of 2 runs each)")
@@ -360,7 +365,7 @@ def parser() -> argparse.ArgumentParser:
                       help="leave the warm-start table out")
     bench.add_argument("--ab", action="store_true",
                        help="run a CompilerBenchmark's arms and comparison here instead")
-    bench.add_argument("--compiler", default=contract.COMPILER_TRAINING_COMPILER,
+    bench.add_argument("--compiler", default=DEFAULT_AB_COMPILER,
                        help="with --ab: the compiler on trial, training-compiler (through XLA, "
                             "as on its images) or torch-compile")
     bench.add_argument("--epochs", type=int, default=1,

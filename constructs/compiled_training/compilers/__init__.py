@@ -1,0 +1,75 @@
+"""The compilers, one module each, and the registry that finds them by name.
+
+A compiler is a `CompilerModule` in a module of its own. The built-in ones are listed in
+`BUILT_IN`; a package adds one by naming its module's class in the ``compiled_training.
+compilers`` entry-point group, read once. The registry is keyed on the compiler's name, the one
+cdk.json, the run summary and the CLI write; `CompilerKind` is the closed enum of the
+built-in names, and a `Compiler` of a registered compiler has its plain name as ``kind``.
+
+May import: the catalog and the runtime's contract (no CDK, below the advice and the values).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import cache
+from importlib.metadata import entry_points
+from typing import Any
+
+from compiled_training.compilers.base import (
+    Choice,
+    CompilerKind,
+    CompilerModule,
+    Finding,
+    Framework,
+    Job,
+    value_of,
+)
+from compiled_training.compilers.neuron_xla import NeuronXla
+from compiled_training.compilers.no_compiler import NoCompiler
+from compiled_training.compilers.torch_compile import TorchCompile
+from compiled_training.compilers.training_compiler import TrainingCompiler
+from compiled_training_runtime import contract
+
+__all__ = ["BUILT_IN", "ENTRY_POINT_GROUP", "Choice", "CompilerKind", "CompilerModule",
+           "Finding", "Framework", "Job", "compiler_module", "compiler_names", "recognize"]
+
+BUILT_IN: tuple[CompilerModule, ...] = (TrainingCompiler(), TorchCompile(), NeuronXla(),
+                                        NoCompiler())
+ENTRY_POINT_GROUP = "compiled_training.compilers"
+_NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+
+
+@cache
+def _registry() -> Mapping[str, CompilerModule]:
+    modules = {value_of(module.name): module for module in BUILT_IN}
+    for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        module = entry.load()()
+        where = f"entry point {entry.name!r} ({entry.value})"
+        if not isinstance(module, CompilerModule):
+            raise TypeError(f"{where} must name a CompilerModule subclass, got "
+                            f"{type(module).__name__}")
+        if not _NAME.fullmatch(value_of(module.name)) or value_of(module.name) in modules:
+            raise ValueError(f"{where}: compiler name {module.name!r} must be new and written "
+                             f"like 'torch-compile' (taken: {', '.join(modules)})")
+        modules[value_of(module.name)] = module
+    return modules
+
+
+def compiler_names() -> tuple[str, ...]:
+    return tuple(_registry())
+
+
+def compiler_module(name: str, field: str = "compiler") -> CompilerModule:
+    """The compiler of a name; a ValueError naming ``field`` and the names known otherwise."""
+    return _registry()[contract.check_compiler(value_of(name), field, compiler_names())]
+
+
+def recognize(hyperparameters: Mapping[str, Any], environment: Mapping[str, Any],
+              image: str = "") -> CompilerModule:
+    """The compiler a step of a template uses, from its switches and image; no compiler if
+    none is on."""
+    found = [m for m in _registry().values()
+             if m.recognizes(hyperparameters, environment, image)]
+    return found[0] if found else _registry()[CompilerKind.NONE]

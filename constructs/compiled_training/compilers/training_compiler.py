@@ -1,0 +1,137 @@
+"""SageMaker Training Compiler (XLA), on its own Deep Learning Containers; frozen by AWS.
+
+Its rules are the SageMaker SDK v2's (``training_compiler/config.py`` of the PyTorch and
+Hugging Face estimators)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from compiled_training.catalog.api_shapes import is_token
+from compiled_training.catalog.dlc import resolve_dlc
+from compiled_training.catalog.instances import (
+    EFA_INSTANCE_TYPES,
+    TRAINING_COMPILER_FAMILIES,
+    accelerator,
+    gpus_per_instance,
+    instance_family,
+    is_gpu,
+)
+from compiled_training.compilers.base import (
+    Choice,
+    CompilerKind,
+    CompilerModule,
+    Finding,
+    Framework,
+    Job,
+    minor,
+    value_of,
+)
+from compiled_training_runtime import contract
+
+PYTORCHXLA = "pytorchxla"
+SMDISTRIBUTED = "smdistributed"
+TORCH_DISTRIBUTED = "torch_distributed"
+ANY_GPU = "ml.g5.xlarge"
+"""The GPU a version's compiler image is looked up for when the job's instance is a token."""
+
+_NOT_SUPPORTED = {
+    "nvidia": "{family} is a GPU family Training Compiler never supported",
+    "amd": "{family} is an AMD GPU family, which Training Compiler does not support",
+    "trainium": "AWS Trainium, which compiles with the Neuron SDK: use Compiler.neuron_xla(), "
+                "or Compiler.torch_compile() on ml.trn2",
+    "inferentia": "AWS Inferentia",
+    "cpu": "a CPU instance",
+}
+
+
+def pytorchxla_from(framework: Framework) -> tuple[int, int]:
+    # The SDK's thresholds: pytorchxla from PyTorch 1.12 (Hugging Face: 1.11).
+    return (1, 11) if framework.name == "huggingface" else (1, 12)
+
+
+def pytorchxla_supported(framework: Framework) -> bool:
+    """Whether Training Compiler's ``pytorchxla`` launcher exists for this version."""
+    return minor(framework.pytorch_version or "0") >= pytorchxla_from(framework)
+
+
+class TrainingCompiler(CompilerModule):
+    name = CompilerKind.TRAINING_COMPILER
+    title = "Training Compiler"
+    training_compiler_images = True
+    through_xla = True
+    dockerfile = "training-compiler"
+    distributions_checked = frozenset({PYTORCHXLA, SMDISTRIBUTED})
+    settings = ("debug",)
+
+    def options(self, **given: Any) -> dict[str, Any]:
+        return {**super().options(**given), "debug": bool(given.get("debug", False))}
+
+    def hyperparameters(self, choice: Choice) -> dict[str, bool | str]:
+        return {contract.HP_TRAINING_COMPILER_ENABLED: True,
+                contract.HP_TRAINING_COMPILER_DEBUG: choice.debug}
+
+    def describe(self, choice: Choice) -> str:
+        return self.title + (" (debug)" if choice.debug else "")
+
+    def default_distribution(self, framework: Framework, instance_type: str,
+                             count: int) -> str | None:
+        many = count > 1 or gpus_per_instance(instance_type) > 1
+        return PYTORCHXLA if pytorchxla_supported(framework) and many else None
+
+    def launcher_hint(self, framework: Framework) -> str | None:
+        if not pytorchxla_supported(framework):
+            return None
+        return "Distribution.PYTORCHXLA (Training Compiler's launcher, one process per GPU)"
+
+    def recognizes(self, hyperparameters: Mapping[str, Any], environment: Mapping[str, Any],
+                   image: str = "") -> bool:
+        return contract.plain(hyperparameters.get(contract.HP_TRAINING_COMPILER_ENABLED,
+                                                  "")) == "true"
+
+    def checks(self, job: Job) -> tuple[list[Finding], list[Finding]]:
+        errors: list[Finding] = []
+        warnings: list[Finding] = []
+        framework, instance_type = job.framework, job.instance_type
+        family = "" if is_token(instance_type) else instance_family(instance_type)
+        if family and family not in TRAINING_COMPILER_FAMILIES:
+            why = _NOT_SUPPORTED[accelerator(instance_type)].format(family=family)
+            errors.append(("CompilerInstance", f"instance_type must be a GPU instance of "
+                                               f"{', '.join(TRAINING_COMPILER_FAMILIES)} for "
+                                               f"Training Compiler, got {instance_type!r} "
+                                               f"({why})"))
+        if job.distribution == SMDISTRIBUTED:
+            errors.append(("CompilerSmdistributed", "distribution 'smdistributed' (SageMaker "
+                                                    "data/model parallel) is not compatible "
+                                                    "with Training Compiler; use "
+                                                    "Distribution.PYTORCHXLA"))
+        if framework.runs_script:
+            gpu = instance_type if family and is_gpu(instance_type) else ANY_GPU
+            try:
+                # Also what a given image_uri must extend: the version must have a compiler DLC.
+                resolve_dlc(framework, True, gpu)
+            except ValueError as unsupported:
+                return errors + [("CompilerVersion", str(unsupported))], warnings
+        xla = pytorchxla_supported(framework)
+        if job.distribution == PYTORCHXLA and not xla:
+            since = ".".join(map(str, pytorchxla_from(framework)))
+            errors.append(("CompilerDistribution", f"distribution 'pytorchxla' needs PyTorch "
+                                                   f"{since} or newer with Training Compiler, "
+                                                   f"got {framework.describe()}"))
+        if job.distribution == TORCH_DISTRIBUTED and xla:
+            errors.append(("CompilerDistribution", f"'pytorchxla' is the only distribution "
+                                                   f"Training Compiler supports for "
+                                                   f"{framework.describe()}, got "
+                                                   f"{value_of(job.distribution)!r}"))
+        if job.debugger or job.profiler:
+            warnings.append(("DebuggerProfiler", "Debugger and Profiler add recompilation "
+                                                 "overhead under Training Compiler; turn them "
+                                                 "off (debugger=False, profiler=False) for "
+                                                 "production runs"))
+        distributed = job.instance_count > 1 or job.distribution == PYTORCHXLA
+        if distributed and family and instance_type not in EFA_INSTANCE_TYPES:
+            warnings.append(("NonEfa", f"{instance_type} has no EFA; Training Compiler uses EFA "
+                                       f"for distributed training. EFA types: "
+                                       f"{', '.join(EFA_INSTANCE_TYPES)}"))
+        return errors, warnings

@@ -1,0 +1,82 @@
+"""The registry of compilers: each built-in found by its name and recognized from the switches a
+step carries (the library's own, a 0.2.0 template's, an image's), options checked by the
+compiler they belong to, and a package's compiler refused where its name is taken."""
+
+from __future__ import annotations
+
+from importlib.metadata import EntryPoint
+
+import pytest
+
+import compiled_training.compilers as compilers
+from compiled_training import Compiler, CompilerKind
+from compiled_training.compilers import BUILT_IN, CompilerModule, compiler_module, recognize
+from compiled_training_runtime import contract
+
+
+@pytest.mark.parametrize("compiler", [Compiler.none(), Compiler.training_compiler(),
+                                      Compiler.torch_compile(mode="max-autotune"),
+                                      Compiler.neuron_xla()], ids=str)
+def test_a_step_is_recognized_from_the_switches_its_compiler_sets(compiler):
+    hyperparameters = {k: contract.plain(v) for k, v in compiler.hyperparameters().items()}
+    found = recognize(hyperparameters, compiler.environment())
+    assert found is compiler.module
+    assert found.name == compiler.kind and Compiler.named(found.name).kind == compiler.kind
+
+
+def test_a_step_of_another_template_is_recognized_from_its_hyperparameter_or_image():
+    old = {"compiled_training_torch_compile": '"true"'}  # a 0.2.0 template, JSON-quoted
+    assert recognize(old, {}).name == CompilerKind.TORCH_COMPILE
+    image = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx:2.9.0"
+    assert recognize({}, {}, image).name == CompilerKind.NEURON_XLA
+    assert recognize({"epochs": "3"}, {"OTHER": "true"}, "pytorch-training:2.9").enabled is False
+
+
+def test_an_option_of_another_compiler_is_refused_naming_the_options_taken():
+    with pytest.raises(TypeError, match="'torch-compile' takes the options mode, got level"):
+        Compiler.named("torch-compile", level=2)
+    with pytest.raises(TypeError, match="'none' takes the options none, got mode"):
+        Compiler.named("none", mode="default")
+    assert Compiler.named("torch-compile", mode="reduce-overhead") == Compiler.torch_compile(
+        mode="reduce-overhead")
+
+
+def test_an_unknown_name_is_refused_with_the_names_known():
+    with pytest.raises(ValueError, match=r"compiler must be one of .*torch-compile.*, got "
+                                         r"'torch_compile' \(did you mean 'torch-compile'\?\)"):
+        compiler_module("torch_compile")
+
+
+class _Taken(CompilerModule):
+    name = "torch-compile"
+
+
+class _Badly(CompilerModule):
+    name = "Toy_JIT"
+
+
+class _Fine(CompilerModule):
+    name = "fine-jit"
+
+
+def _registry_with(monkeypatch: pytest.MonkeyPatch, target: str) -> object:
+    entry = EntryPoint(name="toy", value=f"{__name__}:{target}",
+                       group=compilers.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(compilers, "entry_points", lambda group: [entry])
+    return compilers._registry.__wrapped__()
+
+
+@pytest.mark.parametrize("target", ["_Taken", "_Badly"])
+def test_a_package_compiler_whose_name_is_taken_or_malformed_is_refused(monkeypatch, target):
+    with pytest.raises(ValueError, match="must be new and written like 'torch-compile'"):
+        _registry_with(monkeypatch, target)
+
+
+def test_a_package_compiler_that_is_no_compiler_module_is_refused(monkeypatch):
+    with pytest.raises(TypeError, match="must name a CompilerModule subclass, got"):
+        _registry_with(monkeypatch, "pytest.MonkeyPatch")
+
+
+def test_a_package_compiler_comes_after_the_built_in_ones(monkeypatch):
+    registry = _registry_with(monkeypatch, "_Fine")
+    assert list(registry) == [*(m.name for m in BUILT_IN), "fine-jit"]  # type: ignore[call-overload]

@@ -1,0 +1,114 @@
+"""A compiler added from outside: one module (``toy/toy_jit.py``) and one entry-point line
+register it, and it goes through synthesis, its own synth-time check, the rule pack's reading
+of a step and ``compiled-training run`` with a script that reads its switch.
+
+The toy is found through ``importlib.metadata`` as an installed package's would be: its folder
+holds a ``dist-info`` and goes on ``PYTHONPATH`` of the processes that synthesize and run.
+What stands in for AWS in the run is the local runner's: moto's S3 and one host. The advisor
+does not weigh registered compilers yet (issue 45's one advisor).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT
+
+HERE = Path(__file__).parent
+DATA = "s3://toy-data/train/"
+SYNTH = """
+import json, sys
+import aws_cdk as cdk
+from compiled_training import Compiler, Framework, InputChannel, TrainingPipeline
+from compiled_training.compilers import compiler_names
+from compiled_training.nag.rule_pack import TrainingStep
+from tests.helpers import definitions
+
+app = cdk.App(outdir=sys.argv[1])
+stack = cdk.Stack(app, "Toy", env=cdk.Environment(region="ap-southeast-2"))
+compiler = Compiler.named("toy-jit", level=int(sys.argv[3]))
+TrainingPipeline(stack, "Toy", pipeline_name="toy-jit", framework=Framework.pytorch("2.9.0"),
+                 compiler=compiler, instance_type=sys.argv[2], source_dir=sys.argv[4],
+                 entry_point="train.py", channels=[InputChannel("train", "%s")])
+assembly = app.synth()
+template = assembly.get_stack_by_name("Toy").template
+step = next(s for s in definitions(template)[0]["Steps"] if s["Type"] == "Training")
+print(json.dumps({"names": list(compiler_names()), "describe": compiler.describe(),
+                  "environment": step["Arguments"]["Environment"],
+                  "rule_pack_sees": TrainingStep(step["Arguments"], {}).compiler.name}))
+""" % DATA
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(HERE / "toy"), os.environ.get("PYTHONPATH", "")])}
+
+
+def _synth(outdir: Path, instance_type: str, level: int) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", SYNTH, str(outdir), instance_type, str(level),
+                           str(HERE / "toy_script")], env=_env(), cwd=ROOT,
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
+def _run(assembly: Path, workdir: Path, data: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "compiled_training.tools.cli", "run", str(assembly),
+         "--pipeline", "toy-jit", "--data", f"{DATA}={data}", "--workdir", str(workdir)],
+        env=_env(), capture_output=True, text=True, timeout=600, check=False)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("toy-data")
+    (folder / "rows.csv").write_text("1,2\n3,4\n")
+    return folder
+
+
+def test_a_registered_compiler_synthesizes_and_the_rule_pack_recognizes_it(tmp_path):
+    result = _synth(tmp_path / "cdk.out", "ml.g5.xlarge", 2)
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["names"][-1] == "toy-jit" and "torch-compile" in seen["names"]
+    assert seen["describe"] == "Toy JIT (level 2)"
+    assert seen["environment"]["TOY_JIT_LEVEL"] == "2"
+    assert not any(name.startswith("COMPILED_TRAINING_TORCH") for name in seen["environment"])
+    assert seen["rule_pack_sees"] == "toy-jit"
+
+
+def test_a_registered_compilers_own_check_refuses_a_job_at_synth(tmp_path):
+    result = _synth(tmp_path / "cdk.out", "ml.m5.xlarge", 2)
+    assert result.returncode != 0
+    assert "Toy JIT compiles for GPUs, got 'ml.m5.xlarge'" in result.stderr
+
+
+def test_without_the_entry_point_the_name_is_refused_with_the_names_known(tmp_path):
+    result = subprocess.run([sys.executable, "-c", "from compiled_training import Compiler; "
+                             "Compiler.named('toy-jit')"], capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert result.returncode != 0
+    assert "'toy-jit'" in result.stderr and "torch-compile" in result.stderr
+
+
+def test_a_local_run_hands_the_script_its_switch(tmp_path, data):
+    assembly = tmp_path / "cdk.out"
+    assert _synth(assembly, "ml.g5.xlarge", 2).returncode == 0
+    run = _run(assembly, tmp_path / "work", data)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Succeeded" in run.stdout
+    models = list((tmp_path / "work").rglob("model.tar.gz"))
+    assert models, run.stdout
+
+
+def test_a_local_run_fails_when_the_script_gets_another_level(tmp_path, data):
+    assembly = tmp_path / "cdk.out"
+    assert _synth(assembly, "ml.g5.xlarge", 1).returncode == 0
+    run = _run(assembly, tmp_path / "work", data)
+    assert run.returncode != 0
+    assert "toy-jit switch missing: TOY_JIT_LEVEL='1'" in run.stdout + run.stderr
+    assert "Succeeded" not in run.stdout.splitlines()[-1]

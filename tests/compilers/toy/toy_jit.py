@@ -1,0 +1,38 @@
+"""A toy compiler from outside the library: one module, registered by one entry-point line
+(``toy-jit = toy_jit:ToyJit`` in ``toy_jit-0.1.dist-info/entry_points.txt``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from compiled_training.catalog.instances import is_gpu
+from compiled_training.compilers import Choice, CompilerModule, Finding, Job
+
+SWITCH = "TOY_JIT_LEVEL"
+
+
+class ToyJit(CompilerModule):
+    name = "toy-jit"
+    title = "Toy JIT"
+    settings = ("level",)
+
+    def options(self, **given: Any) -> dict[str, Any]:
+        # Compiler has no field of the toy's own; its level rides in `mode`.
+        return {**super().options(**given), "mode": str(given.get("level", 1))}
+
+    def switches(self, choice: Choice) -> dict[str, str]:
+        return {SWITCH: str(choice.mode)}
+
+    def describe(self, choice: Choice) -> str:
+        return f"Toy JIT (level {choice.mode})"
+
+    def checks(self, job: Job) -> tuple[list[Finding], list[Finding]]:
+        if is_gpu(job.instance_type):
+            return [], []
+        return [("ToyJitInstance", f"Toy JIT compiles for GPUs, got {job.instance_type!r}; "
+                                   f"use a GPU instance type")], []
+
+    def recognizes(self, hyperparameters: Mapping[str, Any], environment: Mapping[str, Any],
+                   image: str = "") -> bool:
+        return SWITCH in environment
