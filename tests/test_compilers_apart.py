@@ -35,10 +35,6 @@ FACTORIES = {"training_compiler", "torch_compile", "neuron_xla", "none"}
 """`Compiler`'s public shortcuts, one per built-in compiler: they may name their kind."""
 RUNTIME_BENCHMARKS = {"tools/bench.py"}
 """The benchmark of the runtime's own backends, which it starts by the runtime's names."""
-NOT_YET = {"advice/advisor.py", "advice/cost.py", "advice/priors.py", "advice/trainium.py"}
-"""The advisor still chooses among the built-in kinds; one advisor that asks each compiler
-module is the next step (issue 45). A test below fails once one of these is clean, so the list
-only shrinks."""
 
 _COMPILER_VALUE = re.compile(r"(^|\.)(compiler|kind)(\.module)?\.(kind|name|value)$|"
                              r"compiler\.kind$|\.kind\.value$")
@@ -80,14 +76,8 @@ def _outside() -> dict[str, list[str]]:
 
 
 def test_no_module_outside_the_compilers_package_knows_one_compiler():
-    found = [v for module, vs in _outside().items() if module not in NOT_YET for v in vs]
+    found = [v for vs in _outside().values() for v in vs]
     assert found == [], "\n".join(found)
-
-
-def test_the_modules_not_yet_moved_still_need_their_exemption():
-    outside = _outside()
-    clean = sorted(module for module in NOT_YET if not outside.get(module, []))
-    assert clean == [], f"drop these from NOT_YET: {clean}"
 
 
 @pytest.mark.parametrize("line", [

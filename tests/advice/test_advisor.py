@@ -6,7 +6,6 @@ import dataclasses
 
 import pytest
 
-from compiled_training.advice import advisor
 from compiled_training.advice.advisor import (
     MIN_SAVING_FOR_A_BENCHMARK_USD,
     Verdict,
@@ -19,6 +18,7 @@ from compiled_training.advice.priors import PRIORS
 from compiled_training.advice.workload import CATEGORIES
 from compiled_training.catalog.dlc import training_compiler_releases
 from compiled_training.catalog.prices import ON_DEMAND_PRICES_USD
+from compiled_training.compilers import training_compiler
 from compiled_training.spec.compiler import Compiler, CompilerKind
 from compiled_training.tools.cli import load_workloads
 from tests.helpers import ROOT
@@ -161,7 +161,7 @@ def test_tensorflow_gets_no_compiler_from_this_library():
 
 
 def test_the_training_compiler_releases_come_from_the_support_matrix(monkeypatch):
-    monkeypatch.setattr(advisor, "training_compiler_releases",
+    monkeypatch.setattr(training_compiler, "training_compiler_releases",
                         lambda: [*training_compiler_releases(), "PyTorch 1.11.0"])
     assessment = assess_workload(_with(DOCUMENTS, framework_version="1.11"))
     assert assessment.compiler is CompilerKind.TRAINING_COMPILER

@@ -1,11 +1,11 @@
 """A compiler added from outside: one module (``toy/toy_jit.py``) and one entry-point line
 register it, and it goes through synthesis, its own synth-time check, the rule pack's reading
-of a step and ``compiled-training run`` with a script that reads its switch.
+of a step, ``compiled-training advise`` and ``compiled-training run`` with a script that reads
+its switch.
 
 The toy is found through ``importlib.metadata`` as an installed package's would be: its folder
 holds a ``dist-info`` and goes on ``PYTHONPATH`` of the processes that synthesize and run.
-What stands in for AWS in the run is the local runner's: moto's S3 and one host. The advisor
-does not weigh registered compilers yet (issue 45's one advisor).
+What stands in for AWS in the run is the local runner's: moto's S3 and one host.
 """
 
 from __future__ import annotations
@@ -61,6 +61,44 @@ def _run(assembly: Path, workdir: Path, data: Path) -> subprocess.CompletedProce
         [sys.executable, "-m", "compiled_training.tools.cli", "run", str(assembly),
          "--pipeline", "toy-jit", "--data", f"{DATA}={data}", "--workdir", str(workdir)],
         env=_env(), capture_output=True, text=True, timeout=600, check=False)
+
+
+WORKLOAD = """workloads:
+  - name: toy
+    framework: pytorch
+    framework_version: "2.9.0"
+    model_family: {family}
+    instance_type: ml.g5.12xlarge
+    instance_count: 1
+    hours_per_run: 4
+    runs_per_week: 3
+    static_shapes: true
+    precision: bf16
+"""
+
+
+def _advise(tmp_path: Path, family: str) -> dict[str, object]:
+    workloads = tmp_path / f"{family}.yaml"
+    workloads.write_text(WORKLOAD.format(family=family))
+    result = subprocess.run([sys.executable, "-m", "compiled_training.tools.cli", "advise",
+                             "--json", str(workloads)], env=_env(), capture_output=True,
+                            text=True, timeout=300, check=True)
+    (assessment,) = json.loads(result.stdout)
+    return assessment
+
+
+def test_the_advisor_asks_a_registered_compiler_about_its_own_family(tmp_path):
+    toy = _advise(tmp_path, "toy-net")
+    assert (toy["compiler"], toy["verdict"]) == ("toy-jit", "ENABLE")
+    assert toy["reasons"]["compiler"] == "Toy JIT: built for toy-net"
+    assert "the toy's own bench" in toy["reasons"]["model"]
+
+
+def test_the_registered_compiler_leaves_other_families_to_the_built_in_ones(tmp_path):
+    bert = _advise(tmp_path, "bert")
+    assert bert["compiler"] == "torch-compile"
+    assert bert["reasons"]["compiler"] == "torch.compile: PyTorch 2.9.0 has it; Training " \
+        "Compiler is frozen at " + bert["reasons"]["compiler"].split("frozen at ")[1]
 
 
 @pytest.fixture(scope="module")

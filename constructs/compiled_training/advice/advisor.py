@@ -28,12 +28,9 @@ from compiled_training.advice.assessment import (
 from compiled_training.advice.priors import (
     MIN_MINUTES_PER_RUN,
     MIN_SAVING_FOR_A_BENCHMARK_USD,
-    TC_BATCH_GROWTH,
     TRAINIUM_CATEGORIES,
     TRAINIUM_CLAIMS,
     WEEKS_PER_YEAR,
-    Prior,
-    prior_for,
 )
 from compiled_training.advice.trainium import assess_on_trainium, neuron_path
 from compiled_training.advice.workload import (
@@ -42,9 +39,7 @@ from compiled_training.advice.workload import (
     WorkloadProfile,
     model_category,
 )
-from compiled_training.catalog.dlc import training_compiler_releases
 from compiled_training.catalog.instances import (
-    TRAINING_COMPILER_FAMILIES,
     accelerator,
     gpus_left_idle,
     instance_family,
@@ -52,50 +47,40 @@ from compiled_training.catalog.instances import (
 )
 from compiled_training.catalog.neuron import is_trainium
 from compiled_training.catalog.prices import PRICES_SOURCE
-from compiled_training.compilers import CompilerKind, compiler_module
+from compiled_training.compilers import (
+    CompilerModule,
+    Prior,
+    compiler_module,
+    gpu_compilers,
+    no_compiler,
+)
 from compiled_training_runtime import contract
 
 
-def choose_compiler(profile: WorkloadProfile) -> tuple[CompilerKind, dict[str, str]]:
+def choose_compiler(profile: WorkloadProfile) -> tuple[str, dict[str, str]]:
     """The compiler for the job's framework, version and instance, with the reasons for it.
 
-    Training Compiler where its support matrix (the SageMaker SDK's, read by ``dlc``) has a
-    release for the framework and version and it supports the instance family; torch.compile
-    for PyTorch 2.x on any NVIDIA GPU; nothing otherwise.
+    On Trainium, its Neuron path. On NVIDIA GPUs, each compiler in its order of preference says
+    whether it fits (Training Compiler where its support matrix, the SageMaker SDK's, has a
+    release for the version on the instance family; torch.compile for PyTorch 2.x): the first
+    that fits, with why those before it did not; nothing otherwise.
     """
     reasons = {"framework": framework_reason(profile), "instance": _instance_reason(profile)}
     if is_trainium(profile.instance_type):
         path = neuron_path(profile)
         return path.compiler, reasons | {"compiler": path.reason}
     if not all(_pytorch_on_nvidia(profile)):
-        return CompilerKind.NONE, reasons | {
+        return no_compiler().name, reasons | {
             "compiler": "none: neither compiler applies (see framework and instance)"}
-    version = profile.framework_version
-    family = instance_family(profile.instance_type)
-    tc_family = family in TRAINING_COMPILER_FAMILIES
-    families = ", ".join(TRAINING_COMPILER_FAMILIES)
-    releases = ", ".join(_releases(profile.framework))
-    if version is None:
-        if tc_family and model_category(profile.model_family)[0] == "transformer":
-            return CompilerKind.TRAINING_COMPILER, reasons | {"compiler": (
-                "Training Compiler: framework_version not given, so one of its releases is "
-                f"assumed ({releases}); it has published transformer gains on {family}")}
-        why = (f"{family} is not a Training Compiler family ({families})" if not tc_family
-               else "Training Compiler has published gains for transformers only")
-        return CompilerKind.TORCH_COMPILE, reasons | {"compiler": (
-            f"torch.compile: framework_version not given, so PyTorch 2.x is assumed; {why}")}
-    if int(version.split(".")[0]) >= 2:
-        return CompilerKind.TORCH_COMPILE, reasons | {"compiler": (
-            f"torch.compile: PyTorch {version} has it; Training Compiler is frozen at {releases}")}
-    release = _training_compiler_release(profile.framework, version)
-    if release and tc_family:
-        return CompilerKind.TRAINING_COMPILER, reasons | {"compiler": (
-            f"Training Compiler: its {release} release runs on {family}")}
-    missing = (f"Training Compiler's {release} release does not run on {family} ({families} only)"
-               if release else f"Training Compiler has no release for PyTorch {version} "
-                               f"({releases})")
-    return CompilerKind.NONE, reasons | {"compiler": (
-        f"none: {missing}, and torch.compile needs PyTorch 2.0 or later: upgrade the job")}
+    category = model_category(profile.model_family)[0]
+    refusals: list[str] = []
+    for module in gpu_compilers():
+        pick = module.choose_on_gpu(profile, category)
+        if pick and pick.fits:
+            return module.name, reasons | {"compiler": "; ".join([pick.reason, *refusals])}
+        if pick:
+            refusals.append(pick.reason)
+    return no_compiler().name, reasons | {"compiler": f"none: {', and '.join(refusals)}"}
 
 
 def _pytorch_on_nvidia(profile: WorkloadProfile) -> tuple[bool, bool]:
@@ -115,20 +100,6 @@ def _instance_reason(profile: WorkloadProfile) -> str:
     }[accelerator(instance)]
 
 
-def _releases(framework: str) -> list[str]:
-    """Training Compiler's releases for a framework, from the SDK's support matrix."""
-    prefix = "Hugging Face" if framework == "huggingface" else "PyTorch"
-    return [r for r in training_compiler_releases() if r.startswith(prefix)]
-
-
-def _training_compiler_release(framework: str, version: str) -> str | None:
-    """The release for a PyTorch version, matched on major.minor (1.13 and 1.13.0 run on
-    1.13.1's image); None where Training Compiler has none."""
-    minor = ".".join(version.split(".")[:2])
-    return next((r for r in _releases(framework)
-                 if r.rpartition("PyTorch ")[2].startswith(minor + ".")), None)
-
-
 def assess_workload(profile: WorkloadProfile, *,
                     prices: Mapping[str, float] | None = None) -> Assessment:
     """Which compiler, and whether to enable it for this workload: ENABLE, BENCHMARK or SKIP.
@@ -139,20 +110,21 @@ def assess_workload(profile: WorkloadProfile, *,
     if is_trainium(profile.instance_type):
         return assess_on_trainium(profile, prices)
     compiler, reasons = choose_compiler(profile)
+    module = compiler_module(compiler)
     category, known = model_category(profile.model_family)
-    prior = prior_for(compiler, category)
+    prior = module.prior(category)
     speedup = cost.speedup(profile, prior)
     compile = cost.compile_minutes(profile, compiler)
     break_even = cost.break_even_minutes(speedup, compile)
     pytorch, nvidia = _pytorch_on_nvidia(profile)
     limits = {"framework": allows(pytorch), "instance": allows(nvidia),
-              "compiler": allows(compiler is not CompilerKind.NONE)}
+              "compiler": allows(module.enabled)}
     for factor, (limit, reason) in {
-        "model": _model(profile.model_family, category, known, compiler, prior),
-        "precision": _precision(profile, compiler),
-        "shapes": _shapes(profile, compiler, category),
+        "model": _model(profile.model_family, category, known, module, prior),
+        "precision": _precision(profile, module),
+        "shapes": _shapes(profile, module, category),
         "bottleneck": bottleneck(profile),
-        "duration": _duration(profile, compiler, speedup, break_even, compile),
+        "duration": _duration(profile, module, speedup, break_even, compile),
     }.items():
         limits[factor], reasons[factor] = limit, reason
     money = cost.money(profile, compiler, speedup, prices, compile)
@@ -165,12 +137,11 @@ def assess_workload(profile: WorkloadProfile, *,
                              "pays for a benchmarking sprint")
 
     unfit = _trainium_fits(profile, category, limits)
-    options = _options(profile, compiler, verdict, speedup, money.per_run, category, unfit)
+    options = _options(profile, module, verdict, speedup, money.per_run, category, unfit)
     decision = _decide(profile, compiler, verdict, options, unfit)
     batch = lr = None
-    tc_enabled = verdict is Verdict.ENABLE and compiler is CompilerKind.TRAINING_COMPILER
-    if tc_enabled and profile.batch_size:
-        batch = int(profile.batch_size * TC_BATCH_GROWTH)
+    if verdict is Verdict.ENABLE and module.batch_growth and profile.batch_size:
+        batch = int(profile.batch_size * module.batch_growth)
         if profile.learning_rate:
             # The runtime's own rule: a job given base_batch_size trains at this rate.
             lr = contract.scaled_learning_rate(profile.learning_rate, profile.batch_size, batch)
@@ -179,7 +150,7 @@ def assess_workload(profile: WorkloadProfile, *,
         speedup=speedup, compile_minutes=compile.per_run, break_even_minutes=break_even,
         dollars_per_run=money.per_run, dollars_per_year=money.per_year,
         saving_per_year=money.saving, recommended_batch_size=batch, recommended_learning_rate=lr,
-        notes=_notes(profile, compiler, category, verdict, batch) + _trainium_notes(
+        notes=_notes(profile, module, category, verdict, batch) + _trainium_notes(
             profile, decision, options),
         options=options, decision=decision,
     )
@@ -203,18 +174,18 @@ def _trainium_fits(profile: WorkloadProfile, category: str,
     return None
 
 
-def _options(profile: WorkloadProfile, compiler: CompilerKind, verdict: Verdict,
+def _options(profile: WorkloadProfile, compiler: CompilerModule, verdict: Verdict,
              speedup: tuple[float, float], per_run: float | None, category: str,
              unfit: str | None) -> tuple[Option, ...]:
     """The run costed each way: on the job's GPU from the price list and the compiler's
     prior, on Trainium from AWS's claims against the GPU's eager run."""
     if per_run is None:
         return ()
-    options = [Option(profile.instance_type, CompilerKind.NONE, (per_run, per_run),
+    options = [Option(profile.instance_type, no_compiler().name, (per_run, per_run),
                       f"on-demand price ({PRICES_SOURCE})")]
-    if compiler is not CompilerKind.NONE and verdict is not Verdict.SKIP:
-        prior = prior_for(compiler, category)
-        options.append(Option(profile.instance_type, compiler,
+    if compiler.enabled and verdict is not Verdict.SKIP:
+        prior = compiler.prior(category)
+        options.append(Option(profile.instance_type, compiler.name,
                               (per_run / speedup[1], per_run / speedup[0]),
                               prior.source if prior else "no prior"))
     if unfit is None:
@@ -226,7 +197,7 @@ def _options(profile: WorkloadProfile, compiler: CompilerKind, verdict: Verdict,
     return tuple(options)
 
 
-def _decide(profile: WorkloadProfile, compiler: CompilerKind, verdict: Verdict,
+def _decide(profile: WorkloadProfile, compiler: str, verdict: Verdict,
             options: tuple[Option, ...], unfit: str | None) -> Decision:
     """Trainium where its expected cost per run is the lowest and the most it could save
     pays for a benchmark; the job's own GPU otherwise."""
@@ -264,7 +235,7 @@ def _trainium_notes(profile: WorkloadProfile, decision: Decision,
             f"quality loss"]
 
 
-def _model(model_family: str, category: str, known: bool, compiler: CompilerKind,
+def _model(model_family: str, category: str, known: bool, compiler: CompilerModule,
            prior: Prior | None) -> Judged:
     said = (f"{model_family}: {category}" if known else
             f"{model_family}: not a family this advisor knows, treated as custom")
@@ -272,21 +243,17 @@ def _model(model_family: str, category: str, known: bool, compiler: CompilerKind
         return Verdict.SKIP, f"{said} (gradient-boosted trees build no deep-learning graph)"
     if prior is None:
         return Verdict.ENABLE, said
-    title = compiler_module(compiler).title
+    title = compiler.title
     if prior.published:
         return Verdict.ENABLE, f"{said}, with published {title} gains ({prior.source})"
     return Verdict.BENCHMARK, (f"{said}, without a published {title} figure of its own "
                                f"({prior.source}); measure before shipping")
 
 
-def _precision(profile: WorkloadProfile, compiler: CompilerKind) -> Judged:
+def _precision(profile: WorkloadProfile, compiler: CompilerModule) -> Judged:
     if profile.precision != "fp32":
-        return Verdict.ENABLE, (f"{profile.precision} mixed precision suits "
-                                f"{compiler_module(compiler).title}")
-    if compiler is CompilerKind.TORCH_COMPILE:
-        return Verdict.BENCHMARK, ("fp32 only: torch.compile works without mixed precision but "
-                                   "gains less (PyTorch 2.0: 21 % in fp32, 51 % in AMP on average)")
-    return Verdict.BENCHMARK, "fp32 only: most of a compiler's gain comes with fp16/bf16"
+        return Verdict.ENABLE, f"{profile.precision} mixed precision suits {compiler.title}"
+    return Verdict.BENCHMARK, compiler.fp32_reason
 
 
 _SHAPE_FIXES = {
@@ -297,23 +264,17 @@ _SHAPE_FIXES = {
 _ANY_SHAPE_FIX = "pad or bucket sequences, resize images to fixed crops"
 
 
-def _shapes(profile: WorkloadProfile, compiler: CompilerKind, category: str) -> Judged:
+def _shapes(profile: WorkloadProfile, compiler: CompilerModule, category: str) -> Judged:
     if profile.static_shapes:
         return Verdict.ENABLE, "static shapes: one graph, compiled once"
-    fix = _SHAPE_FIXES.get(category, _ANY_SHAPE_FIX)
-    if compiler is CompilerKind.TORCH_COMPILE:
-        return Verdict.BENCHMARK, ("dynamic shapes: torch.compile handles them (automatic "
-                                   "dynamic shapes, dynamic=True) at a cost, a recompile per new "
-                                   "shape and less specialised kernels; fixing them first "
-                                   f"({fix}) recovers the static gain")
-    return Verdict.BENCHMARK, ("dynamic shapes: XLA recompiles for every new shape, so the fix "
-                               f"comes first ({fix})")
+    return Verdict.BENCHMARK, compiler.dynamic_shapes_reason(
+        _SHAPE_FIXES.get(category, _ANY_SHAPE_FIX))
 
 
-def _duration(profile: WorkloadProfile, compiler: CompilerKind, speedup: tuple[float, float],
+def _duration(profile: WorkloadProfile, compiler: CompilerModule, speedup: tuple[float, float],
               break_even: float, compile: cost.CompileMinutes) -> Judged:
     minutes = profile.hours_per_run * 60
-    if compiler is CompilerKind.NONE:
+    if not compiler.enabled:
         return Verdict.ENABLE, "no compiler: no compile time to amortise"
     if minutes < break_even:
         low, high = (minutes * (1 - 1 / s) for s in speedup)
@@ -323,7 +284,7 @@ def _duration(profile: WorkloadProfile, compiler: CompilerKind, speedup: tuple[f
     return Verdict.ENABLE, f"{profile.hours_per_run:g} h runs amortise the {compile.describe()}"
 
 
-def _notes(profile: WorkloadProfile, compiler: CompilerKind, category: str, verdict: Verdict,
+def _notes(profile: WorkloadProfile, compiler: CompilerModule, category: str, verdict: Verdict,
            batch: int | None) -> list[str]:
     """What to do next."""
     notes = []
@@ -332,32 +293,24 @@ def _notes(profile: WorkloadProfile, compiler: CompilerKind, category: str, verd
             notes.append("first step: make the shapes static "
                          f"({_SHAPE_FIXES.get(category, _ANY_SHAPE_FIX)})")
         notes.append(f"deploy a CompilerBenchmark (A/B pipeline) of "
-                     f"{compiler_module(compiler).title} against no compiler and ship only at >= "
+                     f"{compiler.title} against no compiler and ship only at >= "
                      f"{contract.DEFAULT_SPEEDUP_THRESHOLD:.0%} speedup without quality loss")
     if batch is not None:
         notes.append(f"raise the batch from {profile.batch_size} to {batch} (the compiler frees "
                      "memory: AWS's tested-models table) and scale the learning rate to match")
-    if verdict is Verdict.ENABLE and compiler is CompilerKind.TORCH_COMPILE:
-        notes.append("enable Compiler.torch_compile() and keep the batch size (no published "
-                     "memory saving to grow it on)")
-    if compiler is CompilerKind.TRAINING_COMPILER and verdict is not Verdict.SKIP:
-        move = prior_for(CompilerKind.TORCH_COMPILE, category)
-        assert move is not None
-        notes.append("Training Compiler is frozen (AWS publishes no new releases): moving the "
-                     "job to PyTorch 2.x makes torch.compile its compiler (about "
-                     f"{move.speedup[0]:g}-{move.speedup[1]:g}x for {category} in PyTorch 2.0's "
-                     "figures) on current DLCs")
+    notes += compiler.notes(profile, category, verdict is Verdict.ENABLE,
+                            verdict is Verdict.SKIP)
     if launcher_needed := _launcher_note(profile, compiler):
         notes.append(launcher_needed)
     return notes
 
 
-def _launcher_note(profile: WorkloadProfile, compiler: CompilerKind) -> str | None:
+def _launcher_note(profile: WorkloadProfile, compiler: CompilerModule) -> str | None:
     """What a deep-learning job on several GPUs needs so that each of them trains; nothing
     for Training Compiler, whose launcher (pytorchxla) the constructs set by default."""
     gpus, idle = gpus_left_idle(profile.instance_type, profile.instance_count)
     if (profile.framework not in PYTORCH_FRAMEWORKS or not is_gpu(profile.instance_type)
-            or gpus == 1 or compiler is CompilerKind.TRAINING_COMPILER):
+            or gpus == 1 or compiler.sets_own_launcher):
         return None
     return (f"train on all {gpus} GPUs ({profile.instance_count} x {profile.instance_type}) "
             f"under torchrun (distribution torch_distributed, one process per GPU) if the job "

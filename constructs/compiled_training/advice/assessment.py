@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from compiled_training.advice.workload import PYTORCH_FRAMEWORKS, Verdict, WorkloadProfile
-from compiled_training.compilers import CompilerKind
+from compiled_training.compilers.base import value_of
 
 FACTORS = ("framework", "instance", "compiler", "model", "precision", "shapes", "bottleneck",
            "duration", "money")
@@ -18,7 +18,7 @@ class Option:
     there in USD (best, worst), with where the figure comes from."""
 
     instance_type: str
-    compiler: CompilerKind
+    compiler: str
     dollars_per_run: tuple[float, float]
     basis: str
     claimed: bool = False
@@ -30,7 +30,7 @@ class Option:
 
     @property
     def name(self) -> str:
-        return f"{self.instance_type} {self.compiler.value}"
+        return f"{self.instance_type} {value_of(self.compiler)}"
 
     def describe(self) -> str:
         """``ml.g5.12xlarge torch-compile $21``; a claim's figure says so, and whose."""
@@ -69,13 +69,13 @@ class Decision:
 
     verdict: Verdict
     instance_type: str
-    compiler: CompilerKind
+    compiler: str
     reason: str
     """Why this accelerator: the options' expected costs, or why Trainium was not costed."""
 
     def __str__(self) -> str:
         return (f"{self.verdict.value} on {self.instance_type} with "
-                f"{self.compiler.value}")
+                f"{value_of(self.compiler)}")
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ class Assessment:
     """The compiler, the verdict, a reason per factor, and the numbers behind it."""
 
     profile: WorkloadProfile
-    compiler: CompilerKind
+    compiler: str
     verdict: Verdict
     reasons: dict[str, str]
     limits: dict[str, Verdict]

@@ -9,15 +9,13 @@ from dataclasses import dataclass
 
 from compiled_training.advice.priors import (
     CACHE_EXPIRY_DAYS,
-    COMPILE_OVERHEAD,
     FP32_SPEEDUP_CAP,
     MIN_RUN_OVER_COMPILE,
     WEEKS_PER_YEAR,
-    Prior,
 )
 from compiled_training.advice.workload import WorkloadProfile
 from compiled_training.catalog.prices import price_per_hour
-from compiled_training.compilers import CompilerKind, compiler_module
+from compiled_training.compilers import Prior, compiler_module
 from compiled_training_runtime import contract
 
 
@@ -52,24 +50,25 @@ class CompileMinutes:
         return f"compile overhead ({low:g}-{high:g} min a run: {self.source})"
 
 
-def compile_minutes(profile: WorkloadProfile, compiler: CompilerKind) -> CompileMinutes:
+def compile_minutes(profile: WorkloadProfile, compiler: str) -> CompileMinutes:
     """The compiler's overhead for this workload: warm where its graphs persist between runs
     (torch.compile from PyTorch 2.4, the cache on by default) and a run comes at least once
     in the cache's lifetime; a first run's otherwise."""
-    overhead = COMPILE_OVERHEAD.get(compiler)
+    module = compiler_module(compiler)
+    overhead = module.compile_overhead
     if overhead is None:
         return CompileMinutes((0.0, 0.0), (0.0, 0.0), False, "no compiler")
     version = profile.framework_version
     # The version is PyTorch's for a pytorch workload (a Hugging Face one's is Transformers').
     since = contract.COMPILE_CACHE_SINCE
     # Only torch.compile's caches follow PyTorch's version; Neuron's have always persisted.
-    cached = (compiler is not CompilerKind.TORCH_COMPILE or profile.framework != "pytorch"
+    cached = (not module.inductor or profile.framework != "pytorch"
               or version is None or minor(version) >= minor(since))
     if overhead.warm is None:
         cold_because = overhead.source
     elif not cached:
         cold_because = f"PyTorch {version} predates the compile caches carried ({since} and later)"
-    elif (compiler is CompilerKind.TORCH_COMPILE
+    elif (module.inductor
           and profile.runs_per_week * CACHE_EXPIRY_DAYS / 7 < 1):
         # The library's lifecycle rule expires torch.compile's caches only: Neuron's stays.
         cold_because = f"runs further apart than the {CACHE_EXPIRY_DAYS} days a cache is kept"
@@ -111,7 +110,7 @@ def price_unknown(instance_type: str) -> str:
             f"--live-prices)")
 
 
-def money(profile: WorkloadProfile, compiler: CompilerKind, speedup: tuple[float, float],
+def money(profile: WorkloadProfile, compiler: str, speedup: tuple[float, float],
            prices: Mapping[str, float] | None, compile: CompileMinutes) -> Money:
     price = price_per_hour(profile.instance_type, prices)
     if price is None:
@@ -126,6 +125,6 @@ def money(profile: WorkloadProfile, compiler: CompilerKind, speedup: tuple[float
     reason = f"${per_run:,.0f} a run, ${per_run * runs:,.0f} a year"
     if profile.region != "us-east-1":
         reason += f" (us-east-1 price; {profile.region} may differ)"
-    if compiler is not CompilerKind.NONE:
-        reason += f"; {compiler_module(compiler).title} would save ${low:,.0f}-${high:,.0f} a year"
+    if (module := compiler_module(compiler)).enabled:
+        reason += f"; {module.title} would save ${low:,.0f}-${high:,.0f} a year"
     return Money(reason, per_run, per_run * runs, (low, high), high)

@@ -36,7 +36,7 @@ from compiled_training.advice.workload import (
 from compiled_training.catalog import neuron
 from compiled_training.catalog.instances import instance_family
 from compiled_training.catalog.prices import PRICES_SOURCE, price_per_hour
-from compiled_training.compilers import CompilerKind
+from compiled_training.compilers import compiler_module, no_compiler, trainium_compiler
 
 NO_GAIN = (1.0, 1.0)
 """Throughput over eager: on Trainium there is no eager run to compare with."""
@@ -53,7 +53,7 @@ class NeuronPath:
     """The Neuron path for a job: the compiler, why, whether its version has an image on the
     family, and what to move to where its image is missing or past support."""
 
-    compiler: CompilerKind
+    compiler: str
     reason: str
     has_image: bool = True
     move: str | None = None
@@ -63,22 +63,13 @@ def neuron_path(profile: WorkloadProfile) -> NeuronPath:
     """The Neuron path for the job's family and PyTorch version, and why."""
     family = instance_family(profile.instance_type)
     if profile.framework not in PYTORCH_FRAMEWORKS:
-        return NeuronPath(CompilerKind.NONE, f"none: {profile.framework} does not run on the "
-                                             f"Neuron SDK's training images (PyTorch and "
-                                             f"Hugging Face only)", False)
+        return NeuronPath(no_compiler().name, f"none: {profile.framework} does not run on the "
+                                              f"Neuron SDK's training images (PyTorch and "
+                                              f"Hugging Face only)", False)
     has_image, image, move = _image(profile, family)
-    if family in neuron.native_families():
-        # "Starting with Neuron Release 2.30.0, PyTorch/XLA is no longer supported for training
-        # workloads" (the catalog's no-xla-training-support source, read 2026-11-26).
-        reason = (f"Neuron PyTorch/XLA (Compiler.neuron_xla()): {image}; the native path "
-                  f"(Compiler.torch_compile(), torch.compile(backend='neuron')) is "
-                  f"{neuron.native_image_status()}: with your own image it is the way forward, "
-                  f"as AWS supports PyTorch/XLA for training no longer from Neuron 2.30")
-    else:
-        reason = (f"Neuron PyTorch/XLA (Compiler.neuron_xla()), the one path on {family}: "
-                  f"{image} (the native TorchNeuron backend runs on "
-                  f"{', '.join(neuron.native_families())} only)")
-    return NeuronPath(CompilerKind.NEURON_XLA, reason, has_image, move)
+    path = trainium_compiler()
+    return NeuronPath(path.name, path.choose_on_trainium(profile, family, image).reason,
+                      has_image, move)
 
 
 def _image(profile: WorkloadProfile, family: str) -> tuple[bool, str, str | None]:
@@ -123,7 +114,7 @@ def assess_on_trainium(profile: WorkloadProfile,
     category, known = model_category(profile.model_family)
     compile = cost.compile_minutes(profile, compiler)
     break_even = compile.per_run[1] * MIN_RUN_OVER_COMPILE
-    neuron_runs = compiler is not CompilerKind.NONE
+    neuron_runs = compiler_module(compiler).enabled
     reasons = {"framework": framework_reason(profile),
                "instance": (f"{profile.instance_type}: Trainium, where every graph compiles "
                             f"through the Neuron SDK (neuronx-cc): the compiler is not optional"),
@@ -241,7 +232,7 @@ def _options(profile: WorkloadProfile, per_run: float | None,
         return (), head + (f"{', '.join(claim.compared_with)}, uncosted: "
                            f"{profile.instance_type} has no recorded price (give one with "
                            f"prices= or --live-prices)")
-    options = [Option(profile.instance_type, CompilerKind.NEURON_XLA, (per_run, per_run),
+    options = [Option(profile.instance_type, trainium_compiler().name, (per_run, per_run),
                       f"on-demand price ({PRICES_SOURCE})")]
     uncosted = []
     for gpu in claim.compared_with:
@@ -251,7 +242,7 @@ def _options(profile: WorkloadProfile, per_run: float | None,
         # AWS's claim: Trainium's cost to train is cost_factor of the GPU's (best, worst), so
         # the GPU's run is costed from the claim; the GPU is costed only where SageMaker's
         # price for it is recorded (or given), as the issue's "cited price" asks.
-        options.append(Option(gpu, CompilerKind.NONE,
+        options.append(Option(gpu, no_compiler().name,
                               (per_run / claim.cost_factor[1], per_run / claim.cost_factor[0]),
                               f"{claim.source}, against its eager run", claimed=True))
     costed = ", ".join(f"{o.instance_type} {_usd(o.dollars_per_run[0])}-"

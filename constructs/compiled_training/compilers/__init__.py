@@ -18,12 +18,18 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from compiled_training.compilers.base import (
+    FIRST_COMPILE_MINUTES,
     Choice,
+    CompileOverhead,
     CompilerKind,
     CompilerModule,
     Finding,
     Framework,
     Job,
+    Pick,
+    Prior,
+    TrainiumClaim,
+    Workload,
     value_of,
 )
 from compiled_training.compilers.neuron_xla import NeuronXla
@@ -32,8 +38,10 @@ from compiled_training.compilers.torch_compile import TorchCompile
 from compiled_training.compilers.training_compiler import TrainingCompiler
 from compiled_training_runtime import contract
 
-__all__ = ["BUILT_IN", "ENTRY_POINT_GROUP", "Choice", "CompilerKind", "CompilerModule",
-           "Finding", "Framework", "Job", "compiler_module", "compiler_names", "recognize"]
+__all__ = ["BUILT_IN", "ENTRY_POINT_GROUP", "FIRST_COMPILE_MINUTES", "Choice", "CompileOverhead",
+           "CompilerKind", "CompilerModule", "Finding", "Framework", "Job", "Pick", "Prior",
+           "TrainiumClaim", "Workload", "compiler_module", "compiler_names", "gpu_compilers",
+           "no_compiler", "recognize", "trainium_compiler"]
 
 BUILT_IN: tuple[CompilerModule, ...] = (TrainingCompiler(), TorchCompile(), NeuronXla(),
                                         NoCompiler())
@@ -66,10 +74,26 @@ def compiler_module(name: str, field: str = "compiler") -> CompilerModule:
     return _registry()[contract.check_compiler(value_of(name), field, compiler_names())]
 
 
+def no_compiler() -> CompilerModule:
+    """Eager execution: the baseline every compiler is compared with."""
+    return _registry()[CompilerKind.NONE.value]
+
+
+def gpu_compilers() -> list[CompilerModule]:
+    """The compilers the advisor asks about a GPU job, in their order of preference."""
+    return sorted((m for m in _registry().values() if m.enabled),
+                  key=lambda m: m.preference)
+
+
+def trainium_compiler() -> CompilerModule:
+    """The path the advisor puts a job already on Trainium on."""
+    return next(m for m in _registry().values() if m.trains_on_trainium)
+
+
 def recognize(hyperparameters: Mapping[str, Any], environment: Mapping[str, Any],
               image: str = "") -> CompilerModule:
     """The compiler a step of a template uses, from its switches and image; no compiler if
     none is on."""
     found = [m for m in _registry().values()
              if m.recognizes(hyperparameters, environment, image)]
-    return found[0] if found else _registry()[CompilerKind.NONE]
+    return found[0] if found else no_compiler()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol
 
@@ -79,6 +80,72 @@ class Job(Protocol):
     def image_uri(self) -> str | None: ...
 
 
+class Workload(Protocol):
+    """A workload as a compiler's advice reads it (`WorkloadProfile`)."""
+
+    @property
+    def framework(self) -> str: ...
+    @property
+    def framework_version(self) -> str | None: ...
+    @property
+    def instance_type(self) -> str: ...
+    @property
+    def model_family(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Prior:
+    """Expected throughput with a compiler over without, at the same batch: mixed precision,
+    static shapes, compute-bound (low, high), and where the figure comes from."""
+
+    speedup: tuple[float, float]
+    source: str
+    """The citation a reason shows; the compiler's module gives the figures."""
+    published: bool
+    """Whether the source measured this category: only then can the verdict be ENABLE."""
+
+
+@dataclass(frozen=True)
+class CompileOverhead:
+    """Minutes a run compiles before it trains (low, high): a first run's, and where the
+    compiled graphs persist between runs, a warm run's; where the figures come from."""
+
+    first: tuple[float, float]
+    warm: tuple[float, float] | None
+    """None: nothing persists, every run pays ``first``."""
+    source: str
+
+
+@dataclass(frozen=True)
+class TrainiumClaim:
+    """What AWS claims for a Trainium instance: the cost to train on it against a comparable
+    GPU instance's eager run, (best, worst), and where the claim comes from."""
+
+    instance_type: str
+    compiler: str
+    cost_factor: tuple[float, float]
+    source: str
+    public_image: bool
+    """Whether SageMaker has a public training image for the path (`catalog.neuron`)."""
+    families: tuple[str, ...]
+    """The Trainium families the claim speaks for."""
+    compared_with: tuple[str, ...]
+    """The GPU instances AWS compares it with: a Trainium job's GPU alternative."""
+
+
+@dataclass(frozen=True)
+class Pick:
+    """A compiler's answer to the advisor for a workload: whether it fits, and why."""
+
+    fits: bool
+    reason: str
+
+
+FIRST_COMPILE_MINUTES = (2.0, 5.0)
+"""A GPU compiler's first compile, a run (the use case's figure; docs/guides/decision.md)."""
+FP32_REASON = "fp32 only: most of a compiler's gain comes with fp16/bf16"
+
+
 class CompilerModule:
     """A compiler, as synthesis, the checks, the images, the rule pack and the local runner see
     it. The defaults are those of no compiler; a compiler overrides what it changes."""
@@ -107,6 +174,20 @@ class CompilerModule:
     """The distributions whose rules its own `checks` hold (the generic ones are skipped)."""
     settings: tuple[str, ...] = ()
     """The options `options` takes (``Compiler.named(name, **options)``)."""
+    priors: Mapping[str, Prior] = {}
+    """The advisor's expected speedup by model category (``other`` for the rest)."""
+    compile_overhead: CompileOverhead | None = None
+    trainium_claims: tuple[TrainiumClaim, ...] = ()
+    """AWS's claims for Trainium instances on this compiler's path."""
+    trains_on_trainium: bool = False
+    """Whether the advisor puts a job already on Trainium on this compiler's path."""
+    preference: int = 100
+    """The order in which the advisor asks compilers about a GPU job (lowest first)."""
+    sets_own_launcher: bool = False
+    """Whether the constructs give its jobs its own launcher by default (no idle-GPU note)."""
+    batch_growth: float | None = None
+    """How much larger a batch it lets a job train (None: no published saving)."""
+    fp32_reason: str = FP32_REASON
 
     def options(self, **given: Any) -> dict[str, Any]:
         """The fields of a `Compiler` of this kind, from the options given (checked); a
@@ -157,6 +238,24 @@ class CompilerModule:
         """What SageMaker would refuse of a job with it (errors), and what would waste the
         job's money (warnings)."""
         return [], []
+
+    def prior(self, category: str) -> Prior | None:
+        return self.priors.get(category) or self.priors.get("other")
+
+    def choose_on_gpu(self, workload: Workload, category: str) -> Pick | None:
+        """Whether it fits a PyTorch job on NVIDIA GPUs, and why; None: no opinion."""
+        return None
+
+    def choose_on_trainium(self, workload: Workload, family: str, image: str) -> Pick:
+        """Why a job already on Trainium runs this path (`trains_on_trainium`)."""
+        return Pick(False, f"{self.title} does not train on {family}")
+
+    def dynamic_shapes_reason(self, fix: str) -> str:
+        return f"dynamic shapes: XLA recompiles for every new shape, so the fix comes first ({fix})"
+
+    def notes(self, workload: Workload, category: str, enabled: bool, skipped: bool) -> list[str]:
+        """What to do next, given the advisor's verdict (ENABLE, or SKIP, or neither)."""
+        return []
 
     def recognizes(self, hyperparameters: Mapping[str, Any], environment: Mapping[str, Any],
                    image: str = "") -> bool:

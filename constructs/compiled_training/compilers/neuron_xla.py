@@ -11,11 +11,15 @@ from compiled_training.catalog import neuron
 from compiled_training.catalog.api_shapes import is_token
 from compiled_training.compilers.base import (
     Choice,
+    CompileOverhead,
     CompilerKind,
     CompilerModule,
     Finding,
     Framework,
     Job,
+    Pick,
+    TrainiumClaim,
+    Workload,
     switched_on,
     trainium,
 )
@@ -26,6 +30,28 @@ NEURONX_IMAGE = "pytorch-training-neuronx:"
 """What the URI of AWS's PyTorch NeuronX training images holds (Hugging Face's too)."""
 
 
+# Neuron's compiler (neuronx-cc), far longer than a GPU compiler's: AWS's BERT-Large
+# pretraining tutorial on trn1.32xlarge, "it takes ~13 minutes to compile the BERT-Large model
+# training step using the pre-compilation script (compare to ~40 minute if not using the
+# pre-compilation script)" (aws-neuron-sdk frameworks/torch/torch-neuronx/tutorials/training/
+# bert.rst at v2.25.0, 2025-07-31; the text since 2022-10; read 2026-11-26). A later run "will
+# detect the cached graphs in the persistent cache (on-disk) and reload the compiled graphs for
+# execution, avoiding any recompilation time" (the same tutorial): the library keeps that cache
+# in S3 (NEURON_COMPILE_CACHE_URL). AWS publishes no time for the reload; the warm range is
+# this library's assumption, up to the GPU compilers' first-compile bound.
+FIRST_COMPILE_MINUTES = (13.0, 40.0)
+WARM_COMPILE_MINUTES = (1.0, 5.0)
+# AWS's Trn1 claim: "up to 50 % cost-to-train savings over comparable Amazon EC2 instances"
+# (Amazon EC2 Trn1 instances page, since general availability in 2022-10); the comparable GPU
+# is P4d: "you should expect between 1.4-5X higher throughput on Trn1 as compared to the latest
+# GPUs instances (P4d)" (Neuron's training FAQ, about-neuron/faq/training/neuron-training.rst,
+# 2026-07-23, read 2026-11-26).
+TRN1_CLAIM = TrainiumClaim(
+    TRAINIUM_EXAMPLE, CompilerKind.NEURON_XLA, (0.5, 1.0),
+    "AWS's Trn1 claim: up to 50 % lower cost to train than comparable EC2 instances",
+    public_image=True, families=("trn1", "trn1n"), compared_with=("ml.p4d.24xlarge",))
+
+
 class NeuronXla(CompilerModule):
     name = CompilerKind.NEURON_XLA
     title = "Neuron PyTorch/XLA"
@@ -34,6 +60,26 @@ class NeuronXla(CompilerModule):
     dockerfile = "neuron-xla"
     default_instance_type = TRAINIUM_EXAMPLE
     settings = ("model_type", "precompile", "precompile_steps")
+    compile_overhead = CompileOverhead(
+        FIRST_COMPILE_MINUTES, WARM_COMPILE_MINUTES,
+        "AWS's BERT-Large tutorial on trn1: ~13 min with neuron_parallel_compile, ~40 without; "
+        "a cached reload assumed 1-5 min, AWS publishing no time")
+    trainium_claims = (TRN1_CLAIM,)
+    trains_on_trainium = True
+
+    def choose_on_trainium(self, workload: Workload, family: str, image: str) -> Pick:
+        native = neuron.native_families()
+        if family in native:
+            # "Starting with Neuron Release 2.30.0, PyTorch/XLA is no longer supported for
+            # training workloads" (the catalog's no-xla-training-support source, 2026-11-26).
+            return Pick(True, f"Neuron PyTorch/XLA (Compiler.neuron_xla()): {image}; the native "
+                              f"path (Compiler.torch_compile(), torch.compile(backend='neuron')) "
+                              f"is {neuron.native_image_status()}: with your own image it is "
+                              f"the way forward, as AWS supports PyTorch/XLA for training no "
+                              f"longer from Neuron 2.30")
+        return Pick(True, f"Neuron PyTorch/XLA (Compiler.neuron_xla()), the one path on "
+                          f"{family}: {image} (the native TorchNeuron backend runs on "
+                          f"{', '.join(native)} only)")
 
     def options(self, **given: Any) -> dict[str, Any]:
         fields = super().options(**given)

@@ -13,16 +13,52 @@ from typing import Any
 from compiled_training.catalog import neuron
 from compiled_training.catalog.instances import instance_family
 from compiled_training.compilers.base import (
+    FIRST_COMPILE_MINUTES,
     Choice,
+    CompileOverhead,
     CompilerKind,
     CompilerModule,
     Finding,
     Job,
+    Pick,
+    Prior,
+    TrainiumClaim,
+    Workload,
     minor,
     switched_on,
     trainium,
 )
 from compiled_training_runtime import contract
+
+# PyTorch 2.0 announcement (pytorch.org, 2022-12): 163 open-source models from Hugging Face
+# Transformers, TIMM and TorchBench on an A100, 43 % faster training on average (51 % in AMP,
+# 21 % in fp32); per-suite geomeans in AMP approximately 1.5x (HF), 1.3-1.4x (TIMM) and
+# 1.2-1.3x (TorchBench). Each range below sits at or below its suite's geomean: models vary.
+SOURCE = "PyTorch 2.0 announcement, 2022-12"
+PRIORS = {
+    "transformer": Prior((1.2, 1.5), f"{SOURCE}: about 1.5x on Hugging Face models", True),
+    "vision": Prior((1.1, 1.4), f"{SOURCE}: about 1.3-1.4x on TIMM models", True),
+    "other": Prior((1.0, 1.3), f"{SOURCE}: about 1.2-1.3x on the TorchBench mix, the nearest",
+                   False),
+}
+# The warm start (the runtime's `warm_start`, on by default from PyTorch 2.4):
+# - this library's compile bench (`make bench-compile`, torch 2.9 on 2 CPU cores, 2026-11-26,
+#   benchmarks/RESULTS.md section 4): to the first finished step warm from the job's restored
+#   cache, 29.8 % of cold on a 4-layer BERT and 29.5 % on the tiny one; what stays is Dynamo's
+#   tracing and loading the kernels;
+# - a PyTorch maintainer on a warm recompile with Inductor's on-disk caches: "on the order of
+#   30-40 seconds" for an LLM on a GPU (pytorch-labs/gpt-fast issue 43, 2023-12).
+# PyTorch's caching recipe (read 2026-11-26) publishes no ratio. Warm: the high end is the
+# bench's ratio on the use case's 5 minutes, the low end the maintainer's half minute.
+WARM_RATIO = 0.30
+# AWS's Trn2 claim: "30-40 % better price performance than the current generation of GPU-based
+# EC2 P5e and P5en instances" (Amazon EC2 Trn2 instances page, 2024-12): cost x 1/1.4 at best.
+# TorchNeuron has no SageMaker training image in AWS's tables as of Neuron 2.33 (public beta
+# since 2026-10-19; `catalog/neuron-training-images.json`), so the row stays unbenchmarkable.
+TRN2_CLAIM = TrainiumClaim(
+    "ml.trn2.48xlarge", CompilerKind.TORCH_COMPILE, (1 / 1.4, 1.0),
+    "AWS's Trn2 claim: 30-40 % better price performance than P5e/P5en", public_image=False,
+    families=("trn2",), compared_with=("ml.p5e.48xlarge", "ml.p5en.48xlarge"))
 
 
 class TorchCompile(CompilerModule):
@@ -30,6 +66,35 @@ class TorchCompile(CompilerModule):
     title = "torch.compile"
     inductor = True
     settings = ("mode",)
+    priors = PRIORS
+    compile_overhead = CompileOverhead(
+        FIRST_COMPILE_MINUTES, (0.5, round(FIRST_COMPILE_MINUTES[1] * WARM_RATIO, 1)),
+        "the library's warm-start bench, 2026-11-26: warm 30 % of cold (torch 2.9, CPU); "
+        "a PyTorch maintainer's 30-40 s warm recompile (gpt-fast issue 43, 2023-12)")
+    trainium_claims = (TRN2_CLAIM,)
+    preference = 20
+    fp32_reason = ("fp32 only: torch.compile works without mixed precision but gains less "
+                   "(PyTorch 2.0: 21 % in fp32, 51 % in AMP on average)")
+
+    def choose_on_gpu(self, workload: Workload, category: str) -> Pick:
+        version = workload.framework_version
+        if version is None:
+            return Pick(True, "torch.compile: framework_version not given, so PyTorch 2.x is "
+                              "assumed")
+        if minor(version)[0] >= 2:
+            return Pick(True, f"torch.compile: PyTorch {version} has it")
+        return Pick(False, "torch.compile needs PyTorch 2.0 or later: upgrade the job")
+
+    def dynamic_shapes_reason(self, fix: str) -> str:
+        return ("dynamic shapes: torch.compile handles them (automatic dynamic shapes, "
+                "dynamic=True) at a cost, a recompile per new shape and less specialised "
+                f"kernels; fixing them first ({fix}) recovers the static gain")
+
+    def notes(self, workload: Workload, category: str, enabled: bool, skipped: bool) -> list[str]:
+        if not enabled:
+            return []
+        return ["enable Compiler.torch_compile() and keep the batch size (no published memory "
+                "saving to grow it on)"]
 
     def options(self, **given: Any) -> dict[str, Any]:
         fields = super().options(**given)

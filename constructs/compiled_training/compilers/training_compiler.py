@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from compiled_training.catalog.api_shapes import is_token
-from compiled_training.catalog.dlc import resolve_dlc
+from compiled_training.catalog.dlc import resolve_dlc, training_compiler_releases
 from compiled_training.catalog.instances import (
     EFA_INSTANCE_TYPES,
     TRAINING_COMPILER_FAMILIES,
@@ -19,15 +19,21 @@ from compiled_training.catalog.instances import (
     is_gpu,
 )
 from compiled_training.compilers.base import (
+    FIRST_COMPILE_MINUTES,
     Choice,
+    CompileOverhead,
     CompilerKind,
     CompilerModule,
     Finding,
     Framework,
     Job,
+    Pick,
+    Prior,
+    Workload,
     minor,
     value_of,
 )
+from compiled_training.compilers.torch_compile import TorchCompile
 from compiled_training_runtime import contract
 
 PYTORCHXLA = "pytorchxla"
@@ -44,6 +50,36 @@ _NOT_SUPPORTED = {
     "inferentia": "AWS Inferentia",
     "cpu": "a CPU instance",
 }
+
+
+# AWS, "Amazon SageMaker Training Compiler" launch (re:Invent, 2021-12): "up to 50 % faster"
+# training on Hugging Face transformer models. An upper bound only: the low end is this
+# library's conservative floor. AWS's tested models for PyTorch are transformers; elsewhere it
+# may not help at all.
+SOURCE = "AWS's Training Compiler launch, 2021-12: up to 50 % on transformers"
+PRIORS = {
+    "transformer": Prior((1.1, 1.5), SOURCE, True),
+    "other": Prior((1.0, 1.3), "assumed no better than torch.compile on the TorchBench mix",
+                   False),
+}
+# AWS's Training Compiler "tested models" table lists, per model and instance, the largest
+# batch with and without the compiler; for its transformer entries the compiler's batch is
+# larger, approximately 1.5x to 2x or more. The low end is the step to recommend.
+BATCH_GROWTH = 1.5
+
+
+def releases(framework: str) -> list[str]:
+    """Its releases for a framework, from the SDK's support matrix."""
+    prefix = "Hugging Face" if framework == "huggingface" else "PyTorch"
+    return [r for r in training_compiler_releases() if r.startswith(prefix)]
+
+
+def release_for(framework: str, version: str) -> str | None:
+    """The release for a PyTorch version, matched on major.minor (1.13 and 1.13.0 run on
+    1.13.1's image); None where it has none."""
+    wanted = ".".join(version.split(".")[:2])
+    return next((r for r in releases(framework)
+                 if r.rpartition("PyTorch ")[2].startswith(wanted + ".")), None)
 
 
 def pytorchxla_from(framework: Framework) -> tuple[int, int]:
@@ -64,6 +100,44 @@ class TrainingCompiler(CompilerModule):
     dockerfile = "training-compiler"
     distributions_checked = frozenset({PYTORCHXLA, SMDISTRIBUTED})
     settings = ("debug",)
+    priors = PRIORS
+    compile_overhead = CompileOverhead(
+        FIRST_COMPILE_MINUTES, None,
+        "Training Compiler's torch-xla 1.x keeps no compile cache between runs")
+    preference = 10
+    sets_own_launcher = True
+    batch_growth = BATCH_GROWTH
+
+    def choose_on_gpu(self, workload: Workload, category: str) -> Pick:
+        version, family = workload.framework_version, instance_family(workload.instance_type)
+        families = ", ".join(TRAINING_COMPILER_FAMILIES)
+        known = ", ".join(releases(workload.framework))
+        supported = family in TRAINING_COMPILER_FAMILIES
+        if version is None:
+            if supported and category == "transformer":
+                return Pick(True, f"Training Compiler: framework_version not given, so one of "
+                                  f"its releases is assumed ({known}); it has published "
+                                  f"transformer gains on {family}")
+            return Pick(False, f"{family} is not a Training Compiler family ({families})"
+                        if not supported else
+                        "Training Compiler has published gains for transformers only")
+        if minor(version)[0] >= 2:
+            return Pick(False, f"Training Compiler is frozen at {known}")
+        release = release_for(workload.framework, version)
+        if release and supported:
+            return Pick(True, f"Training Compiler: its {release} release runs on {family}")
+        return Pick(False, f"Training Compiler's {release} release does not run on {family} "
+                           f"({families} only)" if release else
+                           f"Training Compiler has no release for PyTorch {version} ({known})")
+
+    def notes(self, workload: Workload, category: str, enabled: bool, skipped: bool) -> list[str]:
+        move = TorchCompile().prior(category)
+        if skipped or move is None:
+            return []
+        return ["Training Compiler is frozen (AWS publishes no new releases): moving the job to "
+                "PyTorch 2.x makes torch.compile its compiler (about "
+                f"{move.speedup[0]:g}-{move.speedup[1]:g}x for {category} in PyTorch 2.0's "
+                "figures) on current DLCs"]
 
     def options(self, **given: Any) -> dict[str, Any]:
         return {**super().options(**given), "debug": bool(given.get("debug", False))}

@@ -37,6 +37,7 @@ import yaml
 
 from compiled_training.advice.advisor import Assessment, Verdict, WorkloadProfile, assess_workload
 from compiled_training.catalog.prices import live_prices
+from compiled_training.compilers.base import value_of
 from compiled_training.tools.bench import (
     COMPILERS,
     DEFAULT_AB_COMPILER,
@@ -128,7 +129,7 @@ def _table(assessments: list[Assessment]) -> str:
         year = "price unknown" if a.dollars_per_year is None else f"${a.dollars_per_year:,.0f}"
         saving = ("-" if a.verdict is Verdict.SKIP or a.saving_per_year is None
                   else f"${a.saving_per_year[0]:,.0f}-{a.saving_per_year[1]:,.0f}")
-        rows.append((a.profile.name, a.verdict.value, a.compiler.value, year, saving,
+        rows.append((a.profile.name, a.verdict.value, value_of(a.compiler), year, saving,
                      str(a.decision), a.reasons[a.deciding_factor]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = []
@@ -139,7 +140,7 @@ def _table(assessments: list[Assessment]) -> str:
             lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 15)
     for a in assessments:
         lines.append("")
-        lines.append(f"{a.profile.name}: {a.verdict.value} ({a.compiler.value})")
+        lines.append(f"{a.profile.name}: {a.verdict.value} ({value_of(a.compiler)})")
         lines.extend(f"  {factor}: {reason}" for factor, reason in a.reasons.items())
         if a.decision is not None:
             lines.append(f"  accelerator: {a.decision} ({a.decision.reason})")
@@ -159,12 +160,12 @@ def _json(assessments: list[Assessment]) -> str:
     return json.dumps([{
         "name": a.profile.name,
         "verdict": a.verdict.value,
-        "compiler": a.compiler.value,
+        "compiler": value_of(a.compiler),
         "deciding_factor": a.deciding_factor,
         "reasons": a.reasons,
         "decision": str(a.decision),
         "decision_reason": a.decision.reason if a.decision else None,
-        "options": [{"instance_type": o.instance_type, "compiler": o.compiler.value,
+        "options": [{"instance_type": o.instance_type, "compiler": value_of(o.compiler),
                      "dollars_per_run": [round(d, 2) for d in o.dollars_per_run],
                      "basis": o.basis, "claimed": o.claimed} for o in a.options],
         "speedup": list(a.speedup),

@@ -7,15 +7,34 @@ from collections.abc import Mapping
 from typing import Any
 
 from compiled_training.catalog.instances import is_gpu
-from compiled_training.compilers import Choice, CompilerModule, Finding, Job
+from compiled_training.compilers import (
+    Choice,
+    CompileOverhead,
+    CompilerModule,
+    Finding,
+    Job,
+    Pick,
+    Prior,
+    Workload,
+)
 
 SWITCH = "TOY_JIT_LEVEL"
+FAMILY = "toy-net"
+"""The one model family the toy speaks for."""
 
 
 class ToyJit(CompilerModule):
     name = "toy-jit"
     title = "Toy JIT"
     settings = ("level",)
+    priors = {"other": Prior((1.6, 1.9), "the toy's own bench", True)}
+    compile_overhead = CompileOverhead((0.5, 1.0), None, "the toy's own bench")
+    preference = 5  # asked before the built-in compilers, about its one family
+
+    def choose_on_gpu(self, workload: Workload, category: str) -> Pick | None:
+        if workload.model_family != FAMILY:
+            return None  # no opinion: the built-in compilers decide
+        return Pick(True, f"Toy JIT: built for {FAMILY}")
 
     def options(self, **given: Any) -> dict[str, Any]:
         # Compiler has no field of the toy's own; its level rides in `mode`.
