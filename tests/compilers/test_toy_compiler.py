@@ -35,14 +35,14 @@ stack = cdk.Stack(app, "Toy", env=cdk.Environment(region="ap-southeast-2"))
 compiler = Compiler.named("toy-jit", level=int(sys.argv[3]))
 TrainingPipeline(stack, "Toy", pipeline_name="toy-jit", framework=Framework.pytorch("2.9.0"),
                  compiler=compiler, instance_type=sys.argv[2], source_dir=sys.argv[4],
-                 entry_point="train.py", channels=[InputChannel("train", "%s")])
+                 entry_point="train.py", channels=[InputChannel("train", sys.argv[5])])
 assembly = app.synth()
 template = assembly.get_stack_by_name("Toy").template
 step = next(s for s in definitions(template)[0]["Steps"] if s["Type"] == "Training")
 print(json.dumps({"names": list(compiler_names()), "describe": compiler.describe(),
                   "environment": step["Arguments"]["Environment"],
                   "rule_pack_sees": TrainingStep(step["Arguments"], {}).compiler.name}))
-""" % DATA
+"""
 
 
 def _env() -> dict[str, str]:
@@ -52,7 +52,7 @@ def _env() -> dict[str, str]:
 
 def _synth(outdir: Path, instance_type: str, level: int) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", SYNTH, str(outdir), instance_type, str(level),
-                           str(HERE / "toy_script")], env=_env(), cwd=ROOT,
+                           str(HERE / "toy_script"), DATA], env=_env(), cwd=ROOT,
                           capture_output=True, text=True, timeout=600, check=False)
 
 
