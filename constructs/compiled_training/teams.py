@@ -165,7 +165,8 @@ class TeamConfigError(ValueError):
     pass
 
 
-def pipeline_props(team: str, config: Mapping[str, Any], *, base_dir: Path) -> dict[str, Any]:
+# one branch per cdk.json key
+def pipeline_props(team: str, config: Mapping[str, Any], *, base_dir: Path) -> dict[str, Any]:  # noqa: C901
     """`TrainingPipeline` keyword arguments from one team's ``cdk.json`` entry."""
 
     def fail(key: str, message: str) -> TeamConfigError:

@@ -45,7 +45,8 @@ class Progress:
 _BUILD = threading.Lock()
 
 
-def run(env: SageMakerEnv, config: TrainingConfig, backend: Backend) -> dict[str, Any]:
+# the loop kept whole, its host syncs in view
+def run(env: SageMakerEnv, config: TrainingConfig, backend: Backend) -> dict[str, Any]:  # noqa: C901, PLR0915
     """Trains, checkpointing as it goes; returns the run's summary."""
     train = data.load(env.channel(contract.CHANNEL_TRAIN), config)
     examples = len(train["labels"])

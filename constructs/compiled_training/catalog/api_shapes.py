@@ -175,7 +175,8 @@ def operation_input(operation: str) -> Shape:
     return _shape(_sagemaker_model()["operations"][operation]["input"]["shape"])
 
 
-def shape_problems(value: Any, shape: Any, path: str) -> Iterator[ShapeProblem]:
+# one branch per botocore shape type
+def shape_problems(value: Any, shape: Any, path: str) -> Iterator[ShapeProblem]:  # noqa: C901
     """Everything the API would refuse in ``value`` as ``shape``; unresolved CDK tokens and
     run-time values are skipped. At most one problem per scalar (the first that applies)."""
     if value is RUN_TIME or is_token(value):

@@ -18,7 +18,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_ssm as ssm
 from typing_extensions import Unpack  # typing's from Python 3.11
 
-from compiled_training.catalog.api_shapes import shown
+from compiled_training.catalog.api_shapes import api_shape, shown
 from compiled_training.catalog.aws_names import ssm_parameter_name_problem
 from compiled_training.catalog.dlc import DlcImage, resolve_dlc
 from compiled_training.catalog.instances import gpus_per_instance
@@ -344,7 +344,7 @@ class CompilerBenchmark(PipelineBase):
         return "".join(f", {name} ({job.compiler.describe()} on {job.instance_count} x "
                        f"{job.instance_type})" for name, job in others)
 
-    def _validate(self, compiler: Compiler, channels: Sequence[InputChannel],
+    def _validate(self, compiler: Compiler, channels: Sequence[InputChannel],  # noqa: C901 - one check per prop, to become rules
                   hyperparameters: Mapping[str, HyperparameterValue],
                   large_batch_size: int | None, speedup_threshold: float | None,
                   quality_tolerance: float | None, extra_arms: Sequence[BenchmarkArm]) -> None:
@@ -403,7 +403,7 @@ class CompilerBenchmark(PipelineBase):
 
     def _comparison_image(self, instance_type: str) -> DlcImage:
         """The PyTorch CPU training image of the framework's PyTorch: Python 3, no GPU."""
-        if Token.is_unresolved(instance_type) or instance_type not in validation.api_shape(
+        if Token.is_unresolved(instance_type) or instance_type not in api_shape(
                 "ProcessingInstanceType").enum:
             raise ValueError(f"{self._subject}: comparison_instance_type must be a SageMaker "
                              f"instance type, got {instance_type!r} (one of the API's "
