@@ -139,6 +139,7 @@ def test_a_job_rule_finds_its_break_and_not_its_twin(job, rule, changes, rule_id
     broken = replace(job, **changes)
     found = [f for f in rule(broken) if f.rule == rule_id]
     assert found and said in found[0].message, _ids(rule(broken))
+    assert all(f.warning == (f.rule in rules.WARNING_IDS) for f in rule(broken))
     assert list(rule(replace(broken, **_compliant(changes, rule_id)))) == []
 
 
@@ -148,6 +149,8 @@ def test_a_compiler_rule_finds_its_break_and_not_its_twin(job, changes, rule_id,
     broken = replace(job, **changes)
     errors, warnings = broken.compiler.module.checks(broken)
     messages = [message for rule, message in errors + warnings if rule == rule_id]
+    assert {rule for rule, _ in warnings} <= set(broken.compiler.module.warning_ids)
+    assert not {rule for rule, _ in errors} & set(broken.compiler.module.warning_ids)
     assert messages and said in messages[0], errors + warnings
     twin = replace(job, **COMPLIANT[broken.compiler.name])
     assert twin.compiler.module is broken.compiler.module
@@ -173,3 +176,13 @@ def test_warnings_and_errors_are_told_apart(job):
     findings = validation.check(replace(job, instance_type="ml.g5.12xlarge", instance_count=0))
     assert [f.rule for f in findings.warnings] == ["IdleGpus"]
     assert "InstanceCount" in [f.rule for f in findings.errors]
+
+
+def test_the_script_checks_declare_every_warning_they_raise():
+    import inspect
+    import re
+
+    from compiled_training.definition import script_checks
+
+    raised = set(re.findall(r'found\.append\(\("(\w+)"', inspect.getsource(script_checks)))
+    assert raised == set(script_checks.WARNING_IDS)

@@ -188,6 +188,8 @@ class CompilerModule:
     batch_growth: float | None = None
     """How much larger a batch it lets a job train (None: no published saving)."""
     fp32_reason: str = FP32_REASON
+    warning_ids: tuple[str, ...] = ()
+    """The ids of the warnings its `checks` raise, which an app acknowledges."""
 
     def options(self, **given: Any) -> dict[str, Any]:
         """The fields of a `Compiler` of this kind, from the options given (checked); a

@@ -66,6 +66,7 @@ class NeuronXla(CompilerModule):
         "a cached reload assumed 1-5 min, AWS publishing no time")
     trainium_claims = (TRN1_CLAIM,)
     trains_on_trainium = True
+    warning_ids = ("NeuronXlaInstanceToken",)
 
     def choose_on_trainium(self, workload: Workload, family: str, image: str) -> Pick:
         native = neuron.native_families()

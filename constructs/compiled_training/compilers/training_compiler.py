@@ -107,6 +107,7 @@ class TrainingCompiler(CompilerModule):
     preference = 10
     sets_own_launcher = True
     batch_growth = BATCH_GROWTH
+    warning_ids = ("DebuggerProfiler", "NonEfa")
 
     def choose_on_gpu(self, workload: Workload, category: str) -> Pick:
         version, family = workload.framework_version, instance_family(workload.instance_type)

@@ -22,6 +22,7 @@ from compiled_training.definition import compile_cache
 from compiled_training.definition.entry_point import entry_point_problems
 from compiled_training.definition.launchers import idle_gpus_message, torch_distributed_problem
 from compiled_training.definition.registration import metric_definition_problems
+from compiled_training.definition.script_checks import WARNING_IDS as SCRIPT_WARNING_IDS
 from compiled_training.definition.script_checks import script_warnings
 from compiled_training.spec.job import Distribution, TrainingJob
 
@@ -41,6 +42,8 @@ class Finding:
 
 
 JobRule = Callable[[TrainingJob], Iterator[Finding]]
+WARNING_IDS = ("ChannelPrefix", "IdleGpus", "CompileCacheCold", *SCRIPT_WARNING_IDS)
+"""The warnings the job rules raise (a compiler's are its module's ``warning_ids``)."""
 
 
 def check_api_string(field: str, value: str, shape_name: str) -> str | None:

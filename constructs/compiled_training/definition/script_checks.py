@@ -21,6 +21,10 @@ from compiled_training.definition.training import hyperparameters
 from compiled_training.spec.job import TrainingJob
 from compiled_training_runtime import contract
 
+WARNING_IDS = ("CompileCacheUnused", "ReadsOldSwitches", "ParserRefuses",
+               "TrainerIgnoresSwitches", "SpotWithoutCheckpoints")
+"""The warnings these checks raise, which an app acknowledges by id."""
+
 
 def script_warnings(job: TrainingJob) -> list[tuple[str, str]]:
     """Every warning about the entry point, in a stable order."""

@@ -11,6 +11,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from compiled_training import tables
 from compiled_training.local.assembly import RunInputError
 from compiled_training.local.expressions import (
     Context,
@@ -70,14 +71,9 @@ class Report:
                 "steps": [vars(step) for step in self.steps]}
 
     def table(self) -> str:
-        rows = [("step", "type", "status", "seconds", "image", "outputs")]
-        for step in self.steps:
-            rows.append((step.name, step.type, step.status, f"{step.seconds:.1f}",
-                         step.image or "-", step.reason or _summary(step.outputs)))
-        widths = [max(len(r[i]) for r in rows) for i in range(5)]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[5]
-                 for r in rows]
-        lines.insert(1, "  ".join("-" * w for w in widths) + "  -------")
+        rows = [(step.name, step.type, step.status, f"{step.seconds:.1f}", step.image or "-",
+                 step.reason or _summary(step.outputs)) for step in self.steps]
+        lines = [tables.columns(("step", "type", "status", "seconds", "image", "outputs"), rows)]
         lines.append("")
         lines.append(f"pipeline {self.pipeline}" + (f" ({self.named})" if self.named else ""))
         lines.append(f"execution {self.execution}: {self.status}"

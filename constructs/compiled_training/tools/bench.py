@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from compiled_training import tables
 from compiled_training.tools.extras import require_extra
 from compiled_training_runtime import contract
 from compiled_training_runtime.local import TINY_BERT
@@ -113,22 +114,20 @@ def _baseline(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| compiler | first step (s) | steady samples/s | ratio to none | compiles | "
-             "host syncs/step | break-even steps | peak memory (MiB) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     baseline = _baseline(rows) or rows[0]
+    cells = []
     for r in rows:
         ratio = r["steady_samples_per_second"] / baseline["steady_samples_per_second"]
         break_even = ("-" if r is baseline else "never" if r["break_even_steps"] is None
                       else r["break_even_steps"])
-        lines.append(
-            f"| {r[contract.SUMMARY_COMPILER]} | {r['first_step_seconds']:.2f} | "
-            f"{r['steady_samples_per_second']:.1f} | {ratio:.2f}x | "
-            f"{'-' if r['compiles'] is None else r['compiles']} | "
-            f"{r['host_syncs_per_step']:.2f} | "
-            f"{break_even} | "
-            f"{r['peak_memory_mib']:.0f} |")
-    return "\n".join(lines)
+        cells.append([r[contract.SUMMARY_COMPILER], f"{r['first_step_seconds']:.2f}",
+                      f"{r['steady_samples_per_second']:.1f}", f"{ratio:.2f}x",
+                      "-" if r["compiles"] is None else str(r["compiles"]),
+                      f"{r['host_syncs_per_step']:.2f}", str(break_even),
+                      f"{r['peak_memory_mib']:.0f}"])
+    return tables.markdown(("compiler", "first step (s)", "steady samples/s", "ratio to none",
+                            "compiles", "host syncs/step", "break-even steps",
+                            "peak memory (MiB)"), cells)
 
 
 def plot(results: list[dict[str, Any]], rows: list[dict[str, Any]], target: Path) -> None:
@@ -218,14 +217,11 @@ def warm_start(out: Path, steps: int = 2, repeats: int = 2) -> list[dict[str, An
 
 
 def warm_start_table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| model | cold: s to first step | warm: s to first step | warm / cold | "
-             "graphs compiled cold | graphs compiled warm | graphs loaded warm | cache (KiB) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        cold, warm = r["cold"], r["warm"]
-        lines.append(
-            f"| {r['model']} | {r['cold_seconds_to_first_step']:.1f} | "
-            f"{r['warm_seconds_to_first_step']:.1f} | {r['warm_over_cold']:.0%} | "
-            f"{cold['graphs_compiled']} | {warm['graphs_compiled']} | {warm['graphs_loaded']} | "
-            f"{cold.get('saved_bytes', 0) / 1024:.0f} |")
-    return "\n".join(lines)
+    cells = [[r["model"], f"{r['cold_seconds_to_first_step']:.1f}",
+              f"{r['warm_seconds_to_first_step']:.1f}", f"{r['warm_over_cold']:.0%}",
+              str(r["cold"]["graphs_compiled"]), str(r["warm"]["graphs_compiled"]),
+              str(r["warm"]["graphs_loaded"]), f"{r['cold'].get('saved_bytes', 0) / 1024:.0f}"]
+             for r in rows]
+    return tables.markdown(("model", "cold: s to first step", "warm: s to first step",
+                            "warm / cold", "graphs compiled cold", "graphs compiled warm",
+                            "graphs loaded warm", "cache (KiB)"), cells)

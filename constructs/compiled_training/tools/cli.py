@@ -35,6 +35,7 @@ from typing import Any, get_args, get_type_hints
 
 import yaml
 
+from compiled_training import tables
 from compiled_training.advice.advisor import Assessment, Verdict, WorkloadProfile, assess_workload
 from compiled_training.catalog.prices import live_prices
 from compiled_training.compilers.base import value_of
@@ -123,21 +124,15 @@ def _profile(path: Path, index: int, entry: Any) -> WorkloadProfile:
 
 
 def _table(assessments: list[Assessment]) -> str:
-    rows = [("workload", "verdict", "compiler", "$ a year", "saving a year", "decision",
-             "deciding reason")]
+    rows = []
     for a in assessments:
         year = "price unknown" if a.dollars_per_year is None else f"${a.dollars_per_year:,.0f}"
         saving = ("-" if a.verdict is Verdict.SKIP or a.saving_per_year is None
                   else f"${a.saving_per_year[0]:,.0f}-{a.saving_per_year[1]:,.0f}")
         rows.append((a.profile.name, a.verdict.value, value_of(a.compiler), year, saving,
                      str(a.decision), a.reasons[a.deciding_factor]))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    lines = []
-    for i, row in enumerate(rows):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  "
-                     + row[-1])
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 15)
+    lines = [tables.columns(("workload", "verdict", "compiler", "$ a year", "saving a year",
+                             "decision", "deciding reason"), rows)]
     for a in assessments:
         lines.append("")
         lines.append(f"{a.profile.name}: {a.verdict.value} ({value_of(a.compiler)})")

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from compiled_training import tables
 from compiled_training.schedules.expressions import next_start_times
 
 PIPELINE_TYPE = "AWS::SageMaker::Pipeline"
@@ -63,12 +64,8 @@ def render(outdir: Path, now: datetime | None = None) -> str:
     columns = [("stack", "Stack"), ("pipelineName", "Pipeline"), ("framework", "Framework"),
                ("compiler", "Compiler"), ("distribution", "Distribution"),
                ("instances", "Instances")]
-    widths = [max(len(title), *(len(str(r.get(key, ""))) for r in rows)) for key, title in columns]
-    lines = ["  ".join(title.ljust(w) for (_, title), w in zip(columns, widths, strict=True))]
-    lines.append("  ".join("-" * w for w in widths))
-    for row in rows:
-        lines.append("  ".join(str(row.get(key, "")).ljust(w)
-                               for (key, _), w in zip(columns, widths, strict=True)))
+    lines = [tables.columns([title for _, title in columns],
+                            [[str(row.get(key, "")) for key, _ in columns] for row in rows])]
     lines.append("")
     for row in rows:
         lines.append(f"{row['stack']}: image {row.get('image', '?')}; template {row['template']}")
