@@ -8,7 +8,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from compiled_training.catalog.api_shapes import definition_problems, request_problems, shown
 from compiled_training.definition.rules import (
@@ -21,7 +20,7 @@ from compiled_training.definition.training import training_job_arguments
 from compiled_training.spec.job import TrainingJob
 
 __all__ = ["Finding", "Findings", "check", "check_api_string", "check_pipeline",
-           "known_instance_type", "pipeline_names"]
+           "known_instance_type"]
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,6 @@ _PROPS = (
     ("AlgorithmSpecification.TrainingImage", "image_uri"),
     ("Tags", "pipeline_name"),  # the pipeline tag's value
 )
-_PIPELINE_NAMES: WeakKeyDictionary[Any, dict[tuple[str, str, str], Any]] = WeakKeyDictionary()
 
 
 def check(job: TrainingJob) -> Findings:
@@ -90,7 +88,7 @@ def check_pipeline(definition: Mapping[str, Any], description: str, pipeline_nam
                    taken_by: str | None) -> Findings:
     """The pipeline as SageMaker receives it: every job step's request (the benchmark's
     comparison too), its description, and its name, which ``taken_by`` (a construct path)
-    may already use in the same app (see `pipeline_names`)."""
+    may already use in the same app (`stack_reads.pipeline_names`)."""
     errors = [Finding("Request", problem) for problem in definition_problems(definition)]
     errors.append(Finding("Description", check_api_string("description", description,
                                                           "PipelineDescription") or ""))
@@ -118,9 +116,3 @@ def _unprintable(value: Any, path: str) -> list[str]:
     return [f"{path.lstrip('.')} must not contain the control character "
             f"U+{ord(found[0]):04X}, which a template cannot carry; got {shown(value)}"
             ] if found else []
-
-
-def pipeline_names(app: Any) -> dict[tuple[str, str, str], Any]:
-    """The pipeline names taken in an app, (account, region, lowercased name) -> the pipeline
-    construct: SageMaker's ARNs are lowercase, so names differing in case collide."""
-    return _PIPELINE_NAMES.setdefault(app, {})

@@ -65,6 +65,7 @@ from compiled_training.wiring.stack_reads import (
     made_in,
     once,
     path,
+    pipeline_names,
     region,
     role_arn,
 )
@@ -263,7 +264,7 @@ class PipelineBase(NamedPipeline):
         """Raises every problem of the pipeline as SageMaker receives it
         (`validation.check_pipeline`); then claims its name in the app."""
         stack = self._stack
-        names = validation.pipeline_names(app_root(stack))
+        names = pipeline_names(app_root(stack))
         key = (account(stack), region(stack), self.pipeline_name.lower())
         taken_by = names.get(key)
         findings = validation.check_pipeline(definition, description, self.pipeline_name,

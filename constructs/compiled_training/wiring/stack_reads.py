@@ -132,3 +132,13 @@ def service_principal(stack: Stack, service: str,
     roles may share it)."""
     key = ("principal", service, repr(conditions))
     return once(stack, key, lambda: iam.ServicePrincipal(service, conditions=conditions))
+
+
+_PIPELINE_NAMES: WeakKeyDictionary[IConstruct, dict[tuple[str, str, str], IConstruct]] = (
+    WeakKeyDictionary())
+
+
+def pipeline_names(app: IConstruct) -> dict[tuple[str, str, str], IConstruct]:
+    """The pipeline names taken in an app, (account, region, lowercased name) -> the pipeline
+    construct: SageMaker's ARNs are lowercase, so names differing in case collide."""
+    return _PIPELINE_NAMES.setdefault(app, {})
