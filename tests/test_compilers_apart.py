@@ -36,8 +36,9 @@ FACTORIES = {"training_compiler", "torch_compile", "neuron_xla", "none"}
 RUNTIME_BENCHMARKS = {"tools/bench.py"}
 """The benchmark of the runtime's own backends, which it starts by the runtime's names."""
 
-_COMPILER_VALUE = re.compile(r"(^|\.)(compiler|kind)(\.module)?\.(kind|name|value)$|"
-                             r"compiler\.kind$|\.kind\.value$")
+_COMPILER_VALUE = re.compile(r"compiler\.(module\.)?(kind|name)\b|\bmodule\.name\b")
+NAMES = {"training-compiler", "torch-compile", "neuron-xla"}
+"""The built-in compilers' names, as literals ("none" is too common a word to look for)."""
 
 
 def violations(source: str, relative: str) -> list[str]:
@@ -62,6 +63,8 @@ def violations(source: str, relative: str) -> list[str]:
             if node.module.endswith("contract"):
                 found += [f"{relative}:{line}: imports contract's {a.name}"
                           for a in node.names if a.name in COMPILER_CONTRACT]
+        elif isinstance(node, ast.Constant) and node.value in NAMES:
+            found.append(f"{relative}:{line}: names the compiler {node.value!r}")
         elif isinstance(node, ast.Compare):
             for operand in [node.left, *node.comparators]:
                 if _COMPILER_VALUE.search(ast.unparse(operand)):
@@ -86,7 +89,10 @@ def test_no_module_outside_the_compilers_package_knows_one_compiler():
     "compiler.kind == 'torch-compile'",
     "job.compiler.name != name",
     "arm.compiler.module.name == other",
-    "step.kind.value in names",
+    "arm.compiler.kind.value in names",
+    "value_of(job.compiler.kind) == name",
+    "module.name == 'toy-jit'",
+    "benchmark.get('compiler', 'training-compiler')",
     "contract.ENV_TORCH_COMPILE",
     "from compiled_training_runtime.contract import HP_TRAINING_COMPILER_ENABLED",
     "from compiled_training.compilers.torch_compile import TorchCompile",

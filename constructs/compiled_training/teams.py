@@ -280,9 +280,9 @@ def benchmark_props(benchmark: Mapping[str, Any], pipeline: Mapping[str, Any],
     props = {key: value for key, value in pipeline.items()
              if key in prop_names(TrainingJobOptions) and key not in _NOT_SHARED
              and value is not None}
-    props["compiler"] = _compiler("benchmark.compiler",
-                                  benchmark.get("compiler", "training-compiler"),
-                                  torch_compile_mode)
+    if "compiler" in benchmark:  # else CompilerBenchmark's own default
+        props["compiler"] = _compiler("benchmark.compiler", benchmark["compiler"],
+                                      torch_compile_mode)
     props.update({key: value for key, value in benchmark.items()
                   if key not in ("compiler", "arms")})
     props.update(_enum_values(benchmark, _BENCHMARK_ENUMS, "benchmark."))

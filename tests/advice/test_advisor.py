@@ -418,3 +418,11 @@ def test_a_years_compiling_is_one_cold_run_and_the_rest_warm():
     # The saving differs by the compile time the warm runs do not pay, at the high end.
     extra = price / 60 * (runs - 1) * (5.0 - 1.5)
     assert warm.saving_per_year[1] - cold.saving_per_year[1] == pytest.approx(extra)
+
+
+def test_auto_on_trainium_enables_the_neuron_path_not_training_compiler():
+    profile = _with(DOCUMENTS, instance_type="ml.trn1.32xlarge", framework_version="2.9.0",
+                    precision="bf16", instance_count=1,
+                    hours_per_run=8.0, runs_per_week=5)
+    assert assess_workload(profile).verdict is Verdict.ENABLE
+    assert Compiler.auto(profile).kind is CompilerKind.NEURON_XLA

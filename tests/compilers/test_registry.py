@@ -80,3 +80,60 @@ def test_a_package_compiler_that_is_no_compiler_module_is_refused(monkeypatch):
 def test_a_package_compiler_comes_after_the_built_in_ones(monkeypatch):
     registry = _registry_with(monkeypatch, "_Fine")
     assert list(registry) == [*(m.name for m in BUILT_IN), "fine-jit"]  # type: ignore[call-overload]
+
+
+def test_the_rule_pack_sees_each_compiler_a_step_of_another_template_carries():
+    from compiled_training.nag.rule_pack import TrainingStep
+
+    both = TrainingStep({"HyperParameters": {contract.HP_TRAINING_COMPILER_ENABLED: "true"},
+                         "Environment": {contract.ENV_TORCH_COMPILE: "true"}}, {})
+    assert (both.training_compiler, both.torch_compile) == (True, True)
+    assert both.compiler.name == CompilerKind.TRAINING_COMPILER  # the first, in registry order
+    native = TrainingStep({"ResourceConfig": {"InstanceType": "ml.trn2.48xlarge"},
+                           "AlgorithmSpecification": {"TrainingImage": "x/pytorch-training-"
+                                                                        "neuronx:2.9.0"},
+                           "Environment": {contract.ENV_TORCH_COMPILE: "true"}}, {})
+    assert (native.torch_compile, native.neuron_xla) == (True, True)
+    eager = TrainingStep({"ResourceConfig": {"InstanceType": "ml.trn2.48xlarge"}}, {})
+    assert (eager.training_compiler, eager.torch_compile, eager.neuron_xla) == (False,) * 3
+
+
+def test_options_are_type_checked_as_the_factories_check_them():
+    with pytest.raises(TypeError, match="compiler option debug must be bool, got 'no'"):
+        Compiler.named("training-compiler", debug="no")
+    with pytest.raises(TypeError, match="compiler option precompile_steps must be int, got 2.5"):
+        Compiler.named("neuron-xla", precompile=True, precompile_steps=2.5)
+
+
+def test_a_bench_trial_of_a_misspelt_compiler_suggests_its_plain_name():
+    from compiled_training.tools.bench_ab import check_compiler
+
+    with pytest.raises(ValueError, match=r"got 'torch-compil' \(did you mean 'torch-compile'\?\)"):
+        check_compiler("torch-compil")
+    with pytest.raises(ValueError, match="must be one of training-compiler, torch-compile, got"):
+        check_compiler("neuron-xla")
+
+
+class _Broken(CompilerModule):
+    name = "broken-jit"
+
+    def __init__(self) -> None:
+        raise ImportError("no module named broken_backend")
+
+
+def test_a_package_compiler_that_fails_to_load_is_named_in_the_error(monkeypatch):
+    with pytest.raises(RuntimeError, match=r"entry point 'toy' \(.*:_Broken\) of group "
+                                           r"'compiled_training.compilers' could not be loaded: "
+                                           r"no module named broken_backend"):
+        _registry_with(monkeypatch, "_Broken")
+
+
+def test_the_local_runner_needs_torch_xla_for_a_neuron_step_of_another_template():
+    from compiled_training.local.training import compiles_through_xla
+
+    neuronx = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx:2.9.0"
+    assert compiles_through_xla({"Environment": {contract.ENV_NEURON_CC_FLAGS: "-O1"}})
+    assert compiles_through_xla({"AlgorithmSpecification": {"TrainingImage": neuronx}})
+    assert compiles_through_xla({"HyperParameters": {contract.HP_PYTORCH_XLA_MULTI_WORKER:
+                                                     "true"}})
+    assert not compiles_through_xla({"Environment": {contract.ENV_TORCH_COMPILE: "true"}})

@@ -186,3 +186,8 @@ def test_the_script_checks_declare_every_warning_they_raise():
 
     raised = set(re.findall(r'found\.append\(\("(\w+)"', inspect.getsource(script_checks)))
     assert raised == set(script_checks.WARNING_IDS)
+
+
+def test_the_request_is_reported_after_the_prop_rules_and_before_the_others(job):
+    broken = replace(job, hyperparameters={"x": "y" * 3000}, entry_point=None)
+    assert [f.rule for f in validation.check(broken).errors] == ["Request", "EntryPoint"]

@@ -12,7 +12,6 @@ from compiled_training.compilers import (
     CompileOverhead,
     Prior,
     TrainiumClaim,
-    compiler_module,
 )
 
 # Each compiler's own figures live in its module (`compiled_training.compilers`), with their
@@ -52,7 +51,3 @@ WEEKS_PER_YEAR = 52
 # Where the claims were measured and Neuron's training tutorials live: transformer models.
 # Elsewhere (vision, diffusion, custom) no figure says what Trainium does.
 TRAINIUM_CATEGORIES = ("transformer",)
-
-
-def prior_for(compiler: str, category: str) -> Prior | None:
-    return compiler_module(compiler).prior(category)

@@ -41,11 +41,13 @@ from compiled_training_runtime import contract
 __all__ = ["BUILT_IN", "ENTRY_POINT_GROUP", "FIRST_COMPILE_MINUTES", "Choice", "CompileOverhead",
            "CompilerKind", "CompilerModule", "Finding", "Framework", "Job", "Pick", "Prior",
            "TrainiumClaim", "Workload", "compiler_module", "compiler_names", "gpu_compilers",
-           "no_compiler", "recognize", "trainium_compiler"]
+           "no_compiler", "recognize", "recognized", "trainium_compiler"]
 
 BUILT_IN: tuple[CompilerModule, ...] = (TrainingCompiler(), TorchCompile(), NeuronXla(),
                                         NoCompiler())
+"""The built-in compilers, in the order a step's switches are matched and names are listed."""
 ENTRY_POINT_GROUP = "compiled_training.compilers"
+"""The entry-point group through which a package adds a compiler (a `CompilerModule` class)."""
 _NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 
 
@@ -53,19 +55,24 @@ _NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 def _registry() -> Mapping[str, CompilerModule]:
     modules = {value_of(module.name): module for module in BUILT_IN}
     for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        module = entry.load()()
         where = f"entry point {entry.name!r} ({entry.value})"
+        try:
+            module = entry.load()()
+        except Exception as error:
+            raise RuntimeError(f"{where} of group {ENTRY_POINT_GROUP!r} could not be loaded: "
+                               f"{error}; fix or uninstall the package that declares it") from error
         if not isinstance(module, CompilerModule):
             raise TypeError(f"{where} must name a CompilerModule subclass, got "
                             f"{type(module).__name__}")
         if not _NAME.fullmatch(value_of(module.name)) or value_of(module.name) in modules:
-            raise ValueError(f"{where}: compiler name {module.name!r} must be new and written "
-                             f"like 'torch-compile' (taken: {', '.join(modules)})")
+            raise ValueError(f"{where}: compiler name {value_of(module.name)!r} must be new and "
+                             f"written like 'torch-compile' (taken: {', '.join(modules)})")
         modules[value_of(module.name)] = module
     return modules
 
 
 def compiler_names() -> tuple[str, ...]:
+    """Every compiler's name, the built-in ones first."""
     return tuple(_registry())
 
 
@@ -90,10 +97,16 @@ def trainium_compiler() -> CompilerModule:
     return next(m for m in _registry().values() if m.trains_on_trainium)
 
 
+def recognized(hyperparameters: Mapping[str, Any], environment: Mapping[str, Any],
+               image: str = "") -> list[CompilerModule]:
+    """Every compiler whose switches or image a step of a template carries, in registry order
+    (a template not the library's may carry more than one)."""
+    return [m for m in _registry().values() if m.recognizes(hyperparameters, environment, image)]
+
+
 def recognize(hyperparameters: Mapping[str, Any], environment: Mapping[str, Any],
               image: str = "") -> CompilerModule:
-    """The compiler a step of a template uses, from its switches and image; no compiler if
-    none is on."""
-    found = [m for m in _registry().values()
-             if m.recognizes(hyperparameters, environment, image)]
+    """The compiler a step uses: the first `recognized`, the built-in ones before a package's;
+    no compiler if none is."""
+    found = recognized(hyperparameters, environment, image)
     return found[0] if found else no_compiler()

@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from compiled_training.catalog.api_shapes import is_token
@@ -144,6 +145,7 @@ class Pick:
 FIRST_COMPILE_MINUTES = (2.0, 5.0)
 """A GPU compiler's first compile, a run (the use case's figure; docs/guides/decision.md)."""
 FP32_REASON = "fp32 only: most of a compiler's gain comes with fp16/bf16"
+"""What a compiler without figures of its own says of an fp32 job."""
 
 
 class CompilerModule:
@@ -174,9 +176,10 @@ class CompilerModule:
     """The distributions whose rules its own `checks` hold (the generic ones are skipped)."""
     settings: tuple[str, ...] = ()
     """The options `options` takes (``Compiler.named(name, **options)``)."""
-    priors: Mapping[str, Prior] = {}
+    priors: Mapping[str, Prior] = MappingProxyType({})
     """The advisor's expected speedup by model category (``other`` for the rest)."""
     compile_overhead: CompileOverhead | None = None
+    """What a run compiles before it trains; None: nothing."""
     trainium_claims: tuple[TrainiumClaim, ...] = ()
     """AWS's claims for Trainium instances on this compiler's path."""
     trains_on_trainium: bool = False
@@ -213,6 +216,7 @@ class CompilerModule:
         return self.switches(job.compiler)
 
     def describe(self, choice: Choice) -> str:
+        """The choice in prose, its options included."""
         return self.title
 
     def default_distribution(self, framework: Framework, instance_type: str,
@@ -226,7 +230,7 @@ class CompilerModule:
 
     def compiles_with_inductor(self, instance_type: str | None) -> bool:
         """Whether a job on ``instance_type`` (None: any) compiles with Inductor."""
-        return False
+        return self.inductor
 
     def image_problem(self, instance_type: str) -> str | None:
         """Why no SageMaker image can be resolved for it on ``instance_type``, or None."""
@@ -242,6 +246,7 @@ class CompilerModule:
         return [], []
 
     def prior(self, category: str) -> Prior | None:
+        """The expected speedup for a model category, or for the rest (``other``)."""
         return self.priors.get(category) or self.priors.get("other")
 
     def choose_on_gpu(self, workload: Workload, category: str) -> Pick | None:
@@ -253,6 +258,7 @@ class CompilerModule:
         return Pick(False, f"{self.title} does not train on {family}")
 
     def dynamic_shapes_reason(self, fix: str) -> str:
+        """What dynamic shapes cost under it, and ``fix``."""
         return f"dynamic shapes: XLA recompiles for every new shape, so the fix comes first ({fix})"
 
     def notes(self, workload: Workload, category: str, enabled: bool, skipped: bool) -> list[str]:
@@ -272,12 +278,21 @@ def trainium(instance_type: str | None) -> bool:
             and accelerator(instance_type) == "trainium")
 
 
+def option(given: Mapping[str, Any], name: str, default: Any, kind: type) -> Any:
+    """An option of `CompilerModule.options`, its type checked (a bool is no int here)."""
+    value = given.get(name, default)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise TypeError(f"compiler option {name} must be {kind.__name__}, got {value!r}")
+    return value
+
+
 def value_of(setting: Any) -> str:
     """An enum setting's value (a `Distribution`), or the text given."""
     return str(getattr(setting, "value", setting))
 
 
 def minor(version: str) -> tuple[int, int]:
+    """``2.9.0`` as ``(2, 9)``."""
     parts = [int(p) for p in re.findall(r"\d+", version)[:2]] + [0, 0]
     return parts[0], parts[1]
 

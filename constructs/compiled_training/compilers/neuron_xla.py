@@ -20,6 +20,7 @@ from compiled_training.compilers.base import (
     Pick,
     TrainiumClaim,
     Workload,
+    option,
     switched_on,
     trainium,
 )
@@ -39,8 +40,8 @@ NEURONX_IMAGE = "pytorch-training-neuronx:"
 # execution, avoiding any recompilation time" (the same tutorial): the library keeps that cache
 # in S3 (NEURON_COMPILE_CACHE_URL). AWS publishes no time for the reload; the warm range is
 # this library's assumption, up to the GPU compilers' first-compile bound.
-FIRST_COMPILE_MINUTES = (13.0, 40.0)
-WARM_COMPILE_MINUTES = (1.0, 5.0)
+NEURON_FIRST_COMPILE_MINUTES = (13.0, 40.0)
+NEURON_WARM_COMPILE_MINUTES = (1.0, 5.0)
 # AWS's Trn1 claim: "up to 50 % cost-to-train savings over comparable Amazon EC2 instances"
 # (Amazon EC2 Trn1 instances page, since general availability in 2022-10); the comparable GPU
 # is P4d: "you should expect between 1.4-5X higher throughput on Trn1 as compared to the latest
@@ -53,6 +54,9 @@ TRN1_CLAIM = TrainiumClaim(
 
 
 class NeuronXla(CompilerModule):
+    """The Neuron SDK's PyTorch/XLA path: its switches and flags, its S3 compile cache, its
+    checks on Trainium, and what the advisor says of a job already on Trainium."""
+
     name = CompilerKind.NEURON_XLA
     title = "Neuron PyTorch/XLA"
     through_xla = True
@@ -61,7 +65,7 @@ class NeuronXla(CompilerModule):
     default_instance_type = TRAINIUM_EXAMPLE
     settings = ("model_type", "precompile", "precompile_steps")
     compile_overhead = CompileOverhead(
-        FIRST_COMPILE_MINUTES, WARM_COMPILE_MINUTES,
+        NEURON_FIRST_COMPILE_MINUTES, NEURON_WARM_COMPILE_MINUTES,
         "AWS's BERT-Large tutorial on trn1: ~13 min with neuron_parallel_compile, ~40 without; "
         "a cached reload assumed 1-5 min, AWS publishing no time")
     trainium_claims = (TRN1_CLAIM,)
@@ -84,9 +88,9 @@ class NeuronXla(CompilerModule):
 
     def options(self, **given: Any) -> dict[str, Any]:
         fields = super().options(**given)
-        model_type = given.get("model_type", "transformer")
-        precompile = given.get("precompile", False)
-        steps = given.get("precompile_steps", 10)
+        model_type = option(given, "model_type", "transformer", str)
+        precompile = option(given, "precompile", False, bool)
+        steps = option(given, "precompile_steps", 10, int)
         if model_type not in contract.NEURON_MODEL_TYPES:
             raise ValueError(contract.not_one_of("Compiler.neuron_xla model_type", model_type,
                                                  contract.NEURON_MODEL_TYPES))

@@ -13,6 +13,8 @@ from compiled_training.compilers.base import (
 
 
 class NoCompiler(CompilerModule):
+    """Eager execution: the baseline, and refused on Trainium, which runs compiled graphs only."""
+
     name = CompilerKind.NONE
     title = "no compiler"
     enabled = False

@@ -25,6 +25,7 @@ from compiled_training.compilers.base import (
     TrainiumClaim,
     Workload,
     minor,
+    option,
     switched_on,
     trainium,
 )
@@ -62,6 +63,9 @@ TRN2_CLAIM = TrainiumClaim(
 
 
 class TorchCompile(CompilerModule):
+    """torch.compile: its switches, Inductor's warm start on GPUs, TorchNeuron's backend and
+    rules on Trainium, and its advice."""
+
     name = CompilerKind.TORCH_COMPILE
     title = "torch.compile"
     inductor = True
@@ -98,7 +102,7 @@ class TorchCompile(CompilerModule):
 
     def options(self, **given: Any) -> dict[str, Any]:
         fields = super().options(**given)
-        mode = given.get("mode", "default")
+        mode = option(given, "mode", "default", str)
         if mode not in contract.TORCH_COMPILE_MODES:
             raise ValueError(contract.not_one_of("Compiler.torch_compile mode", mode,
                                                  contract.TORCH_COMPILE_MODES))

@@ -31,6 +31,7 @@ from compiled_training.compilers.base import (
     Prior,
     Workload,
     minor,
+    option,
     value_of,
 )
 from compiled_training.compilers.torch_compile import TorchCompile
@@ -93,6 +94,9 @@ def pytorchxla_supported(framework: Framework) -> bool:
 
 
 class TrainingCompiler(CompilerModule):
+    """SageMaker Training Compiler: its hyperparameters, its pytorchxla launcher, its images
+    and the SDK's rules for them."""
+
     name = CompilerKind.TRAINING_COMPILER
     title = "Training Compiler"
     training_compiler_images = True
@@ -141,7 +145,7 @@ class TrainingCompiler(CompilerModule):
                 "figures) on current DLCs"]
 
     def options(self, **given: Any) -> dict[str, Any]:
-        return {**super().options(**given), "debug": bool(given.get("debug", False))}
+        return {**super().options(**given), "debug": option(given, "debug", False, bool)}
 
     def hyperparameters(self, choice: Choice) -> dict[str, bool | str]:
         return {contract.HP_TRAINING_COMPILER_ENABLED: True,
@@ -169,8 +173,9 @@ class TrainingCompiler(CompilerModule):
         errors: list[Finding] = []
         warnings: list[Finding] = []
         framework, instance_type = job.framework, job.instance_type
-        family = "" if is_token(instance_type) else instance_family(instance_type)
-        if family and family not in TRAINING_COMPILER_FAMILIES:
+        literal = not is_token(instance_type)
+        family = instance_family(instance_type) if literal else ""
+        if literal and family not in TRAINING_COMPILER_FAMILIES:
             why = _NOT_SUPPORTED[accelerator(instance_type)].format(family=family)
             errors.append(("CompilerInstance", f"instance_type must be a GPU instance of "
                                                f"{', '.join(TRAINING_COMPILER_FAMILIES)} for "
@@ -182,7 +187,7 @@ class TrainingCompiler(CompilerModule):
                                                     "with Training Compiler; use "
                                                     "Distribution.PYTORCHXLA"))
         if framework.runs_script:
-            gpu = instance_type if family and is_gpu(instance_type) else ANY_GPU
+            gpu = instance_type if literal and is_gpu(instance_type) else ANY_GPU
             try:
                 # Also what a given image_uri must extend: the version must have a compiler DLC.
                 resolve_dlc(framework, True, gpu)
@@ -205,7 +210,7 @@ class TrainingCompiler(CompilerModule):
                                                  "off (debugger=False, profiler=False) for "
                                                  "production runs"))
         distributed = job.instance_count > 1 or job.distribution == PYTORCHXLA
-        if distributed and family and instance_type not in EFA_INSTANCE_TYPES:
+        if distributed and literal and instance_type not in EFA_INSTANCE_TYPES:
             warnings.append(("NonEfa", f"{instance_type} has no EFA; Training Compiler uses EFA "
                                        f"for distributed training. EFA types: "
                                        f"{', '.join(EFA_INSTANCE_TYPES)}"))

@@ -24,7 +24,13 @@ def default_distribution(
     if trainium(instance_type):
         return Distribution.TORCH_DISTRIBUTED
     own = compiler.module.default_distribution(framework, instance_type, count)
-    return Distribution(own) if own else Distribution.NONE
+    if own is None:
+        return Distribution.NONE
+    allowed = [d.value for d in Distribution]
+    if own not in allowed:
+        raise ValueError(f"compiler {compiler.name!r} names launcher {own!r}, which is not a "
+                         f"Distribution ({', '.join(allowed)}); fix its default_distribution")
+    return Distribution(own)
 
 
 def torch_distributed_problem(job: TrainingJob) -> str | None:

@@ -33,6 +33,8 @@ MAX_ATTEMPTS = 20
 
 @dataclass(frozen=True)
 class Finding:
+    """What a rule found: an error (the job is refused) or a warning (acknowledgeable)."""
+
     rule: str
     """The rule's id; a warning is acknowledged by it."""
     message: str
@@ -42,6 +44,7 @@ class Finding:
 
 
 JobRule = Callable[[TrainingJob], Iterator[Finding]]
+"""A rule: the findings it makes of a job, none where the job keeps it."""
 WARNING_IDS = ("ChannelPrefix", "IdleGpus", "CompileCacheCold", *SCRIPT_WARNING_IDS)
 """The warnings the job rules raise (a compiler's are its module's ``warning_ids``)."""
 
@@ -230,8 +233,14 @@ def script(job: TrainingJob) -> Iterator[Finding]:
     yield from (Finding(rule, message, warning=True) for rule, message in script_warnings(job))
 
 
-JOB_RULES: tuple[JobRule, ...] = (
+PROP_RULES: tuple[JobRule, ...] = (
     pipeline_name, instance_type, counts, spot_wait, vpc, reserved_hyperparameters, channels,
-    metric_definitions, framework, image, compiler_rules, trainium_launch, launcher, idle_gpus,
-    compile_cache_cold, script,
+    metric_definitions,
 )
+"""The rules on the props the request carries: the request's own check follows them, and
+skips what they reported (`validation.request`)."""
+JOB_RULES: tuple[JobRule, ...] = PROP_RULES + (
+    framework, image, trainium_launch, compiler_rules, launcher, idle_gpus, compile_cache_cold,
+    script,
+)
+"""Every job rule, in the order its findings are reported."""

@@ -12,6 +12,7 @@ from typing import Any
 from compiled_training.catalog.api_shapes import definition_problems, request_problems, shown
 from compiled_training.definition.rules import (
     JOB_RULES,
+    PROP_RULES,
     Finding,
     check_api_string,
     known_instance_type,
@@ -53,8 +54,9 @@ _PROPS = (
 
 def check(job: TrainingJob) -> Findings:
     """Every rule this library knows, as errors (raise) and warnings (acknowledgeable)."""
-    findings = [finding for rule in JOB_RULES for finding in rule(job)]
+    findings = [finding for rule in PROP_RULES for finding in rule(job)]
     findings += request(job, {f.prop for f in findings if f.prop and not f.warning})
+    findings += [finding for rule in JOB_RULES[len(PROP_RULES):] for finding in rule(job)]
     return Findings([f for f in findings if not f.warning], [f for f in findings if f.warning])
 
 

@@ -29,7 +29,7 @@ from compiled_training.advice.advisor import Verdict, WorkloadProfile, assess_wo
 from compiled_training.catalog.dlc import training_compiler_releases
 from compiled_training.catalog.instances import gpus_per_instance, is_gpu
 from compiled_training.catalog.neuron import NEURON_CORES, is_trainium
-from compiled_training.compilers import CompilerModule, recognize
+from compiled_training.compilers import CompilerModule, recognize, recognized
 from compiled_training.pipelines.base import SCHEDULES_METADATA
 from compiled_training.wiring.acknowledgements import flatten
 from compiled_training_runtime import contract
@@ -58,18 +58,23 @@ class TrainingStep:
         return self.hyperparameters.get(name) == "true"
 
     @property
+    def compilers(self) -> list[CompilerModule]:
+        """Every compiler the step's switches and image show: a template not the library's
+        may carry more than one, and each rule asks about its own."""
+        return recognized(self.hyperparameters, self.environment, self.image)
+
+    @property
     def compiler(self) -> CompilerModule:
-        """The compiler the step's switches and image show (a template not the library's
-        included)."""
+        """The compiler the step uses (the first of `compilers`)."""
         return recognize(self.hyperparameters, self.environment, self.image)
 
     @property
     def torch_compile(self) -> bool:
-        return self.compiler.inductor
+        return any(m.inductor for m in self.compilers)
 
     @property
     def training_compiler(self) -> bool:
-        return self.compiler.training_compiler_images
+        return any(m.training_compiler_images for m in self.compilers)
 
     @property
     def any_compiler(self) -> bool:
@@ -96,7 +101,7 @@ class TrainingStep:
     def neuron_xla(self) -> bool:
         """The Neuron SDK's PyTorch/XLA path on Trainium (the native path compiles through
         torch.compile instead)."""
-        return is_trainium(self.instance_type) and self.compiler.neuron_sdk
+        return is_trainium(self.instance_type) and any(m.neuron_sdk for m in self.compilers)
 
     @property
     def precompiles(self) -> bool:

@@ -85,8 +85,9 @@ class Compiler:
     def auto(profile: WorkloadProfile) -> Compiler:
         """The compiler the advisor picks for the workload, as its verdict calls for it.
 
-        ENABLE gives the picked compiler: Training Compiler, or ``torch_compile()`` (a
-        PyTorch 2.x job, or a workload Training Compiler does not fit). BENCHMARK gives no
+        ENABLE gives the picked compiler with its defaults: Training Compiler, or
+        ``torch_compile()`` (a PyTorch 2.x job, or a workload Training Compiler does not fit),
+        or on Trainium ``neuron_xla()``. BENCHMARK gives no
         compiler in production plus a warning pointing to `CompilerBenchmark`; SKIP gives no
         compiler. Set ``framework_version`` on the profile to the pipeline's PyTorch version:
         without it, Training Compiler is assumed where it fits.

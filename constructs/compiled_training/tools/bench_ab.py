@@ -35,8 +35,8 @@ BATCH_SIZE = int(DIGITS_MLP[contract.HP_BATCH_SIZE])
 def check_compiler(compiler: str, field: str = "compiler") -> str:
     """``compiler`` when it can be put on trial here: any compiler but none and those that
     need Trainium."""
-    modules = [Compiler.named(name).module for name in compiler_names()]
-    runnable = tuple(m.name for m in modules if m.enabled and not m.neuron_sdk)
+    runnable = tuple(name for name in compiler_names()
+                     if (m := Compiler.named(name).module).enabled and not m.neuron_sdk)
     return contract.check_compiler(compiler, field, runnable)
 
 
