@@ -59,7 +59,7 @@ test: setup-dev lint test-envs
 # index. `make test` runs everything, as CI does.
 test-fast: setup-dev
 	$(PY) -m pytest -n 2 --dist loadgroup -q --ignore=tests/catalog/test_currency.py \
-		tests/advice tests/catalog tests/spec \
+		tests/advice tests/catalog tests/values \
 		tests/definition tests/wiring tests/pipelines tests/schedules tests/nag tests/docs \
 		tests/test_public_api.py tests/test_architecture.py tests/test_contract.py
 

@@ -9,7 +9,7 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from compiled_training.nag.rule_pack import CompiledTrainingChecks
-from compiled_training.teams import CONTEXT_KEY, TeamStack
+from compiled_training.reference.platform import CONTEXT_KEY, TeamStack
 
 HERE = Path(__file__).resolve().parent
 

@@ -92,7 +92,7 @@ def test_the_contracts_hold():
     ("spec/framework.py",
      "\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
      "    from compiled_training.definition import validation\n",
-     LAYERS, "compiled_training.spec.framework -> compiled_training.definition.validation"),
+     LAYERS, "compiled_training.values.framework -> compiled_training.definition.validation"),
     ("definition/training.py", "\n\ndef _cdk():\n    import aws_cdk\n",
      PURE, "compiled_training.definition.training -> aws_cdk"),
     ("handlers/decision.py",

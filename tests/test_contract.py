@@ -12,8 +12,8 @@ from compiled_training.advice.advisor import assess_workload
 from compiled_training.definition.registration import metadata_value
 from compiled_training.handlers import decision as decision_handler
 from compiled_training.handlers import model_metrics as metrics_handler
-from compiled_training.spec.compiler import Compiler, CompilerKind
 from compiled_training.tools.cli import load_workloads
+from compiled_training.values.compiler import Compiler, CompilerKind
 from compiled_training_runtime import contract
 from compiled_training_runtime.compare import ArmRun, Thresholds, compare
 from compiled_training_runtime.env import parse_hyperparameters

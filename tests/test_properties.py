@@ -32,7 +32,7 @@ from compiled_training import (
     RetrainingSchedule,
     TrainingPipeline,
 )
-from compiled_training.spec.job import ParameterType
+from compiled_training.values.job import ParameterType
 from tests.helpers import (
     cfn_lint,
     definitions,

@@ -72,7 +72,7 @@ def test_a_removed_prop_fails_naming_it_until_the_changelog_records_it(scratch):
 
 
 def test_a_required_argument_added_to_a_factory_fails(scratch):
-    _edit(scratch / "constructs/compiled_training/spec/compiler.py",
+    _edit(scratch / "constructs/compiled_training/values/compiler.py",
           "    def torch_compile(", "    def torch_compile(level: int, ")
     assert "compiled_training.Compiler.torch_compile" in _breakages(scratch)
 
@@ -111,7 +111,7 @@ def test_an_enum_members_value_or_removal_breaks(scratch):
     """The words cdk.json and the CLI spell: CompilerKind's are the contract's constants."""
     _edit(scratch / "runtime/compiled_training_runtime/contract.py",
           'COMPILER_TORCH_COMPILE = "torch-compile"', 'COMPILER_TORCH_COMPILE = "torchcompile"')
-    _edit(scratch / "constructs/compiled_training/spec/job.py",
+    _edit(scratch / "constructs/compiled_training/values/job.py",
           '    SMDISTRIBUTED_DATA_PARALLEL = "smdistributed"\n', "")
     failed = _breakages(scratch)
     assert ("`compiled_training.CompilerKind.TORCH_COMPILE`: enum value changed from "
@@ -148,7 +148,7 @@ def test_a_prop_made_or_added_required_breaks_each_props_class_that_holds_it(scr
 
 def test_a_changed_return_type_breaks_a_factory_and_a_property(scratch):
     """griffe leaves return types out of its report: an app's code reads what they return."""
-    _edit(scratch / "constructs/compiled_training/spec/compiler.py",
+    _edit(scratch / "constructs/compiled_training/values/compiler.py",
           '    def torch_compile(*, mode: str = "default") -> Compiler:',
           '    def torch_compile(*, mode: str = "default") -> Compiler | None:')
     _edit(scratch / "constructs/compiled_training/pipelines/compiler_benchmark.py",

@@ -10,16 +10,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "Compiler": "spec.compiler",
+    "Compiler": "values.compiler",
     "CompilerKind": "compilers.base",
-    "Framework": "spec.framework",
-    "BenchmarkArm": "spec.job",
-    "Distribution": "spec.job",
-    "InputChannel": "spec.job",
-    "MetricDefinition": "spec.job",
-    "Parameter": "spec.job",
-    "TeamScope": "spec.team_scope",
-    "ParameterType": "spec.job",
+    "Framework": "values.framework",
+    "BenchmarkArm": "values.job",
+    "Distribution": "values.job",
+    "InputChannel": "values.job",
+    "MetricDefinition": "values.job",
+    "Parameter": "values.job",
+    "TeamScope": "values.team_scope",
+    "ParameterType": "values.job",
     "TrainingOutputBucket": "pipelines.output_bucket",
     "TrainingPipeline": "pipelines.training_pipeline",
     "TrainingImage": "pipelines.training_image",
@@ -81,9 +81,9 @@ if TYPE_CHECKING:
     from compiled_training.pipelines.training_image import TrainingImage
     from compiled_training.pipelines.training_pipeline import TrainingPipeline
     from compiled_training.schedules.retraining_schedule import RetrainingSchedule
-    from compiled_training.spec.compiler import Compiler
-    from compiled_training.spec.framework import Framework
-    from compiled_training.spec.job import (
+    from compiled_training.values.compiler import Compiler
+    from compiled_training.values.framework import Framework
+    from compiled_training.values.job import (
         BenchmarkArm,
         Distribution,
         InputChannel,
@@ -91,7 +91,7 @@ if TYPE_CHECKING:
         Parameter,
         ParameterType,
     )
-    from compiled_training.spec.team_scope import TeamScope
+    from compiled_training.values.team_scope import TeamScope
 
 
 def __getattr__(name: str) -> Any:

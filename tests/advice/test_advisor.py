@@ -19,8 +19,8 @@ from compiled_training.advice.workload import CATEGORIES
 from compiled_training.catalog.dlc import training_compiler_releases
 from compiled_training.catalog.prices import ON_DEMAND_PRICES_USD
 from compiled_training.compilers import training_compiler
-from compiled_training.spec.compiler import Compiler, CompilerKind
 from compiled_training.tools.cli import load_workloads
+from compiled_training.values.compiler import Compiler, CompilerKind
 from tests.helpers import ROOT
 
 WORKLOADS = {p.name: p for p in load_workloads(ROOT / "workloads.yaml")}

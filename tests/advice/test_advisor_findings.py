@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 from compiled_training.advice.advisor import Verdict, WorkloadProfile, assess_workload
-from compiled_training.spec.compiler import Compiler, CompilerKind
+from compiled_training.values.compiler import Compiler, CompilerKind
 
 BERT_STYLE = dict(name="document-classification", framework="pytorch",
                   instance_type="ml.g5.48xlarge", instance_count=8, hours_per_run=6.2,

@@ -14,7 +14,7 @@ from compiled_training.advice.workload import BOTTLENECKS, MODEL_CATEGORIES
 from compiled_training.catalog.dlc import has_training_image
 from compiled_training.catalog.instances import training_instance_types
 from compiled_training.catalog.prices import ON_DEMAND_PRICES_USD
-from compiled_training.spec.compiler import CompilerKind
+from compiled_training.values.compiler import CompilerKind
 
 GPU_TYPES = [t for t in ON_DEMAND_PRICES_USD if t.split(".")[1][0] in "gp"]
 # Every type a workload may name: SageMaker's training types (priced or not; the price list

@@ -17,8 +17,8 @@ from compiled_training.advice.advisor import Verdict, WorkloadProfile, assess_wo
 from compiled_training.advice.priors import COMPILE_OVERHEAD, TRAINIUM_CLAIMS
 from compiled_training.catalog.instances import training_instance_types
 from compiled_training.catalog.neuron import is_trainium
-from compiled_training.spec.compiler import CompilerKind
 from compiled_training.tools.cli import main
+from compiled_training.values.compiler import CompilerKind
 from tests.advice.test_advisor_properties import workloads
 
 TRAINIUM_TYPES = sorted(t for t in training_instance_types() if is_trainium(t))

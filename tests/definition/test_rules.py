@@ -12,7 +12,7 @@ import pytest
 
 from compiled_training import Compiler, Distribution, Framework, InputChannel
 from compiled_training.definition import rules, validation
-from compiled_training.spec.job import TrainingJob
+from compiled_training.values.job import TrainingJob
 
 GPU = "ml.g5.2xlarge"
 

@@ -17,7 +17,7 @@ from compiled_training.definition import compile_cache
 from compiled_training.definition.script_checks import script_warnings
 from compiled_training.definition.trainer_script import TrainerScript, trainer_script
 from compiled_training.definition.training import build_definition
-from compiled_training.spec.job import TrainingJob
+from compiled_training.values.job import TrainingJob
 from compiled_training_runtime import contract
 
 PARSED = """

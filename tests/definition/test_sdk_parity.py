@@ -37,7 +37,7 @@ from compiled_training.catalog.instances import accelerator, gpus_per_instance
 from compiled_training.definition.launchers import default_distribution
 from compiled_training.definition.training import build_definition
 from compiled_training.definition.validation import check, known_instance_type
-from compiled_training.spec.job import TrainingJob
+from compiled_training.values.job import TrainingJob
 from compiled_training_runtime import contract
 from tests.definition.sdk_oracle import SDK_OUTPUT, SdkCase, sdk_training_arguments
 from tests.helpers import sdk_v2_config

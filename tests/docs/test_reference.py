@@ -58,7 +58,7 @@ def test_a_public_name_without_a_docstring_fails_the_build(monkeypatch):
     import hooks
 
     import compiled_training
-    from compiled_training.spec import job
+    from compiled_training.values import job
 
     assert hooks.public_name_problems() == []
 

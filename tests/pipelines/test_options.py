@@ -21,7 +21,7 @@ from compiled_training import (
     TrainingPipelineProps,
 )
 from compiled_training.pipelines.options import prop_types
-from compiled_training.teams import TeamConfigError, benchmark_props, pipeline_props
+from compiled_training.reference.platform import TeamConfigError, benchmark_props, pipeline_props
 from tests.helpers import ROOT, definitions, new_stack
 
 CHANNELS = [InputChannel("train", "s3://team-data/t/"),

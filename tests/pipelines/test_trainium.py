@@ -238,7 +238,7 @@ def test_a_benchmark_on_trainium_is_refused_naming_the_trainium_arm(source_dir):
 
 
 def test_a_team_in_cdk_json_names_the_neuron_path_by_its_compiler_name(source_dir):
-    from compiled_training.teams import pipeline_props
+    from compiled_training.reference.platform import pipeline_props
 
     props = pipeline_props("Nlp", {
         "framework": "pytorch", "framework_version": "2.9.0", "compiler": "neuron-xla",

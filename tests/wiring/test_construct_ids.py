@@ -25,7 +25,7 @@ from compiled_training import (
     TrainingPipeline,
 )
 from compiled_training.pipelines.base import PipelineBase
-from compiled_training.teams import TeamStack
+from compiled_training.reference.platform import TeamStack
 from constructs import Construct
 from tests.helpers import ENV, new_stack
 
@@ -67,7 +67,7 @@ def test_every_construct_the_library_exports_is_covered():
     exported = {obj for name in compiled_training.__all__
                 if inspect.isclass(obj := getattr(compiled_training, name))
                 and issubclass(obj, Construct)}
-    exported.add(importlib.import_module("compiled_training.teams").TeamStack)
+    exported.add(importlib.import_module("compiled_training.reference.platform").TeamStack)
     assert exported == set(MAKERS)
 
 

@@ -4,6 +4,7 @@
 compiler (`priors`), the cost model (`cost`) and the verdict with its reasons (`advisor`:
 `assess_workload`).
 
-May import: the catalog (and the runtime's `contract`); no CDK. It sits below the spec because
+May import: the compilers and the catalog (and the runtime's `contract`); no CDK. It sits below
+the values because
 `Compiler.auto(profile)` asks it; the CLI and the rule pack ask it too.
 """

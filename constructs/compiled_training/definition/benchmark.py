@@ -24,7 +24,7 @@ from compiled_training.definition.training import (
     retry_policies,
     training_steps,
 )
-from compiled_training.spec.job import Parameter, TrainingJob, unique_parameters
+from compiled_training.values.job import Parameter, TrainingJob, unique_parameters
 from compiled_training_runtime import contract
 
 COMPARE_STEP = "Compare"

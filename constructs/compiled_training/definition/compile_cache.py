@@ -10,8 +10,8 @@ from compiled_training.advice.priors import CACHE_EXPIRY_DAYS
 from compiled_training.catalog.api_shapes import is_token
 from compiled_training.compilers.base import minor
 from compiled_training.definition.entry_point import RUNTIME_PACKAGE, imports_runtime
-from compiled_training.spec.compiler import Compiler
-from compiled_training.spec.job import Distribution, TrainingJob
+from compiled_training.values.compiler import Compiler
+from compiled_training.values.job import Distribution, TrainingJob
 from compiled_training_runtime import contract
 
 COMPILE_CACHE = "compile-cache"

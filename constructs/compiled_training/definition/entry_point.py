@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from compiled_training.definition.sourcedir import DEFAULT_EXCLUDES, source_files
-from compiled_training.spec.job import Distribution
+from compiled_training.values.job import Distribution
 from compiled_training_runtime import contract
 
 LAUNCHERS = {

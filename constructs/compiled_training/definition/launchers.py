@@ -10,9 +10,9 @@ from compiled_training.catalog.instances import (
     is_gpu,
 )
 from compiled_training.compilers.base import trainium
-from compiled_training.spec.compiler import Compiler
-from compiled_training.spec.framework import Framework
-from compiled_training.spec.job import Distribution, TrainingJob
+from compiled_training.values.compiler import Compiler
+from compiled_training.values.framework import Framework
+from compiled_training.values.job import Distribution, TrainingJob
 
 
 def default_distribution(

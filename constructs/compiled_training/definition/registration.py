@@ -30,7 +30,7 @@ from typing import Any
 
 from compiled_training.catalog.api_shapes import is_token
 from compiled_training.definition.training import parameter_declarations
-from compiled_training.spec.job import MetricDefinition, Parameter, TrainingJob
+from compiled_training.values.job import MetricDefinition, Parameter, TrainingJob
 from compiled_training_runtime import contract
 
 GATE_STEP = "QualityGate"

@@ -24,7 +24,7 @@ from compiled_training.definition.launchers import idle_gpus_message, torch_dist
 from compiled_training.definition.registration import metric_definition_problems
 from compiled_training.definition.script_checks import WARNING_IDS as SCRIPT_WARNING_IDS
 from compiled_training.definition.script_checks import script_warnings
-from compiled_training.spec.job import Distribution, TrainingJob
+from compiled_training.values.job import Distribution, TrainingJob
 
 RESERVED_HYPERPARAMETER_PREFIX = "sagemaker_"
 MAX_ATTEMPTS = 20

@@ -18,7 +18,7 @@ from compiled_training.definition.entry_point import (
 )
 from compiled_training.definition.trainer_script import ignores_switches
 from compiled_training.definition.training import hyperparameters
-from compiled_training.spec.job import TrainingJob
+from compiled_training.values.job import TrainingJob
 from compiled_training_runtime import contract
 
 WARNING_IDS = ("CompileCacheUnused", "ReadsOldSwitches", "ParserRefuses",

@@ -13,7 +13,7 @@ from enum import Enum
 from pathlib import Path
 
 from compiled_training.definition import compile_cache
-from compiled_training.spec.job import HyperparameterValue, TrainingJob
+from compiled_training.values.job import HyperparameterValue, TrainingJob
 
 # TrainingArguments' own fields for torch.compile (transformers' training_args.py).
 TORCH_COMPILE = "torch_compile"

@@ -16,7 +16,7 @@ from typing import Any
 from compiled_training.catalog.neuron import EFA_ENVIRONMENT, is_trainium
 from compiled_training.definition import compile_cache
 from compiled_training.definition.trainer_script import trainer_hyperparameters
-from compiled_training.spec.job import (
+from compiled_training.values.job import (
     Distribution,
     HyperparameterValue,
     InputChannel,

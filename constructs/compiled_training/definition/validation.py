@@ -18,7 +18,7 @@ from compiled_training.definition.rules import (
     known_instance_type,
 )
 from compiled_training.definition.training import training_job_arguments
-from compiled_training.spec.job import TrainingJob
+from compiled_training.values.job import TrainingJob
 
 __all__ = ["Finding", "Findings", "check", "check_api_string", "check_pipeline",
            "known_instance_type"]

@@ -45,9 +45,9 @@ from compiled_training.pipelines.network import vpc_config
 from compiled_training.pipelines.options import TrainingJobOptions
 from compiled_training.pipelines.output_bucket import TrainingOutputBucket
 from compiled_training.pipelines.reach import TEAM_ROLES, Reach, give_once
-from compiled_training.spec.compiler import Compiler
-from compiled_training.spec.framework import Framework
-from compiled_training.spec.job import (
+from compiled_training.values.compiler import Compiler
+from compiled_training.values.framework import Framework
+from compiled_training.values.job import (
     Distribution,
     InputChannel,
     Parameter,

@@ -36,9 +36,9 @@ from compiled_training.image.runtime_wheel import PACKAGE_DIR as RUNTIME_PACKAGE
 from compiled_training.pipelines.base import PipelineBase
 from compiled_training.pipelines.options import BENCHMARK_REQUIRED, CompilerBenchmarkProps
 from compiled_training.pipelines.training_image import TrainingImage, dlc_repository_arn
-from compiled_training.spec.compiler import Compiler
-from compiled_training.spec.framework import Framework
-from compiled_training.spec.job import (
+from compiled_training.values.compiler import Compiler
+from compiled_training.values.framework import Framework
+from compiled_training.values.job import (
     BenchmarkArm,
     Distribution,
     HyperparameterValue,
@@ -47,7 +47,7 @@ from compiled_training.spec.job import (
     ParameterValue,
     TrainingJob,
 )
-from compiled_training.spec.typecheck import check_arguments
+from compiled_training.values.typecheck import check_arguments
 from compiled_training.wiring.assets import shared_archive_asset
 from compiled_training.wiring.dlc_uri import dlc_image_uri
 from compiled_training.wiring.functions import step_function

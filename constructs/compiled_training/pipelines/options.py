@@ -3,9 +3,9 @@
 `TrainingJobOptions` holds the props every pipeline of this library takes for its training
 jobs; `TrainingPipelineProps` and `CompilerBenchmarkProps` extend it with their own. The
 constructs take them as keyword arguments (``TrainingPipeline(scope, id, framework=...,
-...)``, typed through ``Unpack``); the boundary type check (`spec/typecheck.py`) and a
-team's ``cdk.json`` keys (`teams.py`) read the same definitions, so a new prop is added here
-and nowhere else.
+...)``, typed through ``Unpack``); the boundary type check (`values/typecheck.py`) and a
+team's ``cdk.json`` keys (`reference/platform.py`) read the same definitions, so a new prop is
+added here and nowhere else.
 
 Every optional prop defaults to None; what happens then is said on the prop.
 """
@@ -24,17 +24,17 @@ from typing_extensions import Required, TypedDict  # typing's from Python 3.11
 
 from compiled_training.pipelines.registration import ModelRegistration
 from compiled_training.pipelines.training_image import TrainingImage
-from compiled_training.spec.compiler import Compiler
-from compiled_training.spec.framework import Framework
-from compiled_training.spec.job import (
+from compiled_training.values.compiler import Compiler
+from compiled_training.values.framework import Framework
+from compiled_training.values.job import (
     BenchmarkArm,
     Distribution,
     HyperparameterValue,
     InputChannel,
     MetricDefinition,
 )
-from compiled_training.spec.team_scope import TeamScope
-from compiled_training.spec.typecheck import prop_names, prop_type
+from compiled_training.values.team_scope import TeamScope
+from compiled_training.values.typecheck import prop_names, prop_type
 
 if TYPE_CHECKING:
     # For type checkers only: the boundary check imports it when a VPC prop is given, and

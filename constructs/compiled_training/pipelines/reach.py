@@ -17,8 +17,8 @@ from typing import Any
 
 from aws_cdk import aws_iam as iam
 
-from compiled_training.spec.job import InputChannel
-from compiled_training.spec.team_scope import TeamScope
+from compiled_training.values.job import InputChannel
+from compiled_training.values.team_scope import TeamScope
 from compiled_training.wiring.policy import InlinePolicy, attached_policy
 from compiled_training.wiring.stack_reads import once
 from constructs import IConstruct

@@ -46,8 +46,8 @@ from compiled_training.pipelines.deployment_account import (
     group_policy,
     let_deployment_account_read,
 )
-from compiled_training.spec.framework import Framework
-from compiled_training.spec.job import Parameter, TrainingJob
+from compiled_training.values.framework import Framework
+from compiled_training.values.job import Parameter, TrainingJob
 from compiled_training.wiring.dlc_uri import dlc_image_uri
 from compiled_training.wiring.functions import RoleMaker, step_function
 from compiled_training.wiring.policy import InlinePolicy

@@ -21,9 +21,9 @@ from compiled_training.pipelines.registration import (
     bind_registration,
 )
 from compiled_training.pipelines.training_image import BoundImage, TrainingImage
-from compiled_training.spec.compiler import Compiler
-from compiled_training.spec.job import Distribution, TrainingJob, unique_parameters
-from compiled_training.spec.typecheck import check_arguments
+from compiled_training.values.compiler import Compiler
+from compiled_training.values.job import Distribution, TrainingJob, unique_parameters
+from compiled_training.values.typecheck import check_arguments
 from compiled_training.wiring.policy import InlinePolicy
 from compiled_training.wiring.stack_reads import role_arn
 from constructs import Construct

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from compiled_training.compilers import compiler_names
-from compiled_training.spec.compiler import Compiler
 from compiled_training.tools.bench import DEFAULT_AB_COMPILER
+from compiled_training.values.compiler import Compiler
 from compiled_training_runtime import compare, contract
 from compiled_training_runtime.local import digits, job_env, job_folder, pack_output
 

@@ -4,6 +4,7 @@
 `typecheck` checks every public constructor's and factory's arguments against its annotations
 (the constructs' too), before anything reaches jsii.
 
-May import: the advisor and the catalog (and the runtime's `contract`); no CDK. Values that hold
-CDK objects (the props, `TrainingImage`, `ModelRegistration`) belong to the constructs.
+May import: the advisor, the compilers and the catalog (and the runtime's `contract`); no CDK.
+Values that hold CDK objects (the props, `TrainingImage`, `ModelRegistration`) belong to the
+constructs.
 """

@@ -21,7 +21,7 @@ from compiled_training import (
     RuntimeImage,
     TrainingPipeline,
 )
-from compiled_training.spec.job import ParameterType
+from compiled_training.values.job import ParameterType
 from tests.helpers import cdk_json_context, new_stack, synth_reference_app
 
 BERT = Framework.pytorch("1.13.1")

@@ -10,7 +10,7 @@ from typing import Any
 from compiled_training.advice.advisor import assess_workload
 from compiled_training.advice.workload import Verdict, WorkloadProfile
 from compiled_training.compilers import CompilerKind, CompilerModule, compiler_module
-from compiled_training.spec.typecheck import check_arguments
+from compiled_training.values.typecheck import check_arguments
 
 __all__ = ["Compiler", "CompilerKind"]
 

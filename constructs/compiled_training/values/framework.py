@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from compiled_training.spec.typecheck import check_arguments
+from compiled_training.values.typecheck import check_arguments
 
 _VERSION = re.compile(r"^\d+(\.\d+){0,2}(-\d+)?$")
 _PY_VERSION = re.compile(r"^py3\d{0,2}$")
