@@ -89,7 +89,7 @@ def test_the_contracts_hold():
     ("catalog/instances.py",
      "\n\ndef _upward():\n    from compiled_training.pipelines import base\n",
      LAYERS, "compiled_training.catalog.instances -> compiled_training.pipelines.base"),
-    ("spec/framework.py",
+    ("values/framework.py",
      "\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
      "    from compiled_training.definition import validation\n",
      LAYERS, "compiled_training.values.framework -> compiled_training.definition.validation"),

@@ -46,7 +46,7 @@ def violations(source: str, relative: str) -> list[str]:
     tree = ast.parse(source)
     found = []
     factory_lines = {n.lineno for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
-                     and f.name in FACTORIES and relative == "spec/compiler.py"
+                     and f.name in FACTORIES and relative == "values/compiler.py"
                      for n in ast.walk(f) if hasattr(n, "lineno")}
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
@@ -106,8 +106,8 @@ def test_the_rules_let_the_registry_and_the_factories_through():
                       "compiler.module.inductor", "pipelines/example.py") == []
     factory = ("class Compiler:\n    def torch_compile():\n"
                "        return Compiler.named(CompilerKind.TORCH_COMPILE)\n")
-    assert violations(factory, "spec/compiler.py") == []
-    assert violations(factory, "spec/other.py")
+    assert violations(factory, "values/compiler.py") == []
+    assert violations(factory, "values/other.py")
     assert violations("contract.COMPILER_TORCH_COMPILE", "tools/bench.py") == []
     assert violations("contract.ENV_TORCH_COMPILE", "tools/bench.py")
 

@@ -146,7 +146,7 @@ TEAM = {"framework": "xgboost", "framework_version": "1.7-1", "instance_type": "
 
 
 def test_a_prop_json_can_hold_is_a_team_key_without_an_edit_in_teams(tmp_path):
-    # network_isolation and pipeline_name were never written into teams.py's key table.
+    # network_isolation and pipeline_name were never written into the reference platform's key table.
     props = pipeline_props("Tabular", {**TEAM, "network_isolation": True,
                                        "pipeline_name": "tabular-nightly"}, base_dir=tmp_path)
     stack = new_stack("Tabular")
