@@ -49,7 +49,6 @@ from compiled_training.values.compiler import Compiler
 from compiled_training.values.framework import Framework
 from compiled_training.values.job import (
     Distribution,
-    InputChannel,
     Parameter,
     ParameterValue,
     TrainingJob,
@@ -116,7 +115,6 @@ class PipelineBase(NamedPipeline):
         count = options.get("instance_count")
         self.instance_count = 1 if count is None else count
         self.parameters = {}
-        self._channels: dict[str, InputChannel] = {}
         source_dir = options.get("source_dir")
         self.code = None if source_dir is None else self._code_asset(
             Path(source_dir), options.get("entry_point"), (compiler, *arm_compilers))
@@ -164,7 +162,7 @@ class PipelineBase(NamedPipeline):
     def override_problem(self, name: str, value: ParameterValue) -> str | None:
         """Why an execution could not run with ``value`` for parameter ``name`` (a type-checked
         value), or None: a channel's data URI must stay where the execution role may read."""
-        for channel in self._channels.values():
+        for channel in (c for job in self._jobs() for c in job.channels):
             uri = channel.s3_uri
             if (isinstance(uri, Parameter) and uri.name == name
                     and not Token.is_unresolved(uri.default)
@@ -174,6 +172,10 @@ class PipelineBase(NamedPipeline):
         return None
 
     # --- for subclasses ------------------------------------------------------------------
+
+    def _jobs(self) -> Sequence[TrainingJob]:
+        """The pipeline's training jobs, once built."""
+        raise NotImplementedError
 
     def _common_job(self, options: TrainingJobOptions) -> TrainingJob:
         """The job every step of this pipeline starts from: no compiler and no image yet."""
@@ -281,7 +283,7 @@ class PipelineBase(NamedPipeline):
             location = asset_location(asset)
             policy.allow(["s3:GetObject"], [
                 f"arn:{aws_partition()}:s3:::{location.bucket}/{location.key}"])
-        channels = self._channels = {c.name: c for job in jobs for c in job.channels}
+        channels = {c.name: c for job in jobs for c in job.channels}
         wildcards = [f"channel {c.name!r} URI must not contain '*' or '?' (the execution role's "
                      f"S3 grant is built from it and IAM reads them as wildcards: "
                      f"'s3://bucket/*' would grant the whole bucket), got {c.default_uri!r}"
@@ -420,12 +422,9 @@ class PipelineBase(NamedPipeline):
                 with_job_tags(definition, tag_set.job_tags))}
 
         self._resource = sagemaker.CfnPipeline(
-            self, "Resource",
-            pipeline_name=self.pipeline_name,
-            pipeline_description=description,
-            role_arn=pipeline_role.role_arn,
-            pipeline_definition=definition_body(),
-        )
+            self, "Resource", pipeline_name=self.pipeline_name,
+            pipeline_description=description, role_arn=pipeline_role.role_arn,
+            pipeline_definition=definition_body())
         self._resource.add_metadata("compiled-training", summary)
         # Where the tag aspects change the tags, the definition is written again, and so is
         # the policy of a role of its own where they change the keys (`JobTagSet`). An edit

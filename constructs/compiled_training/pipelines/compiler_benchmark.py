@@ -431,3 +431,5 @@ class CompilerBenchmark(PipelineBase):
                                                sort_keys=True),
             })
 
+    def _jobs(self) -> list[TrainingJob]:
+        return list(self.arms.values())

@@ -132,3 +132,6 @@ class TrainingPipeline(PipelineBase):
         if registration.git_commit:
             metadata["git_commit"] = registration.git_commit
         return metadata
+
+    def _jobs(self) -> list[TrainingJob]:
+        return [self.job]
