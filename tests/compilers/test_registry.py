@@ -10,7 +10,13 @@ import pytest
 
 import compiled_training.compilers as compilers
 from compiled_training import Compiler, CompilerKind
-from compiled_training.compilers import BUILT_IN, CompilerModule, compiler_module, recognize
+from compiled_training.compilers import (
+    BUILT_IN,
+    CompilerModule,
+    compiler_module,
+    recognize,
+    recognized,
+)
 from compiled_training_runtime import contract
 
 
@@ -21,6 +27,8 @@ def test_a_step_is_recognized_from_the_switches_its_compiler_sets(compiler):
     hyperparameters = {k: contract.plain(v) for k, v in compiler.hyperparameters().items()}
     found = recognize(hyperparameters, compiler.environment())
     assert found is compiler.module
+    carried = recognized(hyperparameters, compiler.environment())
+    assert carried == ([compiler.module] if compiler.is_enabled else [])
     assert found.name == compiler.kind and Compiler.named(found.name).kind == compiler.kind
 
 

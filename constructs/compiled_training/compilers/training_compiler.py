@@ -69,6 +69,10 @@ PRIORS = {
 BATCH_GROWTH = 1.5
 
 
+SUCCESSOR = TorchCompile()
+"""The compiler a job moves to when it leaves Training Compiler for PyTorch 2.x."""
+
+
 def releases(framework: str) -> list[str]:
     """Its releases for a framework, from the SDK's support matrix."""
     prefix = "Hugging Face" if framework == "huggingface" else "PyTorch"
@@ -136,7 +140,7 @@ class TrainingCompiler(CompilerModule):
                            f"Training Compiler has no release for PyTorch {version} ({known})")
 
     def notes(self, workload: Workload, category: str, enabled: bool, skipped: bool) -> list[str]:
-        move = TorchCompile().prior(category)
+        move = SUCCESSOR.prior(category)
         if skipped or move is None:
             return []
         return ["Training Compiler is frozen (AWS publishes no new releases): moving the job to "

@@ -29,7 +29,7 @@ from compiled_training.advice.advisor import Verdict, WorkloadProfile, assess_wo
 from compiled_training.catalog.dlc import training_compiler_releases
 from compiled_training.catalog.instances import gpus_per_instance, is_gpu
 from compiled_training.catalog.neuron import NEURON_CORES, is_trainium
-from compiled_training.compilers import CompilerModule, recognize, recognized
+from compiled_training.compilers import CompilerModule, no_compiler, recognized
 from compiled_training.pipelines.base import SCHEDULES_METADATA
 from compiled_training.wiring.acknowledgements import flatten
 from compiled_training_runtime import contract
@@ -66,7 +66,7 @@ class TrainingStep:
     @property
     def compiler(self) -> CompilerModule:
         """The compiler the step uses (the first of `compilers`)."""
-        return recognize(self.hyperparameters, self.environment, self.image)
+        return next(iter(self.compilers), no_compiler())
 
     @property
     def torch_compile(self) -> bool:

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from compiled_training.compilers import compiler_names
+from compiled_training.compilers import compiler_module, compiler_names
 from compiled_training.tools.bench import DEFAULT_AB_COMPILER
 from compiled_training.values.compiler import Compiler
 from compiled_training_runtime import compare, contract
@@ -36,7 +36,7 @@ def check_compiler(compiler: str, field: str = "compiler") -> str:
     """``compiler`` when it can be put on trial here: any compiler but none and those that
     need Trainium."""
     runnable = tuple(name for name in compiler_names()
-                     if (m := Compiler.named(name).module).enabled and not m.neuron_sdk)
+                     if (m := compiler_module(name)).enabled and not m.neuron_sdk)
     return contract.check_compiler(compiler, field, runnable)
 
 
