@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 
 import pytest
 
+from compiled_training.advice import advisor
 from compiled_training.advice.advisor import (
     MIN_SAVING_FOR_A_BENCHMARK_USD,
     Verdict,
@@ -13,8 +15,10 @@ from compiled_training.advice.advisor import (
     assess_workload,
     model_category,
 )
-from compiled_training.advice.assessment import FACTORS
+from compiled_training.advice.assessment import FACTORS, Factor
+from compiled_training.advice.gpu import OnGpu
 from compiled_training.advice.priors import PRIORS
+from compiled_training.advice.trainium import OnTrainium
 from compiled_training.advice.workload import CATEGORIES
 from compiled_training.catalog.dlc import training_compiler_releases
 from compiled_training.catalog.prices import ON_DEMAND_PRICES_USD
@@ -271,6 +275,32 @@ def test_every_factor_has_a_reason_for_the_reference_platform():
     for profile in WORKLOADS.values():
         assessment = assess_workload(profile)
         assert list(assessment.reasons) == list(FACTORS) == list(assessment.limits)
+
+
+@pytest.mark.parametrize("instance_type, judge", [
+    ("ml.g5.48xlarge", OnGpu), ("ml.trn1.32xlarge", OnTrainium), ("ml.trn2.48xlarge", OnTrainium),
+    ("ml.m5.xlarge", OnGpu)])
+def test_one_pipeline_asks_the_accelerator_s_judge_every_typed_factor(instance_type, judge):
+    profile = _with(DOCUMENTS, instance_type=instance_type, instance_count=1)
+    assert type(advisor.judge(profile)) is judge
+    assessment = assess_workload(profile)
+    assert [type(factor) for factor in assessment.reasons] == [Factor] * len(Factor)
+    assert assessment.reasons[Factor.MODEL] == assessment.reasons["model"]
+
+
+def test_only_the_advisor_assembles_an_assessment():
+    """One advisor: the judges answer factors; no module but `advisor.py` builds the answer.
+    The twin: a module that calls ``Assessment(...)`` is named."""
+    package = ROOT / "constructs" / "compiled_training"
+
+    def builders(source: str) -> bool:
+        return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                   and node.func.id == "Assessment" for node in ast.walk(ast.parse(source)))
+
+    found = sorted(str(path.relative_to(package)) for path in package.rglob("*.py")
+                   if builders(path.read_text()))
+    assert found == ["advice/advisor.py"]
+    assert builders("Assessment(profile=p)") and not builders("Assessment.verdict")
 
 
 def test_fails_on_bad_profile_values():

@@ -74,7 +74,7 @@ def test_dynamic_shapes_are_answered_with_the_recompilation_and_the_fix():
     assert (assessment.verdict, assessment.deciding_factor) == (Verdict.BENCHMARK, "shapes")
     assert "each new shape is a new Neuron compilation (13-40 min" in \
         assessment.reasons["shapes"]
-    assert any(note.startswith("first step: make the shapes static (pad or bucket")
+    assert any(note.startswith("first step: make the shapes static (pad sequences to a fixed length")
                for note in assessment.notes)
 
 

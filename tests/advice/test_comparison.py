@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compiled_training.advice import advisor
+from compiled_training.advice import gpu as gpu_judge
 from compiled_training.advice.assessment import ABOUT_THE_SAME, Option, comparison, lowest
 from compiled_training.advice.priors import TRAINIUM_CLAIMS
 from compiled_training.catalog.prices import ON_DEMAND_PRICES_USD
@@ -64,7 +65,7 @@ def test_the_decision_follows_what_its_comparison_says(profile, scale, trn1, trn
     prices = {k: v * scale for k, v in ON_DEMAND_PRICES_USD.items()}
     redrawn = (dataclasses.replace(TRAINIUM_CLAIMS[0], cost_factor=trn1),
                dataclasses.replace(TRAINIUM_CLAIMS[1], cost_factor=trn2))
-    with mock.patch.object(advisor, "TRAINIUM_CLAIMS", redrawn):
+    with mock.patch.object(gpu_judge, "TRAINIUM_CLAIMS", redrawn):
         assessment = advisor.assess_workload(profile, prices=prices)
     decision = assessment.decision
     assert decision is not None

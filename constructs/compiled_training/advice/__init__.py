@@ -1,8 +1,9 @@
 """The workload advisor: which compiler pays for a training workload, how much, and what to do.
 
 `WorkloadProfile` and its vocabulary (`workload`), the published figures it expects of each
-compiler (`priors`), the cost model (`cost`) and the verdict with its reasons (`advisor`:
-`assess_workload`).
+compiler (`priors`), the cost model (`cost`), the answer (`assessment`), and one pipeline
+(`advisor`: `assess_workload`) that asks each accelerator's judge (`judge`, `gpu`, `trainium`)
+about every factor.
 
 May import: the compilers and the catalog (and the runtime's `contract`); no CDK. It sits below
 the values because

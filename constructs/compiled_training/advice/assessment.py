@@ -4,12 +4,39 @@ options costed and the decision), and the factors judged alike on every accelera
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
+from typing import NamedTuple
 
-from compiled_training.advice.workload import PYTORCH_FRAMEWORKS, Verdict, WorkloadProfile
+from compiled_training.advice.workload import Verdict, WorkloadProfile
 from compiled_training.compilers.base import value_of
 
-FACTORS = ("framework", "instance", "compiler", "model", "precision", "shapes", "bottleneck",
-           "duration", "money")
+
+class Factor(str, Enum):
+    """What the advisor judges, in the order it reports them; each is its plain name, so
+    ``reasons["model"]`` reads as ``reasons[Factor.MODEL]``."""
+
+    FRAMEWORK = "framework"
+    INSTANCE = "instance"
+    COMPILER = "compiler"
+    MODEL = "model"
+    PRECISION = "precision"
+    SHAPES = "shapes"
+    BOTTLENECK = "bottleneck"
+    DURATION = "duration"
+    MONEY = "money"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+FACTORS = tuple(Factor)
+
+
+class Judged(NamedTuple):
+    """A factor's judgement: the best verdict it allows, and why."""
+
+    verdict: Verdict
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -85,8 +112,8 @@ class Assessment:
     profile: WorkloadProfile
     compiler: str
     verdict: Verdict
-    reasons: dict[str, str]
-    limits: dict[str, Verdict]
+    reasons: dict[Factor, str]
+    limits: dict[Factor, Verdict]
     """The best verdict each factor allows; ``verdict`` is the lowest of them."""
     speedup: tuple[float, float]
     """Throughput with the compiler over without, at the same batch size (low, high)."""
@@ -108,38 +135,8 @@ class Assessment:
     job's own instance type."""
 
     @property
-    def deciding_factor(self) -> str:
+    def deciding_factor(self) -> Factor:
         """The factor that set the verdict; for ENABLE, the model's published gains."""
         if self.verdict is Verdict.ENABLE:
-            return "model"
+            return Factor.MODEL
         return next(f for f in FACTORS if self.limits[f] is self.verdict)
-
-
-Judged = tuple[Verdict, str]
-"""A factor's verdict, the best it allows, and why."""
-
-
-def allows(applies: bool) -> Verdict:
-    return Verdict.ENABLE if applies else Verdict.SKIP
-
-
-def framework_reason(profile: WorkloadProfile) -> str:
-    if profile.framework in PYTORCH_FRAMEWORKS:
-        version = (f"PyTorch {profile.framework_version}" if profile.framework_version
-                   else "version not given")
-        return f"{profile.framework} ({version}) builds a deep-learning graph"
-    if profile.framework == "tensorflow":
-        return ("tensorflow builds a deep-learning graph, but this library's compilers are for "
-                "PyTorch jobs; TensorFlow's own XLA (jit_compile) is outside it")
-    return (f"{profile.framework} is not a GPU deep-learning graph; a deep-learning compiler "
-            "has nothing to compile")
-
-
-def bottleneck(profile: WorkloadProfile) -> Judged:
-    if profile.bottleneck in ("data-loading", "communication"):
-        return Verdict.BENCHMARK, (f"bound by {profile.bottleneck}: a faster graph does not "
-                                   "shorten that")
-    if profile.bottleneck == "compute":
-        return Verdict.ENABLE, "compute-bound: what a compiler speeds up"
-    return Verdict.ENABLE, ("not stated: where data loading or communication bound the job, a "
-                            "faster graph shortens it less")

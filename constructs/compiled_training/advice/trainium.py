@@ -10,16 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from compiled_training.advice import cost
-from compiled_training.advice.assessment import (
-    FACTORS,
-    Assessment,
-    Decision,
-    Judged,
-    Option,
-    allows,
-    bottleneck,
-    framework_reason,
-)
+from compiled_training.advice.assessment import Decision, Factor, Judged, Option
+from compiled_training.advice.judge import Judge
 from compiled_training.advice.priors import (
     MIN_RUN_OVER_COMPILE,
     TRAINIUM_CATEGORIES,
@@ -27,20 +19,14 @@ from compiled_training.advice.priors import (
     WEEKS_PER_YEAR,
     TrainiumClaim,
 )
-from compiled_training.advice.workload import (
-    PYTORCH_FRAMEWORKS,
-    Verdict,
-    WorkloadProfile,
-    model_category,
-)
+from compiled_training.advice.workload import PYTORCH_FRAMEWORKS, Verdict, WorkloadProfile
 from compiled_training.catalog import neuron
 from compiled_training.catalog.instances import instance_family
 from compiled_training.catalog.prices import PRICES_SOURCE, price_per_hour
-from compiled_training.compilers import compiler_module, no_compiler, trainium_compiler
+from compiled_training.compilers import no_compiler, trainium_compiler
 
 NO_GAIN = (1.0, 1.0)
 """Throughput over eager: on Trainium there is no eager run to compare with."""
-_SHAPE_FIX = "pad or bucket inputs into a few fixed shapes (sequence lengths, image sizes)"
 
 
 # Neuron's containers release notes: images of Neuron SDK releases before 2.21 are past AWS's
@@ -104,109 +90,143 @@ def _image(profile: WorkloadProfile, family: str) -> tuple[bool, str, str | None
     return True, f"PyTorch {version} trains on {neuron.repository(line)}:{image.tag}", past
 
 
-def assess_on_trainium(profile: WorkloadProfile,
-                       prices: Mapping[str, float] | None) -> Assessment:
-    """The verdict for the Neuron path on the job's own Trainium instance: judged as any
-    compiled job is, with Neuron's compile time and cache; the GPU alternative costed from
-    AWS's claim where it has a price, said to be uncosted where it has none."""
-    path = neuron_path(profile)
-    compiler = path.compiler
-    category, known = model_category(profile.model_family)
-    compile = cost.compile_minutes(profile, compiler)
-    break_even = compile.per_run[1] * MIN_RUN_OVER_COMPILE
-    neuron_runs = compiler_module(compiler).enabled
-    reasons = {"framework": framework_reason(profile),
-               "instance": (f"{profile.instance_type}: Trainium, where every graph compiles "
-                            f"through the Neuron SDK (neuronx-cc): the compiler is not optional"),
-               "compiler": path.reason}
-    # A version without an image on the family cannot be built: it must move first.
-    limits = {"framework": allows(neuron_runs), "instance": Verdict.ENABLE,
-              "compiler": (Verdict.SKIP if not neuron_runs else Verdict.ENABLE
-                           if path.has_image else Verdict.BENCHMARK)}
-    for factor, (limit, reason) in {
-        "model": _model(profile.model_family, category, known),
-        "precision": _precision(profile.precision),
-        "shapes": _shapes(profile, compile),
-        "bottleneck": bottleneck(profile),
-        "duration": _duration(profile, compile, break_even),
-    }.items():
-        limits[factor], reasons[factor] = limit, reason
-    per_run, per_year, reasons["money"] = _money(profile, prices, compile)
-    limits["money"] = Verdict.ENABLE
-    verdict = min(limits.values(), key=lambda v: v.rank)
-    options, costed = _options(profile, per_run, prices)
-    if limits["duration"] is Verdict.SKIP:
-        costed = f"runs this short cost less where compiling is optional, on a GPU: {costed}"
-    decision = Decision(verdict, profile.instance_type, compiler, costed)
-    assert list(reasons) == list(FACTORS)
-    return Assessment(
-        profile=profile, compiler=compiler, verdict=verdict, reasons=reasons, limits=limits,
-        speedup=NO_GAIN, compile_minutes=compile.per_run, break_even_minutes=break_even,
-        dollars_per_run=per_run, dollars_per_year=per_year, saving_per_year=None,
-        notes=_notes(profile, limits, compile, path) if neuron_runs else [],
-        options=options, decision=decision)
+class OnTrainium(Judge):
+    """The Neuron path on the job's own Trainium instance: judged as any compiled job is, with
+    Neuron's compile time and cache; the GPU alternative costed from AWS's claim where it has a
+    price, said to be uncosted where it has none."""
 
+    def choose(self) -> tuple[str, str]:
+        self.path = neuron_path(self.profile)
+        return self.path.compiler, self.path.reason
 
-def _model(model_family: str, category: str, known: bool) -> Judged:
-    said = (f"{model_family}: {category}" if known else
-            f"{model_family}: not a family this advisor knows, treated as custom")
-    if category == "tabular":
-        return Verdict.SKIP, f"{said} (gradient-boosted trees build no deep-learning graph)"
-    if category in TRAINIUM_CATEGORIES:
-        return Verdict.ENABLE, (f"{said}, what Neuron's training tutorials (BERT, GPT, Llama) "
-                                f"and AWS's Trainium figures are for")
-    return Verdict.BENCHMARK, (f"{said}: no published Neuron training figure for {category} "
-                               f"models (Neuron's tutorials and AWS's claims are for "
-                               f"transformers); measure the job's own throughput")
+    def gain(self) -> tuple[tuple[float, float], float]:
+        return NO_GAIN, self.compile.per_run[1] * MIN_RUN_OVER_COMPILE
 
+    def costed(self) -> cost.Money:
+        profile = self.profile
+        price = price_per_hour(profile.instance_type, self.prices)
+        if price is None:
+            return cost.Money(cost.price_unknown(profile.instance_type))
+        hourly = price * profile.instance_count
+        per_run, runs = hourly * profile.hours_per_run, profile.runs_per_week * WEEKS_PER_YEAR
+        compiling = hourly / 60 * self.compile.per_run[1]
+        return cost.Money(f"{_usd(per_run)} a run, {_usd(per_run * runs)} a year, up to "
+                          f"{_usd(compiling)} a run of it compiling", per_run, per_run * runs)
 
-def _precision(precision: str) -> Judged:
-    if precision == "bf16":
-        return Verdict.ENABLE, "bf16: what Trainium trains in, natively (no loss scaler)"
-    if precision == "fp16":
-        return Verdict.BENCHMARK, (
-            "fp16: the library refuses it on Trainium (the pipeline does not synthesize), as "
-            "fp16 needs a loss scaler that torch-xla 2.9 (the newest Neuron images) no longer "
-            "has, and Trainium computes in bf16 natively; switch to bf16 "
-            "(hyperparameters['precision'] = 'bf16') first, then check the quality")
-    return Verdict.BENCHMARK, ("fp32 only: Neuron's training guides train in bf16 (autocast); "
-                               "what fp32 costs on Trainium is not published: measure it")
+    def compiler_fit(self) -> Judged:
+        # A version without an image on the family cannot be built: it must move first.
+        if not self.module.enabled:
+            return Judged(Verdict.SKIP, self.compiler_reason)
+        return Judged(Verdict.ENABLE if self.path.has_image else Verdict.BENCHMARK,
+                      self.compiler_reason)
 
+    def model_fit(self, said: str) -> Judged:
+        if self.category in TRAINIUM_CATEGORIES:
+            return Judged(Verdict.ENABLE, f"{said}, what Neuron's training tutorials (BERT, GPT, "
+                                          f"Llama) and AWS's Trainium figures are for")
+        return Judged(Verdict.BENCHMARK, f"{said}: no published Neuron training figure for "
+                                         f"{self.category} models (Neuron's tutorials and AWS's "
+                                         f"claims are for transformers); measure the job's own "
+                                         f"throughput")
 
-def _shapes(profile: WorkloadProfile, compile: cost.CompileMinutes) -> Judged:
-    if profile.static_shapes:
-        return Verdict.ENABLE, "static shapes: one graph a step, compiled once and then cached"
-    low, high = compile.first
-    return Verdict.BENCHMARK, (
-        f"dynamic shapes: each new shape is a new Neuron compilation ({low:g}-{high:g} min "
-        f"for a BERT-Large step), and every shape's graphs fill the cache; {_SHAPE_FIX} first")
+    def precision(self) -> Judged:
+        precision = self.profile.precision
+        if precision == "bf16":
+            return Judged(Verdict.ENABLE, "bf16: what Trainium trains in, natively (no loss "
+                                          "scaler)")
+        if precision == "fp16":
+            return Judged(Verdict.BENCHMARK, (
+                "fp16: the library refuses it on Trainium (the pipeline does not synthesize), as "
+                "fp16 needs a loss scaler that torch-xla 2.9 (the newest Neuron images) no "
+                "longer has, and Trainium computes in bf16 natively; switch to bf16 "
+                "(hyperparameters['precision'] = 'bf16') first, then check the quality"))
+        return Judged(Verdict.BENCHMARK, "fp32 only: Neuron's training guides train in bf16 "
+                                         "(autocast); what fp32 costs on Trainium is not "
+                                         "published: measure it")
 
+    def shapes(self) -> Judged:
+        if self.profile.static_shapes:
+            return Judged(Verdict.ENABLE, "static shapes: one graph a step, compiled once and "
+                                          "then cached")
+        low, high = self.compile.first
+        return Judged(Verdict.BENCHMARK, (
+            f"dynamic shapes: each new shape is a new Neuron compilation ({low:g}-{high:g} min "
+            f"for a BERT-Large step), and every shape's graphs fill the cache; "
+            f"{self.shape_fix()} first"))
 
-def _duration(profile: WorkloadProfile, compile: cost.CompileMinutes,
-              break_even: float) -> Judged:
-    minutes = profile.hours_per_run * 60
-    if minutes < break_even:
-        ways = ("lengthen the runs or train them on a GPU, where compiling is optional"
-                if compile.warm else
-                "precompile (Compiler.neuron_xla(precompile=True)), lengthen the runs, or train "
-                "them on a GPU, where compiling is optional")
-        return Verdict.SKIP, (
-            f"{minutes:.0f}-minute runs: the {compile.describe()} takes too much of each; "
-            f"Neuron pays from about {break_even:.0f}-minute runs: {ways}")
-    return Verdict.ENABLE, f"{profile.hours_per_run:g} h runs amortise the {compile.describe()}"
+    def duration(self) -> Judged:
+        minutes, compile = self.profile.hours_per_run * 60, self.compile
+        if minutes < self.break_even:
+            ways = ("lengthen the runs or train them on a GPU, where compiling is optional"
+                    if compile.warm else
+                    "precompile (Compiler.neuron_xla(precompile=True)), lengthen the runs, or "
+                    "train them on a GPU, where compiling is optional")
+            return Judged(Verdict.SKIP, (
+                f"{minutes:.0f}-minute runs: the {compile.describe()} takes too much of each; "
+                f"Neuron pays from about {self.break_even:.0f}-minute runs: {ways}"))
+        return Judged(Verdict.ENABLE, f"{self.profile.hours_per_run:g} h runs amortise the "
+                                      f"{compile.describe()}")
 
+    def options(self, verdict: Verdict, limits: Mapping[Factor, Verdict]) -> tuple[Option, ...]:
+        """The run on Trainium, and on each GPU AWS's claim compares it with that has a price."""
+        claim, per_run = _claim(self.profile.instance_type), self.money.per_run
+        if claim is None or per_run is None:
+            return ()
+        options = [Option(self.profile.instance_type, trainium_compiler().name,
+                          (per_run, per_run), f"on-demand price ({PRICES_SOURCE})")]
+        # AWS's claim: Trainium's cost to train is cost_factor of the GPU's (best, worst), so a
+        # GPU's run is costed from the claim, and only where its SageMaker price is known.
+        options += [Option(gpu, no_compiler().name,
+                           (per_run / claim.cost_factor[1], per_run / claim.cost_factor[0]),
+                           f"{claim.source}, against its eager run", claimed=True)
+                    for gpu in claim.compared_with
+                    if price_per_hour(gpu, self.prices) is not None]
+        return tuple(options)
 
-def _money(profile: WorkloadProfile, prices: Mapping[str, float] | None,
-           compile: cost.CompileMinutes) -> tuple[float | None, float | None, str]:
-    price = price_per_hour(profile.instance_type, prices)
-    if price is None:
-        return None, None, cost.price_unknown(profile.instance_type)
-    hourly = price * profile.instance_count
-    per_run, runs = hourly * profile.hours_per_run, profile.runs_per_week * WEEKS_PER_YEAR
-    compiling = hourly / 60 * compile.per_run[1]
-    return per_run, per_run * runs, (
-        f"{_usd(per_run)} a run, {_usd(per_run * runs)} a year, up to {_usd(compiling)} a run "
-        f"of it compiling")
+    def decide(self, verdict: Verdict, limits: Mapping[Factor, Verdict],
+               options: tuple[Option, ...]) -> Decision:
+        """The job stays on its instance; the reason says what AWS's claim makes of the GPUs."""
+        reason = self._gpu_alternative(options)
+        if limits[Factor.DURATION] is Verdict.SKIP:
+            reason = f"runs this short cost less where compiling is optional, on a GPU: {reason}"
+        return Decision(verdict, self.profile.instance_type, self.compiler, reason)
+
+    def _gpu_alternative(self, options: tuple[Option, ...]) -> str:
+        instance = self.profile.instance_type
+        claim = _claim(instance)
+        if claim is None:
+            return f"no AWS claim compares {instance} with a GPU"
+        head = (f"the GPU alternative AWS compares {instance_family(instance)} with "
+                f"({claim.source}): ")
+        give_price = "no recorded price (give one with prices= or --live-prices)"
+        if self.money.per_run is None:
+            return head + (f"{', '.join(claim.compared_with)}, uncosted: {instance} has "
+                           f"{give_price}")
+        costed = ", ".join(f"{o.instance_type} {_usd(o.dollars_per_run[0])}-"
+                           f"{_usd(o.dollars_per_run[1])}" for o in options[1:])
+        said = [f"{costed} a run against {_usd(self.money.per_run)} here, by AWS's claim "
+                f"alone; a BenchmarkArm on it measures the job's own"] if costed else []
+        priced = {o.instance_type for o in options}
+        if uncosted := [gpu for gpu in claim.compared_with if gpu not in priced]:
+            said.append(f"{', '.join(uncosted)} uncosted: {give_price}")
+        return head + "; ".join(said)
+
+    def notes(self, verdict: Verdict, limits: Mapping[Factor, Verdict], decision: Decision,
+              options: tuple[Option, ...], batch: int | None) -> list[str]:
+        if not self.module.enabled:
+            return []
+        notes = [self.path.move] if self.path.move else []
+        if limits[Factor.PRECISION] is not Verdict.ENABLE:
+            notes.append("set hyperparameters['precision'] to 'bf16': what Trainium trains in")
+        if not self.profile.static_shapes:
+            notes.append(f"first step: make the shapes static ({self.shape_fix()}); each new "
+                         f"shape is a new Neuron compilation")
+        cache = ("its runs after the first load their graphs from it" if self.compile.warm else
+                 f"{self.compile.source}")
+        notes.append(f"the pipeline keeps Neuron's compile cache under its S3 prefix "
+                     f"(NEURON_COMPILE_CACHE_URL): {cache}; Compiler.neuron_xla(precompile=True) "
+                     f"compiles ahead in parallel (neuron_parallel_compile)")
+        return notes
 
 
 def _usd(dollars: float) -> str:
@@ -217,56 +237,3 @@ def _usd(dollars: float) -> str:
 def _claim(instance_type: str) -> TrainiumClaim | None:
     family = instance_family(instance_type)
     return next((claim for claim in TRAINIUM_CLAIMS if family in claim.families), None)
-
-
-def _options(profile: WorkloadProfile, per_run: float | None,
-             prices: Mapping[str, float] | None) -> tuple[tuple[Option, ...], str]:
-    """The run on Trainium, and on each GPU AWS's claim compares it with: from the claim,
-    where that GPU has a price; uncosted where it has none. And the decision's reason."""
-    claim = _claim(profile.instance_type)
-    if claim is None:
-        return (), f"no AWS claim compares {profile.instance_type} with a GPU"
-    head = (f"the GPU alternative AWS compares {instance_family(profile.instance_type)} with "
-            f"({claim.source}): ")
-    if per_run is None:
-        return (), head + (f"{', '.join(claim.compared_with)}, uncosted: "
-                           f"{profile.instance_type} has no recorded price (give one with "
-                           f"prices= or --live-prices)")
-    options = [Option(profile.instance_type, trainium_compiler().name, (per_run, per_run),
-                      f"on-demand price ({PRICES_SOURCE})")]
-    uncosted = []
-    for gpu in claim.compared_with:
-        if price_per_hour(gpu, prices) is None:
-            uncosted.append(gpu)
-            continue
-        # AWS's claim: Trainium's cost to train is cost_factor of the GPU's (best, worst), so
-        # the GPU's run is costed from the claim; the GPU is costed only where SageMaker's
-        # price for it is recorded (or given), as the issue's "cited price" asks.
-        options.append(Option(gpu, no_compiler().name,
-                              (per_run / claim.cost_factor[1], per_run / claim.cost_factor[0]),
-                              f"{claim.source}, against its eager run", claimed=True))
-    costed = ", ".join(f"{o.instance_type} {_usd(o.dollars_per_run[0])}-"
-                       f"{_usd(o.dollars_per_run[1])}" for o in options[1:])
-    reason = head + (f"{costed} a run against {_usd(per_run)} here, by AWS's claim alone; a "
-               f"BenchmarkArm on it measures the job's own" if costed else "")
-    if uncosted:
-        reason += ("; " if costed else "") + (
-            f"{', '.join(uncosted)} uncosted: no recorded price (give one with prices= or "
-            f"--live-prices)")
-    return tuple(options), reason
-
-
-def _notes(profile: WorkloadProfile, limits: Mapping[str, Verdict],
-           compile: cost.CompileMinutes, path: NeuronPath) -> list[str]:
-    notes = [path.move] if path.move else []
-    if limits["precision"] is not Verdict.ENABLE:
-        notes.append("set hyperparameters['precision'] to 'bf16': what Trainium trains in")
-    if not profile.static_shapes:
-        notes.append(f"first step: make the shapes static ({_SHAPE_FIX}); each new shape is "
-                     f"a new Neuron compilation")
-    cache = ("its runs after the first load their graphs from it" if compile.warm else
-             f"{compile.source}")
-    notes.append(f"the pipeline keeps Neuron's compile cache under its S3 prefix "
-                 f"(NEURON_COMPILE_CACHE_URL): {cache}; Compiler.neuron_xla(precompile=True) "
-                 f"compiles ahead in parallel (neuron_parallel_compile)")
-    return notes

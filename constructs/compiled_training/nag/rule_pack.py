@@ -26,6 +26,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from cdk_nag import IApplyRule, NagMessageLevel, NagPack, NagRuleCompliance
 
 from compiled_training.advice.advisor import Verdict, WorkloadProfile, assess_workload
+from compiled_training.advice.assessment import Factor
 from compiled_training.catalog.dlc import training_compiler_releases
 from compiled_training.catalog.instances import gpus_per_instance, is_gpu
 from compiled_training.catalog.neuron import NEURON_CORES, is_trainium
@@ -260,7 +261,7 @@ RULES: tuple[Rule, ...] = (
          "The workload's runs are shorter than the compiler's break-even.",
          "Compilation costs 2-5 minutes a run (torch.compile's warm start: under a third of "
          "that after the first run); shorter jobs lose more to it than they save.",
-         _workload_rule(lambda w: assess_workload(w).limits["duration"] is not Verdict.SKIP)),
+         _workload_rule(lambda w: assess_workload(w).limits[Factor.DURATION] is not Verdict.SKIP)),
     Rule("CT6", NagMessageLevel.WARN,
          "The workload declares dynamic shapes.",
          "Every new input shape recompiles the graph; pad to a fixed length or bucket shapes.",
