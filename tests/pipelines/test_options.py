@@ -178,10 +178,10 @@ def test_a_teams_own_metrics_are_a_key_of_its_pipeline(tmp_path):
 
 
 @pytest.mark.parametrize(("key", "value", "message"), [
-    ("kms_key", "alias/team", r"Tabular.kms_key: is not a known key; allowed: acknowledge_warnings, benchmark, "),
-    ("image", "nlp/bert:1", r"Tabular.image: is not a known key"),
-    ("network_isolation", "yes", r"Tabular.network_isolation: must be a bool, got 'yes'$"),
-    ("volume_size_gib", 1.5, r"Tabular.volume_size_gib: must be a int, got 1.5$"),
+    ("kms_key", "alias/team", r"Tabular: kms_key is not a known key; allowed: acknowledge_warnings, benchmark, "),
+    ("image", "nlp/bert:1", r"Tabular: image is not a known key"),
+    ("network_isolation", "yes", r"Tabular: network_isolation must be a bool, got str 'yes'$"),
+    ("volume_size_gib", 1.5, r"Tabular: volume_size_gib must be an int, got float 1.5$"),
     ("distribution", "ddp", r"Tabular: distribution must be one of none, pytorchxla, "
                             r"torch_distributed, smdistributed, got 'ddp'$"),
 ])

@@ -918,11 +918,11 @@ def test_reference_teams_register_after_their_gates(reference_assembly):
 
 
 @pytest.mark.parametrize(("value", "message"), [
-    ({"gate_threshold": 0.9}, r"Tabular.registration.model_package_group_name: is required"),
+    ({"gate_threshold": 0.9}, r"Tabular: registration.model_package_group_name is required"),
     ({"model_package_group_name": "t", "approval": "Approved"},
-     r"Tabular.registration.approval: is not a known key; allowed: model_package_group_name, "),
+     r"Tabular: registration.approval is not a known key; allowed: model_package_group_name, "),
     ({"model_package_group_name": "t", "realtime_instance_types": "ml.m5.large"},
-     r"Tabular.registration.realtime_instance_types: must be a list, got 'ml.m5.large'"),
+     r"Tabular: registration.realtime_instance_types must be a list, got str 'ml.m5.large'"),
     ({"model_package_group_name": "t", "gate_metric": "validation_accuracy"},
      r"Tabular: TrainingPipeline Tabular/Pipeline: registration: gate_metric must be a metric "
      r"the training job reports \(train:auc, validation:auc\), got 'validation_accuracy'"),

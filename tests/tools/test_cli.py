@@ -101,7 +101,8 @@ def test_the_installed_command_runs_without_starting_the_cdk():
 
 @pytest.mark.parametrize(("content", "message"), [
     ("workloads: [\n  - name: a\n  framework: [", r"malformed YAML at line \d+"),
-    ("workloads:\n  - name: bert\n    framework: pytorch\n", r"workload 'bert': missing field 'model_family'"),
+    ("workloads:\n  - name: bert\n    framework: pytorch\n", r"workload 'bert': model_family, instance_type, instance_count, hours_per_run, "
+     r"runs_per_week, static_shapes, precision are required$"),
     (WORKLOADS.read_text().replace("ml.m6i.12xlarge", "m6i.12xlarge"),
      r"workload 'tabular': instance_type must be a SageMaker training instance type such as "
      r"'ml.g5.48xlarge', got 'm6i.12xlarge' \(did you mean 'ml.m6i.12xlarge'\?\)$"),
@@ -114,7 +115,7 @@ def test_the_installed_command_runs_without_starting_the_cdk():
      r"workload 'document-classification': precision must be one of fp32, fp16, bf16, got "
      r"'fp61' \(did you mean 'fp16'\?\)$"),
     (WORKLOADS.read_text().replace('framework_version: "2.5"', "framework_version: 2.10"),
-     r"workload 'llm-fine-tune': field 'framework_version' must be a quoted version such as "
+     r"workload 'llm-fine-tune': framework_version must be a quoted version such as "
      r"'2.10', got 2.1$"),
     # A version no region has an image for gets no verdict: the constructs would refuse it.
     (WORKLOADS.read_text().replace('framework_version: "2.5"', 'framework_version: "2.99"'),
@@ -124,7 +125,7 @@ def test_the_installed_command_runs_without_starting_the_cdk():
     (WORKLOADS.read_text().replace("hours_per_run: 6.2", "hours_per_run: -6.2"),
      r"workload 'document-classification': hours_per_run must be positive, got -6.2"),
     (WORKLOADS.read_text().replace("instance_count: 8\n", "instance_count: eight\n", 1),
-     r"workload 'document-classification': field 'instance_count' must be int, got 'eight'"),
+     r"workload 'document-classification': instance_count must be an int, got str 'eight'"),
     ("[]", r"expected a list of workloads"),
 ])
 def test_fails_on_bad_input_with_one_line_and_exit_code_2(tmp_path, content, message):

@@ -22,6 +22,7 @@ from compiled_training import (
     TrainingPipeline,
 )
 from compiled_training.values.job import ParameterType
+from compiled_training.values.typecheck import check_entry
 from tests.helpers import cdk_json_context, new_stack, synth_reference_app
 
 BERT = Framework.pytorch("1.13.1")
@@ -190,3 +191,38 @@ def test_fails_on_a_wrong_type_in_cdk_json_naming_team_and_key(tmp_path):
     context["compiled-training:teams"]["Creative"]["hyperparameters"] = {"layers": [1, 2]}
     with pytest.raises(TypeError, match=r"^cdk.json compiled-training:teams.Creative: TrainingPipeline Creative/Pipeline: hyperparameters\['layers'\] must be a str or an int or a float or a bool or Parameter, got list \[1, 2\]$"):
         synth_reference_app(tmp_path, context)
+
+
+# Plain data from JSON or YAML (cdk.json's teams, the CLI's workload files): one validator.
+_ENTRY_HINTS = {"name": str, "count": int, "hours": float, "spot": bool, "tags": dict,
+                "version": str | None}
+
+
+def test_a_plain_entry_of_the_right_types_passes():
+    check_entry({"name": "bert", "count": 2, "hours": 3, "spot": False, "tags": {},
+                 "version": None}, _ENTRY_HINTS, "team", required=("name",))
+
+
+@pytest.mark.parametrize(("entry", "message"), [
+    ({"name": "bert", "count": True}, r"^team: count must be an int, got bool True$"),
+    ({"name": "bert", "spot": 1}, r"^team: spot must be a bool, got int 1$"),
+    ({"name": "bert", "hours": float("nan")}, r"^team: hours must be a finite number, got nan$"),
+    ({"name": "bert", "version": 2.1}, r"^team: version must be a str or None, got float 2.1$"),
+    ({"name": "bert", "gpus": 8}, r"^team: gpus is not a known key; allowed: name, count, "),
+    ({"count": 1}, r"^team: name is required$"),
+    ({"tags": {}}, r"^team: name, count are required$"),
+    ("bert", r"^team: the entry must be an object, got str 'bert'$"),
+    ({"name": 1, "gpus": 8}, r"^team has 2 problems:\n  - name must be a str, got int 1\n  - gpus "),
+])
+def test_a_plain_entry_fails_naming_each_key_and_what_it_must_be(entry, message):
+    with pytest.raises(ValueError, match=message):
+        check_entry(entry, _ENTRY_HINTS, "team",
+                    required=("name", "count") if "tags" in entry else ("name",))
+
+
+def test_a_nested_entry_names_its_path_and_a_command_line_gets_one_line():
+    with pytest.raises(KeyError, match=r"team: schedule.cron is not a known key; allowed: name"):
+        check_entry({"cron": 1}, {"name": str}, "team", where="schedule.", error=KeyError)
+    with pytest.raises(ValueError) as raised:
+        check_entry({"name": 1, "gpus": 8}, _ENTRY_HINTS, "w.yaml", one_line=True)
+    assert "\n" not in str(raised.value) and "; gpus is not a known key" in str(raised.value)

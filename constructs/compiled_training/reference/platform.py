@@ -11,7 +11,7 @@ own below; props of CDK objects (a bucket, a key, a VPC) are not keys.
 from __future__ import annotations
 
 import types
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin
@@ -35,7 +35,7 @@ from compiled_training.schedules.retraining_schedule import RetrainingSchedule
 from compiled_training.values.compiler import Compiler
 from compiled_training.values.framework import Framework
 from compiled_training.values.job import BenchmarkArm, InputChannel, MetricDefinition, Parameter
-from compiled_training.values.typecheck import prop_names, required_keys
+from compiled_training.values.typecheck import check_entry, prop_names, required_keys
 from compiled_training.wiring.acknowledgements import acknowledge
 from compiled_training.wiring.stack_reads import free_id
 from compiled_training_runtime import contract
@@ -46,11 +46,8 @@ CONTEXT_KEY = "compiled-training:teams"
 # the id alone, so cdk.json takes either.
 CLI_PREFIX = "Annotation::"
 
-JsonType = type | tuple[type, ...]
-
-
-def _json_type(hint: Any) -> JsonType | None:
-    """What a prop of type ``hint`` is in JSON, or None where JSON cannot hold it."""
+def _json_type(hint: Any) -> Any:
+    """The type a prop of type ``hint`` has in JSON, or None where JSON cannot hold it."""
     if get_origin(hint) in (Union, types.UnionType):
         found = [t for t in map(_json_type, get_args(hint)) if t is not None]
         return found[0] if found else None
@@ -59,7 +56,7 @@ def _json_type(hint: Any) -> JsonType | None:
                                     and issubclass(hint, str)):
         return str if issubclass(hint, str) else hint
     if hint is float:
-        return (int, float)
+        return float  # an int is a float here, as in the constructors' arguments
     # A collection is JSON where its items can be.
     if isinstance(origin, type) and issubclass(origin, Mapping):
         return dict if _json_type(get_args(hint)[1]) else None
@@ -68,7 +65,7 @@ def _json_type(hint: Any) -> JsonType | None:
     return None
 
 
-def _keys(props: type, skip: set[str]) -> dict[str, JsonType]:
+def _keys(props: type, skip: set[str]) -> dict[str, Any]:
     """The props of ``props`` that JSON holds as they are, with their JSON types."""
     return {name: json for name, hint in prop_types(props).items()
             if name not in skip and (json := _json_type(hint)) is not None}
@@ -86,7 +83,7 @@ def _enums(props: type) -> dict[str, type[Enum]]:
 
 
 # Props a team gives in a form of its own (and the keys that make them up).
-_TRANSLATED: dict[str, JsonType] = {
+_TRANSLATED: dict[str, Any] = {
     "framework": str,
     "framework_version": str,
     "transformers_version": str,
@@ -96,7 +93,7 @@ _TRANSLATED: dict[str, JsonType] = {
     "source_dir": str,  # relative to the app's folder
     "channels": dict,  # name -> S3 URI, each a parameter
     "parameters": dict,  # hyperparameters a schedule may override
-    "max_runtime_hours": (int, float),
+    "max_runtime_hours": float,
     "runtime_image": dict,  # the image: a RuntimeImage built for the team
     "acknowledge_warnings": dict,  # warning id -> the team's reason
     "registration": dict,
@@ -105,12 +102,12 @@ _TRANSLATED: dict[str, JsonType] = {
     "benchmark": dict,
 }
 _REQUIRED = (*sorted(required_keys(TrainingPipelineProps)), "framework_version")
-_PIPELINE_KEYS: dict[str, JsonType] = {**_keys(TrainingPipelineProps, set(_TRANSLATED)),
-                                       **_TRANSLATED}
+_PIPELINE_KEYS: dict[str, Any] = dict(sorted(
+    {**_keys(TrainingPipelineProps, set(_TRANSLATED)), **_TRANSLATED}.items()))
 _PIPELINE_ENUMS = {k: e for k, e in _enums(TrainingPipelineProps).items() if k in _PIPELINE_KEYS}
 # A ``benchmark`` entry: the compiler on trial, spot, and the benchmark's own props; the rest
 # comes from the team's pipeline (same framework, instances, code, data and hyperparameters).
-_BENCHMARK_KEYS: dict[str, JsonType] = {
+_BENCHMARK_KEYS: dict[str, Any] = {
     "compiler": str,
     **_keys(CompilerBenchmarkProps, set(prop_names(TrainingJobOptions))),
     "spot": bool,
@@ -118,7 +115,7 @@ _BENCHMARK_KEYS: dict[str, JsonType] = {
 }
 # A ``benchmark.arms`` entry: a `BenchmarkArm`, its compiler by name, its framework the team's
 # on another PyTorch version (a Neuron image's), ``precompile`` for ``neuron-xla``.
-_ARM_KEYS: dict[str, JsonType] = {
+_ARM_KEYS: dict[str, Any] = {
     "name": str,
     "compiler": str,
     "instance_type": str,
@@ -134,14 +131,14 @@ _BENCHMARK_ENUMS = {k: e for k, e in _enums(CompilerBenchmarkProps).items()
 # its arms itself and runs on demand unless told otherwise; its compiler is the one on trial.
 _NOT_SHARED = {"compiler", "distribution", "description", "spot", "pipeline_name"}
 # `ModelRegistration` fields a team's ``registration`` entry may set (instance types as lists).
-_REGISTRATION_KEYS: dict[str, type | tuple[type, ...]] = {
+_REGISTRATION_KEYS: dict[str, Any] = {
     "model_package_group_name": str,
     "existing_group": bool,
     "approval_status": str,
     "gate_metric": str,
-    "gate_threshold": (int, float),
+    "gate_threshold": float,
     "higher_is_better": bool,
-    "max_regression": (int, float),
+    "max_regression": float,
     "inference_image_uri": str,
     "realtime_instance_types": list,
     "transform_instance_types": list,
@@ -150,13 +147,19 @@ _REGISTRATION_KEYS: dict[str, type | tuple[type, ...]] = {
     "git_commit": str,
     "deployment_account": str,
 }
-_SCHEDULE_KEYS: dict[str, type | tuple[type, ...]] = {
+_SCHEDULE_KEYS: dict[str, Any] = {
     "expression": str,
     "time_zone": str,
     "parameters": dict,
     "flexible_window_minutes": int,
     "enabled": bool,
     "notify_on_success": bool,
+}
+# The objects a team's entry nests, with their keys and the ones each requires.
+_NESTED: dict[str, tuple[Mapping[str, Any], tuple[str, ...]]] = {
+    "schedule": (_SCHEDULE_KEYS, ("expression",)),
+    "benchmark": (_BENCHMARK_KEYS, ()),
+    "registration": (_REGISTRATION_KEYS, ("model_package_group_name",)),
 }
 FRAMEWORKS = ("pytorch", "huggingface", "xgboost")
 
@@ -165,65 +168,34 @@ class TeamConfigError(ValueError):
     pass
 
 
-# one branch per cdk.json key
-def pipeline_props(team: str, config: Mapping[str, Any], *, base_dir: Path) -> dict[str, Any]:  # noqa: C901
+def pipeline_props(team: str, config: Mapping[str, Any], *, base_dir: Path) -> dict[str, Any]:
     """`TrainingPipeline` keyword arguments from one team's ``cdk.json`` entry."""
+    subject = f"cdk.json {CONTEXT_KEY}.{team}"
 
-    def fail(key: str, message: str) -> TeamConfigError:
-        return TeamConfigError(f"cdk.json {CONTEXT_KEY}.{team}.{key}: {message}")
+    def check(entry: Any, keys: Mapping[str, Any], where: str = "",
+              required: Sequence[str] = ()) -> None:
+        check_entry(entry, keys, subject, where=where, required=required,
+                    error=TeamConfigError)
 
-    if not isinstance(config, Mapping):
-        raise TeamConfigError(f"cdk.json {CONTEXT_KEY}.{team} must be an object, got {config!r}")
-    for key in _REQUIRED:
-        if key not in config:
-            raise fail(key, "is required")
-    _check_entry(fail, "", config, _PIPELINE_KEYS, allowed=", ".join(sorted(_PIPELINE_KEYS)))
-    schedule = config.get("schedule")
-    if schedule is not None:
-        if "expression" not in schedule:
-            raise fail("schedule.expression", "is required")
-        _check_entry(fail, "schedule.", schedule, _SCHEDULE_KEYS)
-    _check_entry(fail, "benchmark.", config.get("benchmark", {}), _BENCHMARK_KEYS)
+    check(config, _PIPELINE_KEYS, required=_REQUIRED)
+    for key, (keys, required) in _NESTED.items():
+        if key in config:
+            check(config[key], keys, f"{key}.", required)
     for index, arm in enumerate(config.get("benchmark", {}).get("arms", [])):
-        where = f"benchmark.arms[{index}]"
-        if not isinstance(arm, Mapping):
-            raise fail(where, f"must be an object, got {arm!r}")
-        _check_entry(fail, f"{where}.", arm, _ARM_KEYS)
-        for key in _ARM_REQUIRED:
-            if key not in arm:
-                raise fail(f"{where}.{key}", "is required")
+        check(arm, _ARM_KEYS, f"benchmark.arms[{index}].", _ARM_REQUIRED)
     for warning, reason in config.get("acknowledge_warnings", {}).items():
         if not warning.removeprefix(CLI_PREFIX).startswith("compiled-training:") or \
                 not isinstance(reason, str) or not reason.strip():
-            raise fail(f"acknowledge_warnings.{warning}",
-                       "must map a compiled-training warning id (as the warning names it, "
-                       f"'compiled-training:...') to the reason, got {reason!r}")
-    registration = config.get("registration")
-    if registration is not None:
-        if "model_package_group_name" not in registration:
-            raise fail("registration.model_package_group_name", "is required")
-        _check_entry(fail, "registration.", registration, _REGISTRATION_KEYS)
+            raise TeamConfigError(
+                f"{subject}: acknowledge_warnings.{warning} must map a compiled-training "
+                f"warning id (as the warning names it, 'compiled-training:...') to the reason, "
+                f"got {reason!r}")
     try:
         return _props(config, base_dir)
     except KeyError as missing:
-        raise fail(str(missing.args[0]), "is required") from None
+        raise TeamConfigError(f"{subject}: {missing.args[0]} is required") from None
     except (ValueError, TypeError) as error:
         raise _prefixed(team, error) from None
-
-
-def _check_entry(fail: Callable[[str, str], TeamConfigError], where: str,
-                 entry: Mapping[str, Any], types: Mapping[str, type | tuple[type, ...]],
-                 allowed: str | None = None) -> None:
-    """Every key known, every value of its type (a bool only where a bool is asked for:
-    Python counts it as an int)."""
-    for key, value in entry.items():
-        expected = types.get(key)
-        if expected is None:
-            raise fail(f"{where}{key}", "is not a known key; allowed: "
-                       + (allowed or ", ".join(types)))
-        if not isinstance(value, expected) or isinstance(value, bool) != (expected is bool):
-            names = expected.__name__ if isinstance(expected, type) else "number"
-            raise fail(f"{where}{key}", f"must be a {names}, got {value!r}")
 
 
 def _props(config: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:

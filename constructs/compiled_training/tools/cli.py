@@ -31,7 +31,7 @@ import math
 import signal
 import sys
 from pathlib import Path
-from typing import Any, get_args, get_type_hints
+from typing import Any, get_type_hints
 
 import yaml
 
@@ -46,18 +46,14 @@ from compiled_training.tools.bench import (
     WARMUP_STEPS,
 )
 from compiled_training.tools.extras import MissingExtraError, require_extra
+from compiled_training.values.typecheck import check_entry
 from compiled_training_runtime import contract
 
 USAGE_ERROR = 2
 _FIELDS = {f.name: f for f in dataclasses.fields(WorkloadProfile)}
 _REQUIRED = [name for name, f in _FIELDS.items()
              if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
-# Field types read off WorkloadProfile itself; YAML integers are fine where floats go.
-_TYPES: dict[str, tuple[type, ...]] = {
-    name: tuple(t for t in get_args(hint) or (hint,) if t is not type(None))
-    + ((int,) if hint in (float, float | None) else ())
-    for name, hint in get_type_hints(WorkloadProfile).items()
-}
+_HINTS = get_type_hints(WorkloadProfile)
 
 
 class InputError(Exception):
@@ -99,24 +95,14 @@ def load_prices(path: Path) -> dict[str, float]:
 
 
 def _profile(path: Path, index: int, entry: Any) -> WorkloadProfile:
-    if not isinstance(entry, dict):
-        raise InputError(f"{path}: workload #{index + 1} must be a mapping, got {entry!r}")
-    name = entry.get("name", f"#{index + 1}")
-    for field in _REQUIRED:
-        if field not in entry:
-            raise InputError(f"{path}: workload {name!r}: missing field {field!r}")
-    for field, value in entry.items():
-        if field not in _TYPES:
-            raise InputError(f"{path}: workload {name!r}: unknown field {field!r}; allowed: "
-                             f"{', '.join(_TYPES)}")
-        types = _TYPES[field]
-        if field == "framework_version" and isinstance(value, int | float):
-            # YAML reads 2.10 as the number 2.1: only a quoted version keeps its digits.
-            raise InputError(f"{path}: workload {name!r}: field 'framework_version' must be a "
-                             f"quoted version such as '2.10', got {value!r}")
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-            raise InputError(f"{path}: workload {name!r}: field {field!r} must be "
-                             f"{' or '.join(t.__name__ for t in types)}, got {value!r}")
+    name = entry.get("name", f"#{index + 1}") if isinstance(entry, dict) else f"#{index + 1}"
+    subject = f"{path}: workload {name!r}"
+    version = entry.get("framework_version") if isinstance(entry, dict) else None
+    if isinstance(version, int | float):
+        # YAML reads 2.10 as the number 2.1: only a quoted version keeps its digits.
+        raise InputError(f"{subject}: framework_version must be a quoted version such as "
+                         f"'2.10', got {version!r}")
+    check_entry(entry, _HINTS, subject, required=_REQUIRED, error=InputError, one_line=True)
     try:
         return WorkloadProfile(**entry)
     except ValueError as error:

@@ -1,5 +1,6 @@
 """Types at the boundary: each public constructor and factory checks its arguments here,
-against its own annotations, before anything reaches jsii.
+against its own annotations, before anything reaches jsii; plain data read from JSON or YAML
+(``cdk.json``'s teams, the CLI's workload files) is checked here too, by `check_entry`.
 
 A wrong type is a ``TypeError`` naming the construct (its path) or the factory, the field,
 what was given and what is wanted. Values of the right type that nothing downstream can
@@ -110,15 +111,43 @@ def check_parameter(name: Any, kind: Any, default: Any, python_types: Mapping[En
     _raise(f"Parameter {_shown(name)}", problems)
 
 
+def check_entry(entry: Any, hints: Mapping[str, Any], subject: str, *, where: str = "",
+                required: Sequence[str] = (), error: type[Exception] = ValueError,
+                one_line: bool = False) -> None:
+    """Checks one object of plain data (from JSON or YAML) against ``hints``, each key's type:
+    every key known, the ``required`` ones given, each value of its type by the rules the
+    constructors' arguments follow. ``where`` prefixes the keys of a nested object
+    (``schedule.``). Problems raise ``error``, each naming its key; ``one_line`` joins them
+    with semicolons, for a command line's one-line errors."""
+    if not isinstance(entry, Mapping):
+        raise error(f"{subject}: {where.rstrip('.') or 'the entry'} must be an object, got "
+                    f"{_given(entry)}")
+    missing = [f"{where}{key}" for key in required if key not in entry]
+    problems = [f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} required"
+                ] if missing else []
+    for key, value in entry.items():
+        if key not in hints:
+            problems.append(f"{where}{key} is not a known key; allowed: {', '.join(hints)}")
+        else:
+            problems += [message for _, message in
+                         _problems(value, hints[key], f"{where}{key}", False)]
+    if problems:
+        raise error(f"{subject}: {'; '.join(problems)}" if one_line else
+                    _message(subject, problems))
+
+
 def _raise(subject: str, problems: list[Problem]) -> None:
     """One error for all problems: a TypeError if any is a wrong type, else a ValueError."""
-    if not problems:
-        return
-    kind = TypeError if any(k is TypeError for k, _ in problems) else ValueError
+    if problems:
+        kind = TypeError if any(k is TypeError for k, _ in problems) else ValueError
+        raise kind(_message(subject, [message for _, message in problems]))
+
+
+def _message(subject: str, problems: Sequence[str]) -> str:
     if len(problems) == 1:
-        raise kind(f"{subject}: {problems[0][1]}")
-    lines = "\n".join(f"  - {message}" for _, message in problems)
-    raise kind(f"{subject} has {len(problems)} problems:\n{lines}")
+        return f"{subject}: {problems[0]}"
+    lines = "\n".join(f"  - {message}" for message in problems)
+    return f"{subject} has {len(problems)} problems:\n{lines}"
 
 
 def _check_construct_args(name: str, scope: Any, construct_id: Any) -> None:
@@ -297,7 +326,7 @@ def _describe(hint: Any) -> str:
     if origin is not None:
         return f"a sequence of {_describe(get_args(hint)[0])}"
     names = {type(None): "None", bool: "a bool", int: "an int", float: "a float",
-             str: "a str", datetime: "a datetime"}
+             str: "a str", datetime: "a datetime", list: "a list", dict: "a dict"}
     if hint in names:
         return names[hint]
     module = hint.__module__  # aws_cdk.aws_s3.IBucket reads aws_s3.IBucket
