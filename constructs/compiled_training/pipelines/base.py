@@ -14,7 +14,6 @@ from typing import Any
 
 from aws_cdk import (
     Annotations,
-    Duration,
     Names,
     Tags,
     Token,
@@ -60,7 +59,6 @@ from compiled_training.wiring.stack_reads import (
     account,
     app_root,
     aws_partition,
-    format_arn,
     made_in,
     once,
     path,
@@ -140,6 +138,7 @@ class PipelineBase(NamedPipeline):
         self._reach = Reach(self._subject, self.pipeline_name, options.get("team_scope"),
                             self._given_roles, app_root(self._stack),
                             named_by_path=self._named_by_path)
+        self._description = options.get("description")
         self._common = self._common_job(options)
 
     @staticmethod
@@ -172,6 +171,50 @@ class PipelineBase(NamedPipeline):
         return None
 
     # --- for subclasses ------------------------------------------------------------------
+
+    def _build(self) -> None:
+        """Builds the pipeline in the one order every kind follows; a subclass answers the
+        hooks and calls this once, last in its constructor:
+
+        1. `_bind_jobs`: its steps' jobs, their images pulled through the execution policy;
+        2. the execution role, allowed what the jobs and code read and write (`_execution_policy`);
+        3. `_run_jobs_as`: the jobs, now run as that role;
+        4. `_definition`: the steps, and the policy of the role Pipelines runs them as;
+        5. the pipeline, described (`_default_description`) and summarized (`summary`), and
+           the warning where its name follows its path (`_name_moves`).
+        """
+        policy = InlinePolicy()
+        jobs, code = self._bind_jobs(policy)
+        self._execution_policy(policy, jobs, code)
+        self.role = self._execution_role(policy)
+        self._run_jobs_as(role_arn(self.role))
+        definition, pipeline_policy = self._definition()
+        self.pipeline_role = self._create_pipeline(
+            definition=definition, pipeline_policy=pipeline_policy, summary=self.summary(),
+            description=self._description or self._default_description())
+        self._warn_if_named_by_path(*self._name_moves())
+
+    def _bind_jobs(self, policy: InlinePolicy
+                   ) -> tuple[Sequence[TrainingJob], Sequence[s3_assets.Asset]]:
+        """Its jobs, their images' pulls added to ``policy``; and the code they read."""
+        raise NotImplementedError
+
+    def _run_jobs_as(self, arn: str) -> None:
+        raise NotImplementedError
+
+    def _definition(self) -> tuple[dict[str, Any], InlinePolicy]:
+        raise NotImplementedError
+
+    def _default_description(self) -> str:
+        raise NotImplementedError
+
+    def _name_moves(self) -> list[str]:
+        """What a name that follows the construct's path moves when the path changes."""
+        raise NotImplementedError
+
+    def summary(self) -> dict[str, Any]:
+        """What the synth summary shows; also written as the pipeline's template metadata."""
+        raise NotImplementedError
 
     def _jobs(self) -> Sequence[TrainingJob]:
         """The pipeline's training jobs, once built."""
@@ -297,7 +340,9 @@ class PipelineBase(NamedPipeline):
                                     "(in a team scope, the team's data URIs), and only there.")
         # The compile caches are under this prefix too: Neuron needs it "readable and
         # writeable" (its caching guide), the warm start gets and puts one archive.
-        self._expire_compile_caches(jobs)
+        if self._own_bucket and any(compile_cache.cache_uri(job) for job in jobs):
+            # A given bucket's owner sets its own lifecycle (README).
+            TrainingOutputBucket.expire_compile_cache(self.bucket, self.pipeline_name)
         policy.allow_prefix(bucket_name(self.bucket), self._reach.output_prefix,
                             ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
                             why="The job writes model, output and checkpoints (and reads "
@@ -305,28 +350,8 @@ class PipelineBase(NamedPipeline):
                                 "only (in a team scope, its team's pipelines' prefixes).")
         policy.allow_job_logs(self._stack, "TrainingJobs")
         if any(job.subnet_ids for job in jobs):
-            policy.allow([
-                "ec2:CreateNetworkInterface",
-                "ec2:CreateNetworkInterfacePermission",
-                "ec2:DeleteNetworkInterface",
-                "ec2:DeleteNetworkInterfacePermission",
-                "ec2:DescribeNetworkInterfaces",
-                "ec2:DescribeVpcs",
-                "ec2:DescribeDhcpOptions",
-                "ec2:DescribeSubnets",
-                "ec2:DescribeSecurityGroups",
-            ], ["*"], why="SageMaker creates the job's network interfaces at run time; these "
-                          "EC2 actions support no resource-level permission.")
+            policy.allow_network_interfaces()
         return policy
-
-    def _expire_compile_caches(self, jobs: Sequence[TrainingJob]) -> None:
-        """Expires a torch.compile cache no run saved lately (a given bucket's owner: README)."""
-        if self._own_bucket and any(compile_cache.cache_uri(job) for job in jobs):
-            assert isinstance(self.bucket, s3.Bucket)
-            folder = f"{self.pipeline_name}/{compile_cache.COMPILE_CACHE}"  # each run rewrites it
-            self.bucket.add_lifecycle_rule(id=folder.replace("/", "-"), prefix=f"{folder}/",
-                expiration=Duration.days(compile_cache.EXPIRY_DAYS),
-                noncurrent_version_expiration=Duration.days(1))
 
     def mark_scheduled(self, schedule: str) -> None:
         """Records that a schedule (its path) starts this pipeline, for the rule pack's CT15."""
@@ -357,38 +382,13 @@ class PipelineBase(NamedPipeline):
     def _pipeline_policy(self, execution_role: iam.IRole,
                          job_kinds: Sequence[str] = ("training-job",)) -> InlinePolicy:
         """Creates, describes and stops only its own jobs; passes only their role."""
-        policy = InlinePolicy()
-        verbs = {"training-job": "TrainingJob", "processing-job": "ProcessingJob"}
         # Its own role's policy is written again if the tag aspects change the keys
         # (`_create_pipeline`); a given role's is not the pipeline's to rewrite: read there.
         tag_keys = (self._job_tags.tag_keys if self._given_roles["pipeline_role"] is None
                     else job_tag_keys(self._given_roles["pipeline_role"], self._job_tags,
                                       self._reach.team))
-        for kind in job_kinds:
-            jobs = format_arn(self._stack, service="sagemaker", resource=kind, resource_name="*")
-            why = ("Pipelines name jobs at run time; the tag conditions limit create, describe "
-                   "and stop to jobs tagged with this pipeline's name (in a team scope, a name "
-                   "under the team's prefix).")
-            verb = verbs[kind]
-            policy.allow([f"sagemaker:Create{verb}"], [jobs], why=why,
-                         conditions=self._reach.named(f"aws:RequestTag/{PIPELINE_TAG}"))
-            # Tags only as its own job is created, and only its own tags (its own, and those
-            # the stack sets on the pipeline: cost allocation): retagging another pipeline's
-            # job would hand it describe and stop. SageMaker adds its own sagemaker: tags to a
-            # job it creates (the execution, the step).
-            named = self._reach.named(f"aws:RequestTag/{PIPELINE_TAG}")
-            policy.allow(["sagemaker:AddTags"], [jobs], why=why, conditions={
-                **named, "StringEquals": {**named.get("StringEquals", {}),
-                                          "sagemaker:TaggingAction": f"Create{verb}"},
-                "ForAllValues:StringLike": {
-                    "aws:TagKeys": tag_keys},
-            })
-            policy.allow([f"sagemaker:Describe{verb}", f"sagemaker:Stop{verb}"], [jobs],
-                         why=why, conditions=self._reach.named(
-                             f"aws:ResourceTag/{PIPELINE_TAG}"))
-        policy.allow(["iam:PassRole"], [role_arn(execution_role)], conditions={
-            "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}})
-        return policy
+        return self._reach.pipeline_policy(self._stack, role_arn(execution_role), tag_keys,
+                                           job_kinds)
 
     def _role(self, prop: str, policy: InlinePolicy, construct_id: str,
               description: str) -> iam.IRole:

@@ -14,6 +14,7 @@ import jsii
 from aws_cdk import Annotations, Duration, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_ssm as ssm
 from typing_extensions import Unpack  # typing's from Python 3.11
@@ -117,14 +118,12 @@ class CompilerBenchmark(PipelineBase):
         super().__init__(scope, construct_id, options=props,
                          compiler=props.get("compiler") or Compiler.training_compiler(),
                          arm_compilers=[arm.compiler for arm in props.get("arms") or []])
-        compiler, framework = self.compiler, self.framework
         self.quality_metric = props.get("quality_metric") or contract.DEFAULT_QUALITY_METRIC
         speedup_threshold = props.get("speedup_threshold")
         quality_tolerance = props.get("quality_tolerance")
-        large_batch_size = props.get("large_batch_size")
-        extra_arms = list(props.get("arms") or [])
-        self._validate(compiler, props.get("channels") or [], props.get("hyperparameters") or {},
-                       large_batch_size, speedup_threshold, quality_tolerance, extra_arms)
+        self._validate(self.compiler, props.get("channels") or [],
+                       props.get("hyperparameters") or {}, props.get("large_batch_size"),
+                       speedup_threshold, quality_tolerance, list(props.get("arms") or []))
         speedup = (contract.DEFAULT_SPEEDUP_THRESHOLD if speedup_threshold is None
                    else float(speedup_threshold))
         tolerance = (contract.DEFAULT_QUALITY_TOLERANCE if quality_tolerance is None
@@ -139,33 +138,41 @@ class CompilerBenchmark(PipelineBase):
                 "compiled-training:CompilerBenchmark:Spot",
                 "spot arms can be interrupted and resumed, which adds to their wall-clock "
                 "time and distorts the comparison; benchmark on demand")
+        self._props = props
+        self._build()
 
-        common = self._common
-        policy = InlinePolicy()
+    # --- the build's steps (`PipelineBase._build`) --------------------------------------------
+
+    def _bind_jobs(self, policy: InlinePolicy) -> tuple[list[TrainingJob], list[s3_assets.Asset]]:
+        props = self._props
         self.arms = {}
         self.images = {}
-        self._add_arms(common, policy, props.get("distribution"),
-                       props.get("baseline_distribution"), large_batch_size, extra_arms)
+        self._add_arms(self._common, policy, props.get("distribution"),
+                       props.get("baseline_distribution"), props.get("large_batch_size"),
+                       list(props.get("arms") or []))
         self.prices = self._arm_prices(props.get("prices") or {})
-
-        comparison_type = props.get("comparison_instance_type") or "ml.m5.large"
-        self.comparison_image = self._comparison_image(comparison_type)
-        comparison_uri, comparison_account = dlc_image_uri(self, self.comparison_image)
-        policy.allow_pull(dlc_repository_arn(self, self.comparison_image, comparison_account))
-        comparison_code = shared_archive_asset(self, RUNTIME_PACKAGE_DIR)
+        self._comparison_type = props.get("comparison_instance_type") or "ml.m5.large"
+        self.comparison_image = self._comparison_image(self._comparison_type)
+        self._comparison_uri, account = dlc_image_uri(self, self.comparison_image)
+        policy.allow_pull(dlc_repository_arn(self, self.comparison_image, account))
+        self._comparison_code = shared_archive_asset(self, RUNTIME_PACKAGE_DIR)
         self.comparison_s3_prefix = f"{self.prefix}/comparison"
+        return (list(self.arms.values()),
+                [c for c in (self.code, self._comparison_code) if c])
 
-        self._execution_policy(policy, list(self.arms.values()),
-                               [c for c in (self.code, comparison_code) if c])
-        policy.allow_job_logs(self._stack, "ProcessingJobs")
-        self.role = self._execution_role(policy)
-        self.arms = {name: replace(job, role_arn=role_arn(self.role))
-                     for name, job in self.arms.items()}
+    def _execution_policy(self, policy: InlinePolicy, jobs: Sequence[TrainingJob],
+                          code: Sequence[s3_assets.Asset]) -> InlinePolicy:
+        super()._execution_policy(policy, jobs, code)
+        policy.allow_job_logs(self._stack, "ProcessingJobs")  # the comparison's
+        return policy
 
-        decision_parameter_name = props.get("decision_parameter_name")
+    def _run_jobs_as(self, arn: str) -> None:
+        self.arms = {name: replace(job, role_arn=arn) for name, job in self.arms.items()}
+
+    def _definition(self) -> tuple[dict[str, Any], InlinePolicy]:
+        given_name = self._props.get("decision_parameter_name")
         self.decision_parameter_name = (f"/compiled-training/{self.pipeline_name}/decision"
-                                        if decision_parameter_name is None
-                                        else decision_parameter_name)
+                                        if given_name is None else given_name)
         problem = ssm_parameter_name_problem(self.decision_parameter_name)
         if problem:
             raise ValueError(f"{self._subject}: decision_parameter_name {problem}, got "
@@ -178,12 +185,12 @@ class CompilerBenchmark(PipelineBase):
             string_value=Stack.of(self).to_json_string(UNDECIDED),
         )
         self.decision_function = self._decision_function()
-
+        common = self._common
         comparison = ComparisonJob(
-            image_uri=comparison_uri,
-            instance_type=comparison_type,
+            image_uri=self._comparison_uri,
+            instance_type=self._comparison_type,
             role_arn=role_arn(self.role),
-            code_s3_uri=comparison_code.s3_object_url,
+            code_s3_uri=self._comparison_code.s3_object_url,
             output_s3_uri=execution_scoped(self.comparison_s3_prefix),
             quality_metric=self.quality_metric,
             speedup_threshold=self.speedup_threshold,
@@ -197,20 +204,20 @@ class CompilerBenchmark(PipelineBase):
         self.parameters = {p.name: p for p in benchmark_parameters(self.arms, comparison)}
         pipeline_policy = self._pipeline_policy(self.role, ("training-job", "processing-job"))
         pipeline_policy.allow(["lambda:InvokeFunction"], [self.decision_function.function_arn])
-        self.pipeline_role = self._create_pipeline(
-            definition=build_benchmark_definition(self.arms, comparison),
-            description=props.get("description") or (
-                f"Benchmarks {compiler.describe()}{self._other_arms_text()} against no "
-                f"compiler on {framework.describe()}; ships at "
+        return build_benchmark_definition(self.arms, comparison), pipeline_policy
+
+    def _default_description(self) -> str:
+        return (f"Benchmarks {self.compiler.describe()}{self._other_arms_text()} against no "
+                f"compiler on {self.framework.describe()}; ships at "
                 f"{self.speedup_threshold.default:.0%} faster (or more per dollar) within "
-                f"{self.quality_tolerance.default:g} of {self.quality_metric}")[:3072],
-            pipeline_policy=pipeline_policy,
-            summary=self.summary())
+                f"{self.quality_tolerance.default:g} of {self.quality_metric}")[:3072]
+
+    def _name_moves(self) -> list[str]:
         moves = [self._prefix_moves("its checkpoints and comparisons")]
-        if decision_parameter_name is None:
+        if self._props.get("decision_parameter_name") is None:
             moves.append(f"replaces its verdict parameter {self.decision_parameter_name}, "
                          "deleting the recorded verdict")
-        self._warn_if_named_by_path(*moves)
+        return moves
 
     def override_problem(self, name: str, value: ParameterValue) -> str | None:
         if name in self.threshold_ranges:

@@ -7,6 +7,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 
+from compiled_training.definition import compile_cache
 from compiled_training.wiring.acknowledgements import acknowledge, skip_checkov
 from compiled_training.wiring.stack_reads import child, free_id, once, stack_of
 from constructs import Construct
@@ -87,3 +88,12 @@ class TrainingOutputBucket(Construct):
         construct_id = f"TrainingOutputs{key_id}"
         return child(stack, construct_id, TrainingOutputBucket, lambda unique_id: (
             TrainingOutputBucket(stack, unique_id, kms_key=kms_key))).bucket
+
+    @staticmethod
+    def expire_compile_cache(bucket: s3.IBucket, pipeline_name: str) -> None:
+        """Expires a pipeline's torch.compile cache once no run has saved it for a while."""
+        assert isinstance(bucket, s3.Bucket), "only the stack's own bucket takes a rule here"
+        folder = f"{pipeline_name}/{compile_cache.COMPILE_CACHE}"  # each run rewrites it
+        bucket.add_lifecycle_rule(id=folder.replace("/", "-"), prefix=f"{folder}/",
+                                  expiration=Duration.days(compile_cache.EXPIRY_DAYS),
+                                  noncurrent_version_expiration=Duration.days(1))

@@ -12,18 +12,21 @@ none, nor a call into the CDK for them.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 
+from compiled_training.pipelines.governance import PIPELINE_TAG
 from compiled_training.values.job import InputChannel
 from compiled_training.values.team_scope import TeamScope
 from compiled_training.wiring.policy import InlinePolicy, attached_policy
-from compiled_training.wiring.stack_reads import once
+from compiled_training.wiring.stack_reads import format_arn, once
 from constructs import IConstruct
 
 TEAM_ROLES = ("role", "pipeline_role")
+_JOB_VERBS = {"training-job": "TrainingJob", "processing-job": "ProcessingJob"}
 """The roles a team scope is for: the pair a platform team hands a team."""
 
 
@@ -75,6 +78,34 @@ class Reach:
         if self.team is None:
             return {"StringEquals": {condition_key: self._name}}
         return {"StringLike": {condition_key: f"{self.team.name_prefix}*"}}
+
+    def pipeline_policy(self, stack: Stack, execution_role_arn: str, tag_keys: Any,
+                        job_kinds: Sequence[str]) -> InlinePolicy:
+        """What Pipelines' own role may do: create, describe and stop only the jobs it names
+        (``job_kinds``), tagging them only with ``tag_keys``; pass only their role."""
+        policy = InlinePolicy()
+        why = ("Pipelines name jobs at run time; the tag conditions limit create, describe "
+               "and stop to jobs tagged with this pipeline's name (in a team scope, a name "
+               "under the team's prefix).")
+        for kind in job_kinds:
+            jobs = format_arn(stack, service="sagemaker", resource=kind, resource_name="*")
+            verb = _JOB_VERBS[kind]
+            named = self.named(f"aws:RequestTag/{PIPELINE_TAG}")
+            policy.allow([f"sagemaker:Create{verb}"], [jobs], why=why, conditions=named)
+            # Tags only as its own job is created, and only its own tags (its own, and those
+            # the stack sets on the pipeline: cost allocation): retagging another pipeline's
+            # job would hand it describe and stop. SageMaker adds its own sagemaker: tags to a
+            # job it creates (the execution, the step).
+            policy.allow(["sagemaker:AddTags"], [jobs], why=why, conditions={
+                **named, "StringEquals": {**named.get("StringEquals", {}),
+                                          "sagemaker:TaggingAction": f"Create{verb}"},
+                "ForAllValues:StringLike": {"aws:TagKeys": tag_keys},
+            })
+            policy.allow([f"sagemaker:Describe{verb}", f"sagemaker:Stop{verb}"], [jobs],
+                         why=why, conditions=self.named(f"aws:ResourceTag/{PIPELINE_TAG}"))
+        policy.allow(["iam:PassRole"], [execution_role_arn], conditions={
+            "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}})
+        return policy
 
     def channel_prefix(self, channel: InputChannel, subject: str) -> str:
         """The S3 prefix the execution role reads ``channel`` under: its own, or its team's

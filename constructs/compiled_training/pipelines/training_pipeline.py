@@ -7,6 +7,7 @@ from typing import Any
 
 import jsii
 from aws_cdk import Annotations
+from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
 from typing_extensions import Unpack  # typing's from Python 3.11
 
@@ -25,7 +26,6 @@ from compiled_training.values.compiler import Compiler
 from compiled_training.values.job import Distribution, TrainingJob, unique_parameters
 from compiled_training.values.typecheck import check_arguments
 from compiled_training.wiring.policy import InlinePolicy
-from compiled_training.wiring.stack_reads import role_arn
 from constructs import Construct
 
 
@@ -54,50 +54,56 @@ class TrainingPipeline(PipelineBase):
         check_arguments(TrainingPipeline.__init__, locals())
         super().__init__(scope, construct_id, options=props,
                          compiler=props.get("compiler") or Compiler.none())
-        framework, compiler = self.framework, self.compiler
         self.distribution = props.get("distribution") or launchers.default_distribution(
-            compiler, framework, self.instance_type,
+            self.compiler, self.framework, self.instance_type,
             self.instance_count if isinstance(self.instance_count, int) else 1)
-        policy = InlinePolicy()
+        self._props = props
+        self._build()
+        if self.registration is not None and self.registration.group is not None:
+            # Pipelines registers into the group: it must exist before the first run.
+            self.resource.node.add_dependency(self.registration.group)
+
+    # --- the build's steps (`PipelineBase._build`) --------------------------------------------
+
+    def _bind_jobs(self, policy: InlinePolicy) -> tuple[list[TrainingJob], list[s3_assets.Asset]]:
+        props, compiler = self._props, self.compiler
         self.image = (props.get("image") or TrainingImage.dlc()).bind(
-            self, policy, framework=framework, compiler=compiler,
+            self, policy, framework=self.framework, compiler=compiler,
             instance_type=self.instance_type)
         self.image_uri = self.image.image_uri
-
-        job = replace(self._common, compiler=compiler, distribution=self.distribution,
-                      image_uri=self.image_uri, debugger=bool(props.get("debugger")),
-                      profiler=bool(props.get("profiler")))
-        self._check({"": job})
+        self.job = replace(self._common, compiler=compiler, distribution=self.distribution,
+                           image_uri=self.image_uri, debugger=bool(props.get("debugger")),
+                           profiler=bool(props.get("profiler")))
+        self._check({"": self.job})
         if compiler.advice:
             Annotations.of(self).add_warning_v2(
                 "compiled-training:TrainingPipeline:Advisor", compiler.advice)
         registration = props.get("registration")
         self.registration = None
         if registration is not None:
-            self.registration = bind_registration(self, self._subject, registration, job,
+            self.registration = bind_registration(self, self._subject, registration, self.job,
                                                   self._registration_metadata(registration),
                                                   self.bucket, self._handler_role())
         self.parameters = {p.name: p for p in unique_parameters(
-            [*job.parameters, *(self.registration.parameters if self.registration else [])])}
+            [*self.job.parameters, *(self.registration.parameters if self.registration else [])])}
+        return [self.job], [self.code] if self.code else []
 
-        self._execution_policy(policy, [job], [self.code] if self.code else [])
-        self.role = self._execution_role(policy)
-        self.job = job = replace(job, role_arn=role_arn(self.role))
-        definition = build_definition(job)
+    def _run_jobs_as(self, arn: str) -> None:
+        self.job = replace(self.job, role_arn=arn)
+
+    def _definition(self) -> tuple[dict[str, Any], InlinePolicy]:
+        definition = build_definition(self.job)
         pipeline_policy = self._pipeline_policy(self.role)
         if self.registration is not None:
-            definition = add_registration(definition, job, self.registration.registration)
+            definition = add_registration(definition, self.job, self.registration.registration)
             self.registration.allow(pipeline_policy, self)
-        self.pipeline_role = self._create_pipeline(
-            definition=definition,
-            description=props.get("description")
-            or f"Trains with {framework.describe()}, compiler: {compiler.describe()}",
-            pipeline_policy=pipeline_policy,
-            summary=self.summary())
-        if self.registration is not None and self.registration.group is not None:
-            # Pipelines registers into the group: it must exist before the first run.
-            self.resource.node.add_dependency(self.registration.group)
-        self._warn_if_named_by_path(self._prefix_moves("its models, outputs and checkpoints"))
+        return definition, pipeline_policy
+
+    def _default_description(self) -> str:
+        return f"Trains with {self.framework.describe()}, compiler: {self.compiler.describe()}"
+
+    def _name_moves(self) -> list[str]:
+        return [self._prefix_moves("its models, outputs and checkpoints")]
 
     def summary(self) -> dict[str, Any]:
         """What the synth summary shows; also written as the pipeline's template metadata."""

@@ -86,6 +86,21 @@ class InlinePolicy:
                    why="cloudwatch:PutMetricData supports no resource; the condition limits "
                        "it to SageMaker's job namespaces.")
 
+    def allow_network_interfaces(self) -> None:
+        """Creates and deletes a job's network interfaces in its VPC."""
+        self.allow([
+            "ec2:CreateNetworkInterface",
+            "ec2:CreateNetworkInterfacePermission",
+            "ec2:DeleteNetworkInterface",
+            "ec2:DeleteNetworkInterfacePermission",
+            "ec2:DescribeNetworkInterfaces",
+            "ec2:DescribeVpcs",
+            "ec2:DescribeDhcpOptions",
+            "ec2:DescribeSubnets",
+            "ec2:DescribeSecurityGroups",
+        ], ["*"], why="SageMaker creates the job's network interfaces at run time; these EC2 "
+                      "actions support no resource-level permission.")
+
     def role(self, scope: Construct, construct_id: str, description: str, *,
              service: str = SAGEMAKER) -> iam.Role:
         # SageMaker says on whose behalf it assumes a role; a role only this account's
