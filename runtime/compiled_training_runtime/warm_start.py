@@ -11,9 +11,8 @@ Why the job moves it and not SageMaker: an input channel over a prefix with no o
 first run's job, and checkpoints and outputs land under one execution's or one job's key, never
 where the next run looks. Why the folder and not the Mega-Cache blob
 (``torch.compiler.save_cache_artifacts``, PyTorch 2.7+): the folder works from PyTorch 2.4, and
-it holds the built kernels; measured here on the CPU (torch 2.9), Mega-Cache artifacts loaded
-into a fresh process rebuilt the C++ kernels (13.4 s of a 14.3 s cold compile), the folder did
-not (7.8 s).
+it holds the built kernels, which loaded Mega-Cache artifacts rebuild (the measurement:
+docs/guides/warm-starts.md).
 
 The archive's key is what invalidates it: the instance type, the device, the backend and mode,
 and the PyTorch, Triton and Python versions; a changed image or instance type finds no archive

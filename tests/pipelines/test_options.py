@@ -3,10 +3,12 @@ cdk.json team keys read `TrainingJobOptions` (and the Props that extend it)."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from aws_cdk.assertions import Template
@@ -20,6 +22,7 @@ from compiled_training import (
     TrainingPipeline,
     TrainingPipelineProps,
 )
+from compiled_training.pipelines import options
 from compiled_training.pipelines.options import prop_types
 from compiled_training.reference.platform import TeamConfigError, benchmark_props, pipeline_props
 from tests.helpers import ROOT, definitions, new_stack
@@ -55,6 +58,37 @@ def test_the_props_extend_the_job_options():
     shared = prop_types(TrainingJobOptions)
     for props in (TrainingPipelineProps, CompilerBenchmarkProps):
         assert list(prop_types(props))[:len(shared)] == list(shared)
+
+
+def _prop_docs() -> dict[str, str]:
+    """Each prop's doc, the string under its annotation in options.py (what the props page
+    shows)."""
+    body = [node for cls in ast.parse(Path(options.__file__).read_text()).body
+            if isinstance(cls, ast.ClassDef) for node in cls.body]
+    return {target.target.id: doc.value.value
+            for target, doc in zip(body, body[1:], strict=False)
+            if isinstance(target, ast.AnnAssign) and isinstance(target.target, ast.Name)
+            and isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant)}
+
+
+def test_each_named_default_is_what_its_prop_doc_says():
+    docs = _prop_docs()
+    for prop, said in options.OMITTED.items():
+        assert f"when omitted, {said}".lower() in " ".join(docs[prop].lower().split()), prop
+    # The twin: a doc that states another value is caught.
+    assert f"when omitted, {options.OMITTED['max_attempts']}" not in "when omitted, 5 attempts"
+
+
+def test_an_omitted_prop_takes_its_named_default(source_dir):
+    stack = new_stack()
+    TrainingPipeline(stack, "Job", **_props(source_dir))
+    (step,) = definitions(Template.from_stack(stack).to_json())[0]["Steps"]
+    resources = step["Arguments"]["ResourceConfig"]
+    assert resources["VolumeSizeInGB"] == options.DEFAULT_VOLUME_SIZE_GIB
+    assert step["Arguments"]["StoppingCondition"]["MaxRuntimeInSeconds"] == \
+        options.DEFAULT_MAX_RUNTIME_HOURS * 3600
+    assert {policy["MaxAttempts"] for policy in step["RetryPolicies"]} == {
+        options.DEFAULT_MAX_ATTEMPTS}
 
 
 def test_fails_on_an_unknown_prop_naming_the_allowed_ones(source_dir):

@@ -12,12 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import (
-    Annotations,
-    Names,
-    Tags,
-    Token,
-)
+from aws_cdk import Annotations, Duration, Names, Tags, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -41,7 +36,12 @@ from compiled_training.pipelines.governance import (
 from compiled_training.pipelines.limits import watch_stack
 from compiled_training.pipelines.named_pipeline import ImportedPipeline, NamedPipeline, subject
 from compiled_training.pipelines.network import vpc_config
-from compiled_training.pipelines.options import TrainingJobOptions
+from compiled_training.pipelines.options import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_RUNTIME_HOURS,
+    DEFAULT_VOLUME_SIZE_GIB,
+    TrainingJobOptions,
+)
 from compiled_training.pipelines.output_bucket import TrainingOutputBucket
 from compiled_training.pipelines.reach import TEAM_ROLES, Reach, give_once
 from compiled_training.values.compiler import Compiler
@@ -70,7 +70,6 @@ from constructs import Construct
 
 SCHEDULES_METADATA = "compiled-training:schedules"
 """The pipeline resource's metadata naming the schedules that start it (the rule pack's)."""
-ONE_DAY_SECONDS = 24 * 3600
 
 
 class PipelineBase(NamedPipeline):
@@ -173,8 +172,7 @@ class PipelineBase(NamedPipeline):
     # --- for subclasses ------------------------------------------------------------------
 
     def _build(self) -> None:
-        """Builds the pipeline in the one order every kind follows; a subclass answers the
-        hooks and calls this once, last in its constructor:
+        """Builds the pipeline in one order; a subclass answers the hooks, then calls this:
 
         1. `_bind_jobs`: its steps' jobs, their images pulled through the execution policy;
         2. the execution role, allowed what the jobs and code read and write (`_execution_policy`);
@@ -223,7 +221,8 @@ class PipelineBase(NamedPipeline):
     def _common_job(self, options: TrainingJobOptions) -> TrainingJob:
         """The job every step of this pipeline starts from: no compiler and no image yet."""
         max_runtime, max_wait = options.get("max_runtime"), options.get("max_wait")
-        runtime_seconds = ONE_DAY_SECONDS if max_runtime is None else int(max_runtime.to_seconds())
+        runtime = max_runtime or Duration.hours(DEFAULT_MAX_RUNTIME_HOURS)
+        runtime_seconds = int(runtime.to_seconds())
         spot, source_dir = options.get("spot"), options.get("source_dir")
         volume_size_gib, max_attempts = options.get("volume_size_gib"), options.get("max_attempts")
         subnet_ids, group_ids = vpc_config(self, options.get("vpc"), options.get("vpc_subnets"),
@@ -235,7 +234,8 @@ class PipelineBase(NamedPipeline):
             distribution=Distribution.NONE,
             instance_type=self.instance_type,
             instance_count=self.instance_count,
-            volume_size_gib=30 if volume_size_gib is None else volume_size_gib,
+            volume_size_gib=(DEFAULT_VOLUME_SIZE_GIB if volume_size_gib is None
+                             else volume_size_gib),
             max_runtime_seconds=runtime_seconds,
             image_uri="",
             role_arn="",  # the execution role's, once its policy can be written from the jobs
@@ -257,7 +257,7 @@ class PipelineBase(NamedPipeline):
             security_group_ids=group_ids,
             network_isolation=bool(options.get("network_isolation")),
             inter_container_encryption=self._encrypts_between(self.instance_count),
-            max_attempts=3 if max_attempts is None else max_attempts,
+            max_attempts=DEFAULT_MAX_ATTEMPTS if max_attempts is None else max_attempts,
             tags={PIPELINE_TAG: self.pipeline_name},
             compile_cache_s3_uri=f"{self.prefix}/{compile_cache.NEURON_COMPILE_CACHE}/",
             torch_compile_cache_s3_uri=(None if options.get("compile_cache") is False

@@ -35,7 +35,11 @@ from compiled_training.definition.benchmark import (
 from compiled_training.definition.training import execution_scoped
 from compiled_training.image.runtime_wheel import PACKAGE_DIR as RUNTIME_PACKAGE_DIR
 from compiled_training.pipelines.base import PipelineBase
-from compiled_training.pipelines.options import BENCHMARK_REQUIRED, CompilerBenchmarkProps
+from compiled_training.pipelines.options import (
+    BENCHMARK_REQUIRED,
+    DEFAULT_COMPARISON_INSTANCE_TYPE,
+    CompilerBenchmarkProps,
+)
 from compiled_training.pipelines.training_image import TrainingImage, dlc_repository_arn
 from compiled_training.values.compiler import Compiler
 from compiled_training.values.framework import Framework
@@ -151,7 +155,8 @@ class CompilerBenchmark(PipelineBase):
                        props.get("baseline_distribution"), props.get("large_batch_size"),
                        list(props.get("arms") or []))
         self.prices = self._arm_prices(props.get("prices") or {})
-        self._comparison_type = props.get("comparison_instance_type") or "ml.m5.large"
+        self._comparison_type = (props.get("comparison_instance_type")
+                                 or DEFAULT_COMPARISON_INSTANCE_TYPE)
         self.comparison_image = self._comparison_image(self._comparison_type)
         self._comparison_uri, account = dlc_image_uri(self, self.comparison_image)
         policy.allow_pull(dlc_repository_arn(self, self.comparison_image, account))

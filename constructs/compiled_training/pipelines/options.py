@@ -7,7 +7,9 @@ constructs take them as keyword arguments (``TrainingPipeline(scope, id, framewo
 team's ``cdk.json`` keys (`reference/platform.py`) read the same definitions, so a new prop is
 added here and nowhere else.
 
-Every optional prop defaults to None; what happens then is said on the prop.
+Every optional prop defaults to None; what happens then is said on the prop. Where that is a
+value, it is named here once (`OMITTED`), the constructs read the constant, and a test holds
+each prop's doc to it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from compiled_training.values.job import (
 )
 from compiled_training.values.team_scope import TeamScope
 from compiled_training.values.typecheck import prop_names, prop_type
+from compiled_training_runtime import contract
 
 if TYPE_CHECKING:
     # For type checkers only: the boundary check imports it when a VPC prop is given, and
@@ -43,6 +46,21 @@ if TYPE_CHECKING:
 DEFERRED_IMPORTS = {"ec2": "aws_cdk.aws_ec2"}
 """The imports above, made by the boundary check when it reads a prop naming one."""
 
+
+DEFAULT_VOLUME_SIZE_GIB = 30
+DEFAULT_MAX_RUNTIME_HOURS = 24
+DEFAULT_MAX_ATTEMPTS = 3
+DEFAULT_COMPARISON_INSTANCE_TYPE = "ml.m5.large"
+OMITTED: Mapping[str, str] = {
+    "volume_size_gib": f"{DEFAULT_VOLUME_SIZE_GIB} GiB",
+    "max_runtime": f"{DEFAULT_MAX_RUNTIME_HOURS} hours",
+    "max_attempts": f"{DEFAULT_MAX_ATTEMPTS} attempts",
+    "comparison_instance_type": f"``{DEFAULT_COMPARISON_INSTANCE_TYPE}``",
+    "quality_metric": f"``{contract.DEFAULT_QUALITY_METRIC}``",
+    "speedup_threshold": f"{contract.DEFAULT_SPEEDUP_THRESHOLD:g}",
+    "quality_tolerance": f"{contract.DEFAULT_QUALITY_TOLERANCE:g} points",
+}
+"""What each prop whose default is a value is when omitted, as its doc says it."""
 
 class TrainingJobOptions(TypedDict, total=False):
     """The props of a training job, shared by `TrainingPipeline` and `CompilerBenchmark`."""
@@ -111,14 +129,14 @@ class TrainingJobOptions(TypedDict, total=False):
     volume_size_gib: int | None
     """When omitted, 30 GiB per instance."""
     max_runtime: Duration | None
-    """When omitted, one day."""
+    """When omitted, 24 hours."""
     spot: bool | None
     """When omitted, on-demand. Spot jobs checkpoint to S3 and resume; spot interruptions
     distort a benchmark's wall-clock comparison, so spot arms draw a warning."""
     max_wait: Duration | None
     """Spot only; when omitted, twice ``max_runtime``."""
     max_attempts: int | None
-    """Attempts per step on capacity, internal and throttling errors; when omitted, 3."""
+    """When omitted, 3 attempts per step on capacity, internal and throttling errors."""
     kms_key: kms.IKey | None
     """When omitted, AWS-managed encryption for volumes and outputs."""
     vpc: ec2.IVpc | None
@@ -180,7 +198,7 @@ class CompilerBenchmarkProps(TrainingJobOptions, total=False):
     dated in ``catalog/prices.py``): your region's or your discount's. An instance type
     neither knows (``ml.trn2.48xlarge``) must be given here to be compared by cost."""
     quality_metric: str | None
-    """``validation_accuracy`` (the default; tolerance in percentage points) or
+    """When omitted, ``validation_accuracy`` (tolerance in percentage points); or
     ``validation_loss``."""
     speedup_threshold: float | None
     """Least gain to ship, as a fraction: wall-clock speedup on the baseline's instances, more

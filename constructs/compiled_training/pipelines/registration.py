@@ -330,9 +330,8 @@ def bind_registration(scope: Construct, where: str, options: ModelRegistration,
                 or not registration.metrics:
             raise ValueError(
                 f"{where}: registration: benchmark must be a CompilerBenchmark of this "
-                f"pipeline's framework ({job.framework.describe()}), on a pipeline whose runs "
-                f"report a metric (a gate metric or a validation channel: the verdict is "
-                f"recorded by the ModelMetrics step), got {given}"
+                f"pipeline's framework ({job.framework.describe()}) on a pipeline that reports "
+                f"a metric (a gate metric or a validation channel), got {given}"
                 f"{'' if registration.metrics else ' and no reported metric'}")
         registration = replace(registration,
                                benchmark_parameter=benchmark.decision_parameter_name)
