@@ -657,7 +657,7 @@ def test_a_version_records_the_benchmarks_verdict_as_it_stood(source_dir, aws):
 
 def test_fails_on_a_benchmark_of_another_framework(source_dir):
     with pytest.raises(ValueError, match=r"registration: benchmark must be a CompilerBenchmark "
-                                         r"of this pipeline's framework \(PyTorch 1.13.1\), .*"
+                                         r"of this pipeline's framework \(PyTorch 1.13.1\) .*"
                                          r"got PyTorch 1.12.0$"):
         _with_benchmark(new_stack(), source_dir, version="1.12.0")
 

@@ -259,3 +259,11 @@ def test_fails_on_a_pipeline_that_is_no_ipipeline():
         stack = new_stack(env=None)
         RetrainingSchedule(stack, "Retrain", pipeline="Churn-Nightly",  # type: ignore[arg-type]
                            team="nlp", expression="rate(1 day)")
+
+
+def test_the_named_defaults_are_what_the_constructor_says():
+    from compiled_training.schedules import retraining_schedule
+
+    said = " ".join((RetrainingSchedule.__init__.__doc__ or "").split())
+    assert f"when omitted, {retraining_schedule.DEFAULT_RETRY_ATTEMPTS} retries" in said
+    assert f"when omitted, {retraining_schedule.DEFAULT_MAX_EVENT_AGE_HOURS} hours" in said

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import Annotations, Duration, Names, Tags, Token
+from aws_cdk import Annotations, Names, Tags, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -221,8 +221,8 @@ class PipelineBase(NamedPipeline):
     def _common_job(self, options: TrainingJobOptions) -> TrainingJob:
         """The job every step of this pipeline starts from: no compiler and no image yet."""
         max_runtime, max_wait = options.get("max_runtime"), options.get("max_wait")
-        runtime = max_runtime or Duration.hours(DEFAULT_MAX_RUNTIME_HOURS)
-        runtime_seconds = int(runtime.to_seconds())
+        runtime_seconds = (int(max_runtime.to_seconds()) if max_runtime
+                           else DEFAULT_MAX_RUNTIME_HOURS * 3600)
         spot, source_dir = options.get("spot"), options.get("source_dir")
         volume_size_gib, max_attempts = options.get("volume_size_gib"), options.get("max_attempts")
         subnet_ids, group_ids = vpc_config(self, options.get("vpc"), options.get("vpc_subnets"),

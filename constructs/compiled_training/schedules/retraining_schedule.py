@@ -9,15 +9,12 @@ registers its model gets a second rule: each new version and approval change.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Mapping
 from datetime import datetime, timezone
-from functools import cache
 from typing import cast
-from zoneinfo import available_timezones
 
 import jsii
-from aws_cdk import Annotations, Duration, RemovalPolicy, Stack, TimeZone, Token
+from aws_cdk import Annotations, Duration, RemovalPolicy, Stack, TimeZone
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_events as events
@@ -31,7 +28,7 @@ from aws_cdk import aws_sqs as sqs
 
 from compiled_training.pipelines.base import PipelineBase
 from compiled_training.pipelines.named_pipeline import pipeline_metric
-from compiled_training.schedules.expressions import validate_expression
+from compiled_training.schedules.limits import check_schedule
 from compiled_training.values.job import ParameterType
 from compiled_training.values.typecheck import check_arguments
 from compiled_training.wiring.acknowledgements import acknowledge, skip_checkov
@@ -44,8 +41,10 @@ from constructs import Construct
 MAX_PIPELINE_PARAMETERS = 200
 MAX_PARAMETER_VALUE_LENGTH = 1024
 MAX_GROUP_NAME_LENGTH = 64
+# This construct's defaults, which its docs state.
+DEFAULT_RETRY_ATTEMPTS = 3
+DEFAULT_MAX_EVENT_AGE_HOURS = 6
 EXECUTION_STATUSES = ("Failed", "Stopped")
-_TEAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
 _PYTHON_TYPES: dict[ParameterType, tuple[type, ...]] = {
     ParameterType.STRING: (str,),
     ParameterType.INTEGER: (int,),
@@ -73,7 +72,7 @@ class RetrainingSchedule(Construct):
     """Registered model versions and approval changes; None for a pipeline that registers
     none."""
 
-    def __init__(  # noqa: C901, PLR0915 - the wiring in build order, to be split
+    def __init__(
         self,
         scope: Construct,
         construct_id: str,
@@ -130,46 +129,11 @@ class RetrainingSchedule(Construct):
         free_id(scope, construct_id, "RetrainingSchedule")
         super().__init__(scope, construct_id)
         where = f"RetrainingSchedule {self.node.path}"
-        if not _TEAM.match(team):
-            raise ValueError(f"{where}: team must be 1-40 letters, digits, '-' or '_', "
-                             f"starting with a letter or digit, got {team!r}")
-        try:
-            validate_expression(expression)
-        except ValueError as error:
-            raise ValueError(f"{where}: {error}") from None
-        if (time_zone is not None and not Token.is_unresolved(time_zone.timezone_name)
-                and time_zone.timezone_name not in _time_zones()):
-            raise ValueError(f"{where}: time_zone must be an IANA time zone such as "
-                             f"'Europe/Berlin', got {time_zone.timezone_name!r}")
-        if start_date and end_date and end_date <= start_date:
-            raise ValueError(f"{where}: end_date ({end_date.isoformat()}) must be after "
-                             f"start_date ({start_date.isoformat()})")
-        if flexible_window is not None and not 1 <= flexible_window.to_minutes() <= 1440:
-            raise ValueError(f"{where}: flexible_window must be 1 to 1440 minutes, got "
-                             f"{flexible_window.to_minutes()} minutes")
-        if max_event_age is not None and not Token.is_unresolved(max_event_age.to_string()) \
-                and not 60 <= max_event_age.to_seconds() <= 86400:
-            # EventBridge Scheduler's RetryPolicy.MaximumEventAgeInSeconds.
-            raise ValueError(f"{where}: max_event_age must be 60 seconds to 24 hours, got "
-                             f"{max_event_age.to_seconds():g} seconds")
-        attempts = 3 if retry_attempts is None else retry_attempts
-        if not 0 <= attempts <= 185:
-            raise ValueError(f"{where}: retry_attempts must be 0-185, got {attempts}")
+        attempts = DEFAULT_RETRY_ATTEMPTS if retry_attempts is None else retry_attempts
+        check_schedule(where, team, expression, time_zone, start_date, end_date,
+                       flexible_window, max_event_age, attempts)
         overrides = _checked_parameters(where, pipeline, parameters or {})
-        if overrides and not isinstance(pipeline, PipelineBase):
-            Annotations.of(self).add_warning_v2(
-                "compiled-training:RetrainingSchedule:UncheckedParameters",
-                f"pipeline {pipeline.pipeline_name} was not built by this library, so its "
-                f"parameters are not known here: {', '.join(sorted(overrides))} are passed as "
-                "given; a name it does not declare or a value of the wrong type fails each "
-                "scheduled start (retried, then sent to the dead-letter queue)")
-        if end_date is not None and end_date.tzinfo is not None and end_date <= datetime.now(
-                timezone.utc):
-            # The synth clock decides only this warning, never the template.
-            Annotations.of(self).add_warning_v2(
-                "compiled-training:RetrainingSchedule:EndDatePassed",
-                f"end_date {end_date.isoformat()} has passed: the schedule would never start "
-                f"{pipeline.pipeline_name}; move end_date or remove the schedule")
+        self._warn(pipeline, overrides, end_date)
 
         self.pipeline = pipeline
         if isinstance(pipeline, PipelineBase):
@@ -179,7 +143,6 @@ class RetrainingSchedule(Construct):
         self.topic = topic or self._topic()
         self.dead_letter_queue = self._dead_letter_queue()
         group = _team_group(self, team)
-
         self.schedule = scheduler.Schedule(
             self,
             "Resource",
@@ -200,7 +163,7 @@ class RetrainingSchedule(Construct):
                 ] or None,
                 dead_letter_queue=self.dead_letter_queue,
                 retry_attempts=attempts,
-                max_event_age=max_event_age or Duration.hours(6),
+                max_event_age=max_event_age or Duration.hours(DEFAULT_MAX_EVENT_AGE_HOURS),
                 role=role,
             ),
         )
@@ -213,29 +176,39 @@ class RetrainingSchedule(Construct):
             self.node.add_validation(ImmutableRoleWarning(self, "role", role, listed.statements))
         # The group is referenced by its literal name, which makes no dependency by itself.
         self.schedule.node.add_dependency(group)
-        self.dead_letter_alarm = cloudwatch.Alarm(
-            self,
-            "DeadLetterAlarm",
-            alarm_description=f"Team {team}: a scheduled start of {pipeline.pipeline_name} "
-                              "was dropped into the dead-letter queue",
-            metric=self.dead_letter_queue.metric_approximate_number_of_messages_visible(
-                period=Duration.minutes(5), statistic="Maximum"),
-            threshold=1,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
-        self.failed_executions_alarm = cloudwatch.Alarm(
-            self,
-            "FailedExecutionsAlarm",
-            alarm_description=f"Team {team}: SageMaker pipeline {pipeline.pipeline_name} "
-                              "has failed executions",
-            metric=pipeline_metric(pipeline, "ExecutionFailed", period=Duration.minutes(5)),
-            threshold=1,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
+        self._report(notify_on_success)
+
+    def _warn(self, pipeline: sagemaker.IPipeline, overrides: Mapping[str, str],
+              end_date: datetime | None) -> None:
+        """Warnings about what synth cannot check: another pipeline's parameters, a past end."""
+        if overrides and not isinstance(pipeline, PipelineBase):
+            Annotations.of(self).add_warning_v2(
+                "compiled-training:RetrainingSchedule:UncheckedParameters",
+                f"pipeline {pipeline.pipeline_name} was not built by this library, so its "
+                f"parameters are not known here: {', '.join(sorted(overrides))} are passed as "
+                "given; a name it does not declare or a value of the wrong type fails each "
+                "scheduled start (retried, then sent to the dead-letter queue)")
+        if end_date is not None and end_date.tzinfo is not None and end_date <= datetime.now(
+                timezone.utc):
+            # The synth clock decides only this warning, never the template.
+            Annotations.of(self).add_warning_v2(
+                "compiled-training:RetrainingSchedule:EndDatePassed",
+                f"end_date {end_date.isoformat()} has passed: the schedule would never start "
+                f"{pipeline.pipeline_name}; move end_date or remove the schedule")
+
+    def _report(self, notify_on_success: bool | None) -> None:
+        """The alarms and rules that tell the team, and the topic's leave to tell it."""
+        team, pipeline = self.team, self.pipeline
+        self.dead_letter_alarm = _alarm(
+            self, "DeadLetterAlarm",
+            f"Team {team}: a scheduled start of {pipeline.pipeline_name} was dropped into the "
+            "dead-letter queue",
+            self.dead_letter_queue.metric_approximate_number_of_messages_visible(
+                period=Duration.minutes(5), statistic="Maximum"))
+        self.failed_executions_alarm = _alarm(
+            self, "FailedExecutionsAlarm",
+            f"Team {team}: SageMaker pipeline {pipeline.pipeline_name} has failed executions",
+            pipeline_metric(pipeline, "ExecutionFailed", period=Duration.minutes(5)))
         alarms = (self.dead_letter_alarm, self.failed_executions_alarm)
         for alarm in alarms:
             alarm.add_alarm_action(cloudwatch_actions.SnsAction(self.topic))
@@ -332,6 +305,16 @@ class RetrainingSchedule(Construct):
         return queue
 
 
+def _alarm(scope: Construct, construct_id: str, description: str,
+           metric: cloudwatch.IMetric) -> cloudwatch.Alarm:
+    """An alarm on the first datapoint at or over one; no data is no trouble."""
+    return cloudwatch.Alarm(
+        scope, construct_id, alarm_description=description, metric=metric, threshold=1,
+        evaluation_periods=1,
+        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING)
+
+
 def _checked_parameters(
     where: str, pipeline: sagemaker.IPipeline, overrides: Mapping[str, str | int | float | bool]
 ) -> dict[str, str]:
@@ -377,11 +360,6 @@ def _length_problem(name: str, text: str) -> str:
 def _text(value: str | int | float | bool) -> str:
     """A parameter value as EventBridge Scheduler passes it: text."""
     return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-@cache
-def _time_zones() -> frozenset[str]:
-    return frozenset(available_timezones())
 
 
 def _team_group(scope: Construct, team: str) -> scheduler.ScheduleGroup:
