@@ -95,15 +95,17 @@ def test_the_rule_pack_sees_each_compiler_a_step_of_another_template_carries():
 
     both = TrainingStep({"HyperParameters": {contract.HP_TRAINING_COMPILER_ENABLED: "true"},
                          "Environment": {contract.ENV_TORCH_COMPILE: "true"}}, {})
-    assert (both.training_compiler, both.torch_compile) == (True, True)
+    assert [m.name for m in both.compilers] == [CompilerKind.TRAINING_COMPILER,
+                                                CompilerKind.TORCH_COMPILE]
     assert both.compiler.name == CompilerKind.TRAINING_COMPILER  # the first, in registry order
     native = TrainingStep({"ResourceConfig": {"InstanceType": "ml.trn2.48xlarge"},
                            "AlgorithmSpecification": {"TrainingImage": "x/pytorch-training-"
                                                                         "neuronx:2.9.0"},
                            "Environment": {contract.ENV_TORCH_COMPILE: "true"}}, {})
-    assert (native.torch_compile, native.neuron_xla) == (True, True)
+    assert [m.name for m in native.compilers] == [CompilerKind.TORCH_COMPILE,
+                                                  CompilerKind.NEURON_XLA]
     eager = TrainingStep({"ResourceConfig": {"InstanceType": "ml.trn2.48xlarge"}}, {})
-    assert (eager.training_compiler, eager.torch_compile, eager.neuron_xla) == (False,) * 3
+    assert eager.compilers == [] and eager.compiler.name == CompilerKind.NONE
 
 
 def test_options_are_type_checked_as_the_factories_check_them():

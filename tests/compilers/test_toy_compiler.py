@@ -27,7 +27,7 @@ import json, sys
 import aws_cdk as cdk
 from compiled_training import Compiler, Framework, InputChannel, TrainingPipeline
 from compiled_training.compilers import compiler_names
-from compiled_training.nag.rule_pack import TrainingStep
+from compiled_training.nag.rule_pack import RULES, TrainingStep
 from tests.helpers import definitions
 
 app = cdk.App(outdir=sys.argv[1])
@@ -41,7 +41,10 @@ template = assembly.get_stack_by_name("Toy").template
 step = next(s for s in definitions(template)[0]["Steps"] if s["Type"] == "Training")
 print(json.dumps({"names": list(compiler_names()), "describe": compiler.describe(),
                   "environment": step["Arguments"]["Environment"],
-                  "rule_pack_sees": TrainingStep(step["Arguments"], {}).compiler.name}))
+                  "rule_pack_sees": TrainingStep(step["Arguments"], {}).compiler.name,
+                  "rules": [rule.id for rule in RULES],
+                  "verdicts": {rule.id: rule.check(TrainingStep(step["Arguments"], {}))
+                               for rule in RULES if rule.id in ("TOY1", "CT4", "CT15")}}))
 """
 
 
@@ -117,6 +120,15 @@ def test_a_registered_compiler_synthesizes_and_the_rule_pack_recognizes_it(tmp_p
     assert seen["environment"]["TOY_JIT_LEVEL"] == "2"
     assert not any(name.startswith("COMPILED_TRAINING_TORCH") for name in seen["environment"])
     assert seen["rule_pack_sees"] == "toy-jit"
+    # Its own rule joins the pack after the built-in ones, asked of its steps alone.
+    assert seen["rules"][-1] == "TOY1" and seen["rules"][0] == "CT1"
+    assert seen["verdicts"] == {"TOY1": True, "CT4": None, "CT15": None}
+
+
+def test_a_registered_compilers_own_rule_finds_its_step_non_compliant(tmp_path):
+    result = _synth(tmp_path / "cdk.out", "ml.g5.xlarge", 5)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1])["verdicts"]["TOY1"] is False
 
 
 def test_a_registered_compilers_own_check_refuses_a_job_at_synth(tmp_path):

@@ -302,3 +302,31 @@ def test_benchmark_verdict_gives_no_compiler_and_a_warning_pointing_to_the_ab_pi
                                 source_dir=source_dir, entry_point="train.py")
     assert not pipeline.compiler.is_enabled
     Annotations.from_stack(stack).has_warning("/Team/Sd", Match.string_like_regexp("CompilerBenchmark"))
+
+
+@pytest.mark.parametrize(("written", "compliant"), [
+    ("true", True), ('"true"', True), (True, True), ("false", False), (False, False)])
+def test_ct4_reads_the_launcher_switch_as_sagemaker_does(written, compliant):
+    """SageMaker's toolkit reads a hyperparameter JSON-decoded: a boolean or a quoted "true"
+    starts pytorchxla as the plain text does (before, only the plain text counted)."""
+    from compiled_training.nag.rule_pack import TrainingStep
+
+    (ct4,) = [rule for rule in RULES if rule.id == "CT4"]
+    arguments = {**COMPLIANT_STEP, "HyperParameters": {
+        **COMPLIANT_STEP["HyperParameters"],
+        "sagemaker_pytorch_xla_multi_worker_enabled": written}}
+    assert ct4.check(TrainingStep(arguments, {})) is compliant
+
+
+def test_each_compilers_rules_come_from_its_module():
+    """CT1-CT4, CT8 and CT9 are Training Compiler's, CT11-CT13 Neuron's, CT15 torch.compile's:
+    each is asked only of a step carrying that compiler (the twin: an eager step)."""
+    from compiled_training.compilers import compiler_module
+    from compiled_training.nag.rule_pack import TrainingStep
+
+    owners = {rule.id: name for name in ("training-compiler", "torch-compile", "neuron-xla")
+              for rule in compiler_module(name).step_rules}
+    assert sorted(owners, key=lambda i: int(i[2:])) == [
+        "CT1", "CT2", "CT3", "CT4", "CT8", "CT9", "CT11", "CT12", "CT13", "CT15"]
+    eager = TrainingStep(EAGER_STEP, {})
+    assert all(rule.check(eager) is None for rule in RULES if rule.id in owners)

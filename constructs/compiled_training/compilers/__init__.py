@@ -28,6 +28,8 @@ from compiled_training.compilers.base import (
     Job,
     Pick,
     Prior,
+    Step,
+    StepRule,
     TrainiumClaim,
     Workload,
     value_of,
@@ -40,8 +42,9 @@ from compiled_training_runtime import contract
 
 __all__ = ["BUILT_IN", "ENTRY_POINT_GROUP", "FIRST_COMPILE_MINUTES", "Choice", "CompileOverhead",
            "CompilerKind", "CompilerModule", "Finding", "Framework", "Job", "Pick", "Prior",
-           "TrainiumClaim", "Workload", "compiler_module", "compiler_names", "gpu_compilers",
-           "no_compiler", "recognize", "recognized", "trainium_compiler"]
+           "Step", "StepRule", "TrainiumClaim", "Workload", "all_compilers", "compiler_module",
+           "compiler_names", "gpu_compilers", "no_compiler", "recognize", "recognized",
+           "trainium_compiler"]
 
 BUILT_IN: tuple[CompilerModule, ...] = (TrainingCompiler(), TorchCompile(), NeuronXla(),
                                         NoCompiler())
@@ -69,6 +72,11 @@ def _registry() -> Mapping[str, CompilerModule]:
                              f"written like 'torch-compile' (taken: {', '.join(modules)})")
         modules[value_of(module.name)] = module
     return modules
+
+
+def all_compilers() -> tuple[CompilerModule, ...]:
+    """Every compiler, the built-in ones first."""
+    return tuple(_registry().values())
 
 
 def compiler_names() -> tuple[str, ...]:

@@ -5,7 +5,7 @@ this layer sits below the values that satisfy them."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
@@ -142,6 +142,50 @@ class Pick:
     reason: str
 
 
+class Step(Protocol):
+    """A training step of a pipeline definition, as a rule-pack rule reads it (the rule pack's
+    ``TrainingStep``): from a template the library may not have built."""
+
+    @property
+    def arguments(self) -> dict[str, Any]: ...
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """What the library's own pipelines record of the step; empty for another's."""
+    @property
+    def precompiled(self) -> bool:
+        """Whether it waits for a Neuron pre-compilation step."""
+    @property
+    def scheduled(self) -> bool: ...
+    @property
+    def hyperparameters(self) -> dict[str, Any]: ...
+    @property
+    def environment(self) -> dict[str, Any]: ...
+    @property
+    def image(self) -> str: ...
+    @property
+    def instance_type(self) -> str: ...
+    @property
+    def instance_count(self) -> int: ...
+    @property
+    def precompiles(self) -> bool:
+        """Whether it is itself a pre-compilation step."""
+    def flag(self, name: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class StepRule:
+    """A rule-pack rule a compiler brings, asked only of the steps that use it."""
+
+    id: str
+    """``CT<n>`` for the built-in compilers; a package's compiler its own prefix."""
+    level: str
+    """``error`` (fails the synth), ``warning`` or ``info``."""
+    info: str
+    explanation: str
+    check: Callable[[Step], bool | None]
+    """True when compliant, False when not, None when the rule does not apply."""
+
+
 FIRST_COMPILE_MINUTES = (2.0, 5.0)
 """A GPU compiler's first compile, a run (the use case's figure; docs/guides/decision.md)."""
 FP32_REASON = "fp32 only: most of a compiler's gain comes with fp16/bf16"
@@ -193,6 +237,8 @@ class CompilerModule:
     fp32_reason: str = FP32_REASON
     warning_ids: tuple[str, ...] = ()
     """The ids of the warnings its `checks` raise, which an app acknowledges."""
+    step_rules: tuple[StepRule, ...] = ()
+    """Its rules in the rule pack (`CompiledTrainingChecks`), for templates of any origin."""
 
     def options(self, **given: Any) -> dict[str, Any]:
         """The fields of a `Compiler` of this kind, from the options given (checked); a

@@ -4,7 +4,7 @@ each graph."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from compiled_training.catalog import neuron
@@ -18,6 +18,8 @@ from compiled_training.compilers.base import (
     Framework,
     Job,
     Pick,
+    Step,
+    StepRule,
     TrainiumClaim,
     Workload,
     option,
@@ -53,6 +55,65 @@ TRN1_CLAIM = TrainiumClaim(
     public_image=True, families=("trn1", "trn1n"), compared_with=("ml.p4d.24xlarge",))
 
 
+# --- its rule-pack rules: a step training on Trainium through the Neuron SDK ------------
+
+def _on_trainium(rule: Callable[[Step], bool | None]) -> Callable[[Step], bool | None]:
+    """Only where it trains on Trainium: elsewhere its switch compiles nothing."""
+    return lambda step: rule(step) if trainium(step.instance_type) else None
+
+
+def _compile_cache(step: Step) -> bool:
+    return bool(step.environment.get(contract.ENV_NEURON_COMPILE_CACHE_URL))
+
+
+def _multi_node_precompiled(step: Step) -> bool | None:
+    if step.precompiles or step.instance_count < 2:
+        return None
+    return step.precompiled
+
+
+def _batch_divides(step: Step) -> bool | None:
+    """NeuronX Distributed's convention: ``global_batch_size`` over the data-parallel
+    replicas (the NeuronCores over tensor x pipeline parallelism) times ``micro_batch_size``."""
+    cores = neuron.NEURON_CORES.get(step.instance_type)
+    hyperparameters = step.hyperparameters
+    try:
+        global_batch = int(hyperparameters["global_batch_size"])
+        micro = int(hyperparameters.get("micro_batch_size", 1))
+        model_parallel = (int(hyperparameters.get("tensor_parallel_size", 1))
+                          * int(hyperparameters.get("pipeline_parallel_size", 1)))
+    except (KeyError, TypeError, ValueError):
+        return None  # not given, or a pipeline parameter read at run time
+    if cores is None or micro < 1 or model_parallel < 1:
+        return None
+    replicas = max(1, cores * step.instance_count // model_parallel)
+    return global_batch % (replicas * micro) == 0
+
+
+STEP_RULES = (
+    StepRule("CT11", "warning",
+             "A Neuron PyTorch/XLA training step has no persistent compile cache.",
+             "neuronx-cc compiles every graph, often for tens of minutes; without "
+             "NEURON_COMPILE_CACHE_URL (an S3 prefix the role may read and write) every run "
+             "compiles again on the Trainium instances it pays for.",
+             _on_trainium(_compile_cache)),
+    StepRule("CT12", "warning",
+             "A multi-node Neuron PyTorch/XLA training step runs without a pre-compilation "
+             "step.",
+             "Each node compiles the graphs on its own, on the instances it pays for; a step "
+             "before it with RUN_NEURON_PARALLEL_COMPILE=1 (Compiler.neuron_xla(precompile="
+             "True)) compiles them in parallel into the shared cache first.",
+             _on_trainium(_multi_node_precompiled)),
+    StepRule("CT13", "warning",
+             "The global batch does not divide over the data-parallel replicas.",
+             "global_batch_size must be a multiple of micro_batch_size x the data-parallel "
+             "replicas: the NeuronCores (32 on trn1.32xlarge and trn1n.32xlarge, 64 on "
+             "trn2.48xlarge, 2 on trn1.2xlarge) x the instances, over tensor_parallel_size x "
+             "pipeline_parallel_size; otherwise the job fails or trains on another batch.",
+             _on_trainium(_batch_divides)),
+)
+
+
 class NeuronXla(CompilerModule):
     """The Neuron SDK's PyTorch/XLA path: its switches and flags, its S3 compile cache, its
     checks on Trainium, and what the advisor says of a job already on Trainium."""
@@ -71,6 +132,7 @@ class NeuronXla(CompilerModule):
     trainium_claims = (TRN1_CLAIM,)
     trains_on_trainium = True
     warning_ids = ("NeuronXlaInstanceToken",)
+    step_rules = STEP_RULES
 
     def choose_on_trainium(self, workload: Workload, family: str, image: str) -> Pick:
         native = neuron.native_families()

@@ -22,6 +22,8 @@ from compiled_training.compilers.base import (
     Job,
     Pick,
     Prior,
+    Step,
+    StepRule,
     TrainiumClaim,
     Workload,
     minor,
@@ -62,6 +64,23 @@ TRN2_CLAIM = TrainiumClaim(
     families=("trn2",), compared_with=("ml.p5e.48xlarge", "ml.p5en.48xlarge"))
 
 
+def _warm_start(step: Step) -> bool | None:
+    """A scheduled step of the library's own keeps its compile cache (the runtime's warm start
+    reads the URL; a script of another's may not, so only its own); not on Trainium."""
+    if not (step.scheduled and step.metadata) or trainium(step.instance_type):
+        return None
+    return bool(step.environment.get(contract.ENV_COMPILE_CACHE_URL))
+
+
+STEP_RULES = (
+    StepRule("CT15", "warning", "A scheduled torch.compile step compiles from nothing every run.",
+             "Without its compile cache (compile_cache off, network_isolation, or PyTorch "
+             "before 2.4) each scheduled run pays Dynamo, AOTAutograd and Inductor again on the "
+             "instances it bills; with it, a run restores what the last one compiled "
+             "(docs/guides/warm-starts.md).", _warm_start),
+)
+
+
 class TorchCompile(CompilerModule):
     """torch.compile: its switches, Inductor's warm start on GPUs, TorchNeuron's backend and
     rules on Trainium, and its advice."""
@@ -77,6 +96,7 @@ class TorchCompile(CompilerModule):
         "a PyTorch maintainer's 30-40 s warm recompile (gpt-fast issue 43, 2023-12)")
     trainium_claims = (TRN2_CLAIM,)
     preference = 20
+    step_rules = STEP_RULES
     fp32_reason = ("fp32 only: torch.compile works without mixed precision but gains less "
                    "(PyTorch 2.0: 21 % in fp32, 51 % in AMP on average)")
 

@@ -29,6 +29,8 @@ from compiled_training.compilers.base import (
     Job,
     Pick,
     Prior,
+    Step,
+    StepRule,
     Workload,
     minor,
     option,
@@ -97,6 +99,66 @@ def pytorchxla_supported(framework: Framework) -> bool:
     return minor(framework.pytorch_version or "0") >= pytorchxla_from(framework)
 
 
+# --- its rule-pack rules: what a template of any origin must hold for it -----------------
+
+def _gpu_instance(step: Step) -> bool:
+    return is_gpu(step.instance_type)
+
+
+def _no_smdistributed(step: Step) -> bool:
+    return not (step.flag("sagemaker_distributed_dataparallel_enabled")
+                or "sagemaker_mpi_enabled" in step.hyperparameters)
+
+
+def _no_debugger_or_profiler(step: Step) -> bool:
+    profiler_off = step.arguments.get("ProfilerConfig", {}).get("DisableProfiler") is True
+    return "DebugHookConfig" not in step.arguments and profiler_off
+
+
+def _pytorchxla_on_many_gpus(step: Step) -> bool:
+    multi_gpu = step.instance_count > 1 or gpus_per_instance(step.instance_type) > 1
+    return not multi_gpu or step.flag(contract.HP_PYTORCH_XLA_MULTI_WORKER)
+
+
+def _supported_version(step: Step) -> bool | None:
+    if "frameworkVersion" not in step.metadata:
+        return None
+    name, version = step.metadata.get("frameworkName"), step.metadata["frameworkVersion"]
+    wanted = (f"PyTorch {version}" if name == "pytorch" else
+              f"Hugging Face Transformers {version} with PyTorch "
+              f"{step.metadata.get('pytorchVersion')}")
+    return wanted in training_compiler_releases()
+
+
+STEP_RULES = (
+    StepRule("CT1", "error", "The training step enables a compiler on a CPU instance.",
+             "Training Compiler compiles for GPUs (p3, p3dn, g4dn, p4d, g5); on a CPU instance "
+             "the job fails or only pays the compile cost.", _gpu_instance),
+    StepRule("CT2", "error", "The training step combines Training Compiler with smdistributed.",
+             "SageMaker's data and model parallel libraries are not compatible with Training "
+             "Compiler; use the pytorchxla distribution.", _no_smdistributed),
+    StepRule("CT3", "warning",
+             "The training step runs Debugger or Profiler under Training Compiler.",
+             "Debugger hooks and the profiler add recompilation overhead and degrade "
+             "performance; omit DebugHookConfig and set ProfilerConfig.DisableProfiler for "
+             "production runs.", _no_debugger_or_profiler),
+    StepRule("CT4", "error",
+             "The training step spans more than one GPU with Training Compiler but without the "
+             "pytorchxla launcher.",
+             "With PyTorch 1.12 and later, Training Compiler distributes only through pytorchxla "
+             "(sagemaker_pytorch_xla_multi_worker_enabled); otherwise all but one GPU sit idle.",
+             _pytorchxla_on_many_gpus),
+    StepRule("CT8", "error",
+             "Training Compiler is enabled for a framework version it never supported.",
+             "Training Compiler DLCs exist only for its published releases; use torch.compile "
+             "on PyTorch 2.x.", _supported_version),
+    StepRule("CT9", "info", "Training Compiler is frozen: AWS publishes no new releases.",
+             "The last releases are PyTorch 1.12.0 and 1.13.1 and Hugging Face PyTorch "
+             "1.9-1.11; plan the move to torch.compile on a current PyTorch DLC.",
+             lambda step: False),
+)
+
+
 class TrainingCompiler(CompilerModule):
     """SageMaker Training Compiler: its hyperparameters, its pytorchxla launcher, its images
     and the SDK's rules for them."""
@@ -116,6 +178,7 @@ class TrainingCompiler(CompilerModule):
     sets_own_launcher = True
     batch_growth = BATCH_GROWTH
     warning_ids = ("DebuggerProfiler", "NonEfa")
+    step_rules = STEP_RULES
 
     def choose_on_gpu(self, workload: Workload, category: str) -> Pick:
         version, family = workload.framework_version, instance_family(workload.instance_type)

@@ -15,12 +15,21 @@ from compiled_training.compilers import (
     Job,
     Pick,
     Prior,
+    Step,
+    StepRule,
     Workload,
 )
 
 SWITCH = "TOY_JIT_LEVEL"
 FAMILY = "toy-net"
 """The one model family the toy speaks for."""
+
+
+MAX_LEVEL = 3
+
+
+def _level_known(step: Step) -> bool:
+    return int(step.environment.get(SWITCH, 0)) <= MAX_LEVEL
 
 
 class ToyJit(CompilerModule):
@@ -30,6 +39,8 @@ class ToyJit(CompilerModule):
     priors = {"other": Prior((1.6, 1.9), "the toy's own bench", True)}
     compile_overhead = CompileOverhead((0.5, 1.0), None, "the toy's own bench")
     preference = 5  # asked before the built-in compilers, about its one family
+    step_rules = (StepRule("TOY1", "warning", f"Toy JIT runs above level {MAX_LEVEL}.",
+                           "Levels above 3 are the toy's experiments.", _level_known),)
 
     def choose_on_gpu(self, workload: Workload, category: str) -> Pick | None:
         if workload.model_family != FAMILY:
