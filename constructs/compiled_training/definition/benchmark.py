@@ -13,7 +13,8 @@ comparison was given, so the pipeline's outcome and the recorded verdict cannot 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +25,13 @@ from compiled_training.definition.training import (
     retry_policies,
     training_steps,
 )
-from compiled_training.values.job import Parameter, TrainingJob, unique_parameters
+from compiled_training.values.job import (
+    BenchmarkArm,
+    HyperparameterValue,
+    Parameter,
+    TrainingJob,
+    unique_parameters,
+)
 from compiled_training_runtime import contract
 
 COMPARE_STEP = "Compare"
@@ -248,3 +255,43 @@ def _text(value: Any) -> dict[str, Any]:
     """A pipeline value as the string a container argument must be."""
     return {"Std:Join": {"On": "", "Values": [value]}}
 
+
+_ARM_NAME = re.compile(r"(?=.{1,41}$)[a-z][a-z0-9]*(-[a-z][a-z0-9]*)*")
+
+
+def arm_name_problems(arms: Sequence[BenchmarkArm]) -> list[str]:
+    """Each arm's name well formed, and its step's name not another arm's."""
+    problems = []
+    taken = [contract.ARM_BASELINE, contract.ARM_COMPILER, contract.ARM_COMPILER_LARGE_BATCH]
+    steps = {arm_step_name(name): name for name in taken}
+    for arm in arms:
+        step = arm_step_name(arm.name)
+        if not _ARM_NAME.fullmatch(arm.name):
+            problems.append(f"arms: name must be 1 to 41 characters, words of lower-case letters "
+                            f"and digits joined by single hyphens, starting with a letter, got "
+                            f"{arm.name!r}")
+        elif step in steps:
+            problems.append(f"arms: name {arm.name!r} is taken (its step {step} is arm "
+                            f"{steps[step]!r}'s; taken: {', '.join(taken)})")
+        taken.append(arm.name)
+        steps.setdefault(step, arm.name)
+    return problems
+
+
+def large_batch_problems(large_batch_size: int | None,
+                          hyperparameters: Mapping[str, HyperparameterValue]) -> list[str]:
+    """The large-batch arm scales the learning rate from an integer batch_size it exceeds."""
+    if large_batch_size is None:
+        return []
+    problems = []
+    base = hyperparameters.get(contract.HP_BATCH_SIZE)
+    if not isinstance(base, int) or isinstance(base, bool):
+        problems.append(f"large_batch_size needs an integer hyperparameters['batch_size'] to "
+                        f"scale the learning rate from, got {base!r}")
+    elif not isinstance(large_batch_size, int) or large_batch_size <= base:
+        problems.append(f"large_batch_size must be an integer above batch_size {base}, got "
+                        f"{large_batch_size!r}")
+    if contract.HP_BASE_BATCH_SIZE in hyperparameters:
+        problems.append("hyperparameters['base_batch_size'] is set by the large-batch arm; "
+                        "leave it out")
+    return problems

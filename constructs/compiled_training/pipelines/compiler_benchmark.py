@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -28,9 +27,11 @@ from compiled_training.catalog.prices import PRICES_SOURCE, price_per_hour
 from compiled_training.definition import launchers, validation
 from compiled_training.definition.benchmark import (
     ComparisonJob,
+    arm_name_problems,
     arm_step_name,
     benchmark_parameters,
     build_benchmark_definition,
+    large_batch_problems,
 )
 from compiled_training.definition.training import execution_scoped
 from compiled_training.image.runtime_wheel import PACKAGE_DIR as RUNTIME_PACKAGE_DIR
@@ -71,7 +72,6 @@ QUALITY_TOLERANCE_LIMITS = (0.0, 100.0)
 UNDECIDED = {"verdict": "undecided", "reason": "no benchmark execution has finished yet"}
 # An arm's name: words of lower-case letters and digits joined by single hyphens (its step,
 # Train<Words>, is then its own), at most 41 characters (the step within the API's 64).
-_ARM_NAME = re.compile(r"(?=.{1,41}$)[a-z][a-z0-9]*(-[a-z][a-z0-9]*)*")
 
 
 @jsii.implements(sagemaker.IPipeline)
@@ -356,24 +356,12 @@ class CompilerBenchmark(PipelineBase):
         return "".join(f", {name} ({job.compiler.describe()} on {job.instance_count} x "
                        f"{job.instance_type})" for name, job in others)
 
-    def _validate(self, compiler: Compiler, channels: Sequence[InputChannel],  # noqa: C901 - one check per prop, to become rules
+    def _validate(self, compiler: Compiler, channels: Sequence[InputChannel],
                   hyperparameters: Mapping[str, HyperparameterValue],
                   large_batch_size: int | None, speedup_threshold: float | None,
                   quality_tolerance: float | None, extra_arms: Sequence[BenchmarkArm]) -> None:
-        problems = []
-        taken = [contract.ARM_BASELINE, contract.ARM_COMPILER, contract.ARM_COMPILER_LARGE_BATCH]
-        steps = {arm_step_name(name): name for name in taken}
-        for arm in extra_arms:
-            step = arm_step_name(arm.name)
-            if not _ARM_NAME.fullmatch(arm.name):
-                problems.append(f"arms: name must be 1 to 41 characters, words of lower-case "
-                                f"letters and digits joined by single hyphens, starting with a "
-                                f"letter, got {arm.name!r}")
-            elif step in steps:
-                problems.append(f"arms: name {arm.name!r} is taken (its step {step} is arm "
-                                f"{steps[step]!r}'s; taken: {', '.join(taken)})")
-            taken.append(arm.name)
-            steps.setdefault(step, arm.name)
+        problems = [*arm_name_problems(extra_arms),
+                    *large_batch_problems(large_batch_size, hyperparameters)]
         if not compiler.is_enabled:
             problems.append("compiler must be Compiler.training_compiler() or "
                             "Compiler.torch_compile(): the benchmark compares it with no "
@@ -399,17 +387,6 @@ class CompilerBenchmark(PipelineBase):
                 ("quality_tolerance", quality_tolerance, QUALITY_TOLERANCE_LIMITS)):
             if value is not None and not low <= value <= high:
                 problems.append(f"{field} must be between {low:g} and {high:g}, got {value!r}")
-        if large_batch_size is not None:
-            base = hyperparameters.get(contract.HP_BATCH_SIZE)
-            if not isinstance(base, int) or isinstance(base, bool):
-                problems.append(f"large_batch_size needs an integer hyperparameters"
-                                f"['batch_size'] to scale the learning rate from, got {base!r}")
-            elif not isinstance(large_batch_size, int) or large_batch_size <= base:
-                problems.append(f"large_batch_size must be an integer above batch_size {base}, "
-                                f"got {large_batch_size!r}")
-            if contract.HP_BASE_BATCH_SIZE in hyperparameters:
-                problems.append("hyperparameters['base_batch_size'] is set by the large-batch "
-                                "arm; leave it out")
         findings = [validation.Finding("Benchmark", p) for p in problems]
         validation.Findings(findings, []).raise_errors(self._subject)
 
