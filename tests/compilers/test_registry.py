@@ -147,3 +147,23 @@ def test_the_local_runner_needs_torch_xla_for_a_neuron_step_of_another_template(
     assert compiles_through_xla({"HyperParameters": {contract.HP_PYTORCH_XLA_MULTI_WORKER:
                                                      "true"}})
     assert not compiles_through_xla({"Environment": {contract.ENV_TORCH_COMPILE: "true"}})
+
+
+class _Levelled(CompilerModule):
+    name = "levelled-jit"
+    settings = ("level", "fast")
+
+
+def test_a_registered_compilers_options_are_kept_as_given_and_read_back():
+    fields = _Levelled().options(level=3, fast=True)
+    choice = Compiler(**fields)
+    assert choice.options == (("fast", True), ("level", 3))
+    assert (choice.option("level"), choice.option("warmup", 0)) == (3, 0)
+    with pytest.raises(TypeError, match=r"^compiler option level must be a str, int, float or "
+                                        r"bool, got \[3\]$"):
+        _Levelled().options(level=[3])
+    with pytest.raises(TypeError, match="takes the options level, fast, got depth"):
+        _Levelled().options(depth=2)
+    # The built-in compilers keep theirs in fields: Compiler.options stays empty.
+    assert Compiler.named("torch-compile", mode="max-autotune").options == ()
+    assert Compiler.torch_compile() == Compiler.named("torch-compile")

@@ -44,6 +44,8 @@ class Choice(Protocol):
     def model_type(self) -> str | None: ...
     @property
     def precompile_steps(self) -> int | None: ...
+    def option(self, name: str, default: Any = None) -> Any:
+        """A registered compiler's option, as `Compiler.named` was given it."""
 
 
 class Framework(FrameworkRelease, Protocol):
@@ -186,6 +188,8 @@ class StepRule:
     """True when compliant, False when not, None when the rule does not apply."""
 
 
+SETTING_TYPES = (str, int, float, bool)
+"""What a registered compiler's option may be: what a job's environment can carry as text."""
 FIRST_COMPILE_MINUTES = (2.0, 5.0)
 """A GPU compiler's first compile, a run (the use case's figure; docs/guides/decision.md)."""
 FP32_REASON = "fp32 only: most of a compiler's gain comes with fp16/bf16"
@@ -220,6 +224,9 @@ class CompilerModule:
     """The distributions whose rules its own `checks` hold (the generic ones are skipped)."""
     settings: tuple[str, ...] = ()
     """The options `options` takes (``Compiler.named(name, **options)``)."""
+    options_as_fields: bool = False
+    """Whether its options are `Compiler` fields of their own (the built-in compilers'), not
+    `Compiler.options`."""
     priors: Mapping[str, Prior] = MappingProxyType({})
     """The advisor's expected speedup by model category (``other`` for the rest)."""
     compile_overhead: CompileOverhead | None = None
@@ -241,8 +248,18 @@ class CompilerModule:
     """Its rules in the rule pack (`CompiledTrainingChecks`), for templates of any origin."""
 
     def options(self, **given: Any) -> dict[str, Any]:
-        """The fields of a `Compiler` of this kind, from the options given (checked); a
-        subclass reads its `settings` and passes on the rest."""
+        """The fields of a `Compiler` of this kind, from the options given (checked): its
+        `settings`, kept as given in `Compiler.options`, which `Choice.option` reads back. A
+        built-in compiler keeps its options in fields of their own (`fields`)."""
+        for name, value in given.items():
+            if not isinstance(value, SETTING_TYPES):
+                raise TypeError(f"compiler option {name} must be a str, int, float or bool, "
+                                f"got {value!r}")
+        own = () if self.options_as_fields else tuple(sorted(given.items()))
+        return {**self.fields(**given), "options": own}
+
+    def fields(self, **given: Any) -> dict[str, Any]:
+        """The kind, once every option given is one of its `settings`."""
         unknown = sorted(set(given) - set(self.settings))
         if unknown:
             raise TypeError(f"compiler {value_of(self.name)!r} takes the options "

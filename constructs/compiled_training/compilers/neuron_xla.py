@@ -125,6 +125,7 @@ class NeuronXla(CompilerModule):
     dockerfile = "neuron-xla"
     default_instance_type = TRAINIUM_EXAMPLE
     settings = ("model_type", "precompile", "precompile_steps")
+    options_as_fields = True
     compile_overhead = CompileOverhead(
         NEURON_FIRST_COMPILE_MINUTES, NEURON_WARM_COMPILE_MINUTES,
         "AWS's BERT-Large tutorial on trn1: ~13 min with neuron_parallel_compile, ~40 without; "
@@ -148,8 +149,8 @@ class NeuronXla(CompilerModule):
                           f"{family}: {image} (the native TorchNeuron backend runs on "
                           f"{', '.join(native)} only)")
 
-    def options(self, **given: Any) -> dict[str, Any]:
-        fields = super().options(**given)
+    def fields(self, **given: Any) -> dict[str, Any]:
+        fields = super().fields(**given)
         model_type = option(given, "model_type", "transformer", str)
         precompile = option(given, "precompile", False, bool)
         steps = option(given, "precompile_steps", 10, int)

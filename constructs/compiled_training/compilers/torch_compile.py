@@ -89,6 +89,7 @@ class TorchCompile(CompilerModule):
     title = "torch.compile"
     inductor = True
     settings = ("mode",)
+    options_as_fields = True
     priors = PRIORS
     compile_overhead = CompileOverhead(
         FIRST_COMPILE_MINUTES, (0.5, round(FIRST_COMPILE_MINUTES[1] * WARM_RATIO, 1)),
@@ -120,8 +121,8 @@ class TorchCompile(CompilerModule):
         return ["enable Compiler.torch_compile() and keep the batch size (no published memory "
                 "saving to grow it on)"]
 
-    def options(self, **given: Any) -> dict[str, Any]:
-        fields = super().options(**given)
+    def fields(self, **given: Any) -> dict[str, Any]:
+        fields = super().fields(**given)
         mode = option(given, "mode", "default", str)
         if mode not in contract.TORCH_COMPILE_MODES:
             raise ValueError(contract.not_one_of("Compiler.torch_compile mode", mode,

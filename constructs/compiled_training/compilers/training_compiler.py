@@ -170,6 +170,7 @@ class TrainingCompiler(CompilerModule):
     dockerfile = "training-compiler"
     distributions_checked = frozenset({PYTORCHXLA, SMDISTRIBUTED})
     settings = ("debug",)
+    options_as_fields = True
     priors = PRIORS
     compile_overhead = CompileOverhead(
         FIRST_COMPILE_MINUTES, None,
@@ -211,8 +212,8 @@ class TrainingCompiler(CompilerModule):
                 f"{move.speedup[0]:g}-{move.speedup[1]:g}x for {category} in PyTorch 2.0's "
                 "figures) on current DLCs"]
 
-    def options(self, **given: Any) -> dict[str, Any]:
-        return {**super().options(**given), "debug": option(given, "debug", False, bool)}
+    def fields(self, **given: Any) -> dict[str, Any]:
+        return {**super().fields(**given), "debug": option(given, "debug", False, bool)}
 
     def hyperparameters(self, choice: Choice) -> dict[str, bool | str]:
         return {contract.HP_TRAINING_COMPILER_ENABLED: True,

@@ -32,6 +32,13 @@ class Compiler:
     precompile_steps: int | None = None
     """`neuron_xla`: the steps of the pre-compilation step that runs before training; None:
     no such step."""
+    options: tuple[tuple[str, str | int | float | bool], ...] = ()
+    """A registered compiler's own options, as `Compiler.named` was given them (sorted by
+    name); the built-in compilers keep theirs in the fields above."""
+
+    def option(self, name: str, default: Any = None) -> Any:
+        """A registered compiler's option by name (`options`); ``default`` where not given."""
+        return dict(self.options).get(name, default)
 
     @staticmethod
     def training_compiler(*, debug: bool = False) -> Compiler:

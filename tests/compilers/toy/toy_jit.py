@@ -47,15 +47,11 @@ class ToyJit(CompilerModule):
             return None  # no opinion: the built-in compilers decide
         return Pick(True, f"Toy JIT: built for {FAMILY}")
 
-    def options(self, **given: Any) -> dict[str, Any]:
-        # Compiler has no field of the toy's own; its level rides in `mode`.
-        return {**super().options(**given), "mode": str(given.get("level", 1))}
-
     def switches(self, choice: Choice) -> dict[str, str]:
-        return {SWITCH: str(choice.mode)}
+        return {SWITCH: str(choice.option("level", 1))}
 
     def describe(self, choice: Choice) -> str:
-        return f"Toy JIT (level {choice.mode})"
+        return f"Toy JIT (level {choice.option('level', 1)})"
 
     def checks(self, job: Job) -> tuple[list[Finding], list[Finding]]:
         if is_gpu(job.instance_type):
