@@ -169,8 +169,8 @@ def test_hugging_face_versions_are_tagged_as_spelled_like_the_sdk_does(transform
 
 def test_fails_on_hugging_face_versions_mixing_short_and_full():
     with pytest.raises(ValueError, match=r"transformers_version and pytorch_version must be "
-                                         r"both short .* or both full .*, as image tags are, "
-                                         r"got '4.11.0' and '1.9'$"):
+                                         r"both short .* or both full .*: no image is tagged "
+                                         r"with a mix, got '4.11.0' and '1.9'$"):
         Framework.huggingface("4.11.0", pytorch_version="1.9")
 
 

@@ -167,3 +167,23 @@ def test_a_registered_compilers_options_are_kept_as_given_and_read_back():
     # The built-in compilers keep theirs in fields: Compiler.options stays empty.
     assert Compiler.named("torch-compile", mode="max-autotune").options == ()
     assert Compiler.torch_compile() == Compiler.named("torch-compile")
+
+
+def test_a_step_rule_of_an_unknown_level_or_a_taken_id_is_refused(monkeypatch):
+    from compiled_training.compilers import StepRule
+    from compiled_training.nag import rule_pack
+
+    with pytest.raises(ValueError, match=r"^StepRule TOY1: level must be one of error, warning, "
+                                         r"info, got 'warn'$"):
+        StepRule("TOY1", "warn", "what", "why", lambda step: True)
+
+    class _Clashing(CompilerModule):
+        name = "clashing-jit"
+        step_rules = (StepRule("CT4", "warning", "what", "why", lambda step: True),)
+
+    monkeypatch.setattr(rule_pack, "all_compilers", lambda: (*BUILT_IN, _Clashing()))
+    with pytest.raises(ValueError, match=r"^compiler 'clashing-jit': rule id CT4 is taken by "
+                                         r"compiler 'training-compiler'; give its StepRule"):
+        rule_pack._rules()
+    monkeypatch.setattr(rule_pack, "all_compilers", lambda: BUILT_IN)
+    assert [rule.id for rule in rule_pack._rules()] == [f"CT{i}" for i in range(1, 16)]

@@ -211,7 +211,7 @@ def test_a_plain_entry_of_the_right_types_passes():
     ({"name": "bert", "gpus": 8}, r"^team: gpus is not a known key; allowed: name, count, "),
     ({"count": 1}, r"^team: name is required$"),
     ({"tags": {}}, r"^team: name, count are required$"),
-    ("bert", r"^team: the entry must be an object, got str 'bert'$"),
+    ("bert", r"^team: the entry must be a mapping of keys to values, got str 'bert'$"),
     ({"name": 1, "gpus": 8}, r"^team has 2 problems:\n  - name must be a str, got int 1\n  - gpus "),
 ])
 def test_a_plain_entry_fails_naming_each_key_and_what_it_must_be(entry, message):

@@ -1,5 +1,5 @@
-"""What the advisor answers for a workload (`Assessment`: the verdict, a reason per factor, the
-options costed and the decision), and the factors judged alike on every accelerator."""
+"""What the advisor answers for a workload (`Assessment`: the verdict, a reason per `Factor`, the
+options costed and the decision)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ SHAPE_FIXES = {
     "vision": "resize or crop images to fixed sizes",
     "diffusion": "resize or crop images to a few fixed resolutions",
 }
-ANY_SHAPE_FIX = "pad or bucket inputs into a few fixed shapes (sequence lengths, image sizes)"
+ANY_SHAPE_FIX = "pad or bucket inputs into a few fixed shapes: sequence lengths, image sizes"
 BOUND_ELSEWHERE = ("data-loading", "communication")
 """Bottlenecks a faster graph does not shorten."""
 

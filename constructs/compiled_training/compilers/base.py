@@ -174,6 +174,9 @@ class Step(Protocol):
     def flag(self, name: str) -> bool: ...
 
 
+STEP_RULE_LEVELS = ("error", "warning", "info")
+
+
 @dataclass(frozen=True)
 class StepRule:
     """A rule-pack rule a compiler brings, asked only of the steps that use it."""
@@ -186,6 +189,11 @@ class StepRule:
     explanation: str
     check: Callable[[Step], bool | None]
     """True when compliant, False when not, None when the rule does not apply."""
+
+    def __post_init__(self) -> None:
+        if self.level not in STEP_RULE_LEVELS:
+            raise ValueError(f"StepRule {self.id}: level must be one of "
+                             f"{', '.join(STEP_RULE_LEVELS)}, got {self.level!r}")
 
 
 SETTING_TYPES = (str, int, float, bool)
@@ -251,12 +259,14 @@ class CompilerModule:
         """The fields of a `Compiler` of this kind, from the options given (checked): its
         `settings`, kept as given in `Compiler.options`, which `Choice.option` reads back. A
         built-in compiler keeps its options in fields of their own (`fields`)."""
+        fields = self.fields(**given)
+        if self.options_as_fields:
+            return {**fields, "options": ()}
         for name, value in given.items():
             if not isinstance(value, SETTING_TYPES):
                 raise TypeError(f"compiler option {name} must be a str, int, float or bool, "
                                 f"got {value!r}")
-        own = () if self.options_as_fields else tuple(sorted(given.items()))
-        return {**self.fields(**given), "options": own}
+        return {**fields, "options": tuple(sorted(given.items()))}
 
     def fields(self, **given: Any) -> dict[str, Any]:
         """The kind, once every option given is one of its `settings`."""

@@ -256,6 +256,8 @@ def _text(value: Any) -> dict[str, Any]:
     return {"Std:Join": {"On": "", "Values": [value]}}
 
 
+# An arm's name: words of lower-case letters and digits joined by single hyphens (its step,
+# Train<Words>, is then its own), at most 41 characters (the step within the API's 64).
 _ARM_NAME = re.compile(r"(?=.{1,41}$)[a-z][a-z0-9]*(-[a-z][a-z0-9]*)*")
 
 

@@ -34,6 +34,7 @@ from compiled_training.compilers import (
     all_compilers,
     no_compiler,
     recognized,
+    value_of,
 )
 from compiled_training.pipelines.base import SCHEDULES_METADATA
 from compiled_training.wiring.acknowledgements import flatten
@@ -202,9 +203,22 @@ def _order(rule: Rule) -> tuple[bool, str, int]:
     return prefix != "CT", prefix, int(rule.id[len(prefix):] or 0)
 
 
-RULES: tuple[Rule, ...] = tuple(sorted(
-    [*_GENERAL, *(_compilers_rule(module, rule) for module in all_compilers()
-                  for rule in module.step_rules)], key=_order))
+def _rules() -> tuple[Rule, ...]:
+    """The general rules and every registered compiler's (`step_rules`), each id once."""
+    owners = {rule.id: "the rule pack" for rule in _GENERAL}
+    rules = list(_GENERAL)
+    for module in all_compilers():
+        for rule in module.step_rules:
+            owner = f"compiler {value_of(module.name)!r}"
+            if rule.id in owners:
+                raise ValueError(f"{owner}: rule id {rule.id} is taken by {owners[rule.id]}; "
+                                 f"give its StepRule an id of its own")
+            owners[rule.id] = owner
+            rules.append(_compilers_rule(module, rule))
+    return tuple(sorted(rules, key=_order))
+
+
+RULES = _rules()
 """The pack's rules: the general ones and every registered compiler's (`step_rules`)."""
 
 @jsii.implements(IApplyRule)

@@ -42,7 +42,7 @@ from compiled_training.pipelines.options import (
     DEFAULT_VOLUME_SIZE_GIB,
     TrainingJobOptions,
 )
-from compiled_training.pipelines.output_bucket import TrainingOutputBucket
+from compiled_training.pipelines.output_bucket import TrainingOutputBucket, expire_compile_cache
 from compiled_training.pipelines.reach import TEAM_ROLES, Reach, give_once
 from compiled_training.values.compiler import Compiler
 from compiled_training.values.framework import Framework
@@ -341,8 +341,7 @@ class PipelineBase(NamedPipeline):
         # The compile caches are under this prefix too: Neuron needs it "readable and
         # writeable" (its caching guide), the warm start gets and puts one archive.
         if self._own_bucket and any(compile_cache.cache_uri(job) for job in jobs):
-            # A given bucket's owner sets its own lifecycle (README).
-            TrainingOutputBucket.expire_compile_cache(self.bucket, self.pipeline_name)
+            expire_compile_cache(self.bucket, self.pipeline_name)
         policy.allow_prefix(bucket_name(self.bucket), self._reach.output_prefix,
                             ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
                             why="The job writes model, output and checkpoints (and reads "

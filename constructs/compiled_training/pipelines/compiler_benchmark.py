@@ -70,8 +70,6 @@ VERDICT_FIELDS = {SPEEDUP_THRESHOLD_PARAMETER: "speedup_threshold",
 SPEEDUP_THRESHOLD_LIMITS = (0.0, 10.0)
 QUALITY_TOLERANCE_LIMITS = (0.0, 100.0)
 UNDECIDED = {"verdict": "undecided", "reason": "no benchmark execution has finished yet"}
-# An arm's name: words of lower-case letters and digits joined by single hyphens (its step,
-# Train<Words>, is then its own), at most 41 characters (the step within the API's 64).
 
 
 @jsii.implements(sagemaker.IPipeline)

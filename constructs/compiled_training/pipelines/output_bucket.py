@@ -89,11 +89,14 @@ class TrainingOutputBucket(Construct):
         return child(stack, construct_id, TrainingOutputBucket, lambda unique_id: (
             TrainingOutputBucket(stack, unique_id, kms_key=kms_key))).bucket
 
-    @staticmethod
-    def expire_compile_cache(bucket: s3.IBucket, pipeline_name: str) -> None:
-        """Expires a pipeline's torch.compile cache once no run has saved it for a while."""
-        assert isinstance(bucket, s3.Bucket), "only the stack's own bucket takes a rule here"
-        folder = f"{pipeline_name}/{compile_cache.COMPILE_CACHE}"  # each run rewrites it
-        bucket.add_lifecycle_rule(id=folder.replace("/", "-"), prefix=f"{folder}/",
-                                  expiration=Duration.days(compile_cache.EXPIRY_DAYS),
-                                  noncurrent_version_expiration=Duration.days(1))
+
+def expire_compile_cache(bucket: s3.IBucket, pipeline_name: str) -> None:
+    """Expires a pipeline's torch.compile cache in the stack's own bucket once no run has saved
+    it for a while (a given bucket's owner sets its own lifecycle)."""
+    if not isinstance(bucket, s3.Bucket):
+        raise TypeError(f"only the stack's own TrainingOutputBucket takes a lifecycle rule, got "
+                        f"{type(bucket).__name__}")
+    folder = f"{pipeline_name}/{compile_cache.COMPILE_CACHE}"  # each run rewrites it
+    bucket.add_lifecycle_rule(id=folder.replace("/", "-"), prefix=f"{folder}/",
+                              expiration=Duration.days(compile_cache.EXPIRY_DAYS),
+                              noncurrent_version_expiration=Duration.days(1))

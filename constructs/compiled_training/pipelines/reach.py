@@ -26,8 +26,8 @@ from compiled_training.wiring.stack_reads import format_arn, once
 from constructs import IConstruct
 
 TEAM_ROLES = ("role", "pipeline_role")
-_JOB_VERBS = {"training-job": "TrainingJob", "processing-job": "ProcessingJob"}
 """The roles a team scope is for: the pair a platform team hands a team."""
+_JOB_VERBS = {"training-job": "TrainingJob", "processing-job": "ProcessingJob"}
 
 
 class Reach:

@@ -331,7 +331,7 @@ def bind_registration(scope: Construct, where: str, options: ModelRegistration,
             raise ValueError(
                 f"{where}: registration: benchmark must be a CompilerBenchmark of this "
                 f"pipeline's framework ({job.framework.describe()}) on a pipeline that reports "
-                f"a metric (a gate metric or a validation channel), got {given}"
+                f"a metric for ModelMetrics to record the verdict with, got {given}"
                 f"{'' if registration.metrics else ' and no reported metric'}")
         registration = replace(registration,
                                benchmark_parameter=benchmark.decision_parameter_name)

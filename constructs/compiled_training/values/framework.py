@@ -48,8 +48,8 @@ class Framework:
             # Image tags carry both versions in one form; the SDK refuses a mix as well.
             raise ValueError(
                 "Framework.huggingface transformers_version and pytorch_version must be both "
-                "short ('4.21', '1.11') or both full ('4.21.1', '1.11.0'), as image tags are, "
-                f"got {transformers!r} and {pytorch!r}"
+                "short ('4.21', '1.11') or both full ('4.21.1', '1.11.0'): no image is tagged "
+                f"with a mix, got {transformers!r} and {pytorch!r}"
             )
         return Framework("huggingface", transformers, pytorch_version=pytorch,
                          py_version=_checked_py(py_version))

@@ -120,8 +120,8 @@ def check_entry(entry: Any, hints: Mapping[str, Any], subject: str, *, where: st
     (``schedule.``). Problems raise ``error``, each naming its key; ``one_line`` joins them
     with semicolons, for a command line's one-line errors."""
     if not isinstance(entry, Mapping):
-        raise error(f"{subject}: {where.rstrip('.') or 'the entry'} must be an object, got "
-                    f"{_given(entry)}")
+        raise error(f"{subject}: {where.rstrip('.') or 'the entry'} must be a mapping of keys "
+                    f"to values, got {_given(entry)}")
     missing = [f"{where}{key}" for key in required if key not in entry]
     problems = [f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} required"
                 ] if missing else []
