@@ -116,12 +116,11 @@ class Judge(ABC):
     # What every accelerator judges alike.
     def framework(self) -> Judged:
         profile = self.profile
-        pytorch = profile.framework in PYTORCH_FRAMEWORKS
-        if pytorch:
+        if profile.framework in PYTORCH_FRAMEWORKS:
             version = (f"PyTorch {profile.framework_version}" if profile.framework_version
                        else "version not given")
-            return Judged(allows(pytorch), f"{profile.framework} ({version}) builds a "
-                                           f"deep-learning graph")
+            return Judged(Verdict.ENABLE, f"{profile.framework} ({version}) builds a "
+                                          f"deep-learning graph")
         if profile.framework == "tensorflow":
             return Judged(Verdict.SKIP, "tensorflow builds a deep-learning graph, but this "
                                         "library's compilers are for PyTorch jobs; TensorFlow's "

@@ -95,8 +95,11 @@ class OnTrainium(Judge):
     Neuron's compile time and cache; the GPU alternative costed from AWS's claim where it has a
     price, said to be uncosted where it has none."""
 
+    def __init__(self, profile: WorkloadProfile, prices: Mapping[str, float] | None) -> None:
+        self.path = neuron_path(profile)
+        super().__init__(profile, prices)
+
     def choose(self) -> tuple[str, str]:
-        self.path = neuron_path(self.profile)
         return self.path.compiler, self.path.reason
 
     def gain(self) -> tuple[tuple[float, float], float]:
