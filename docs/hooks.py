@@ -31,6 +31,7 @@ INCLUDED = {
     "contributing.md": "CONTRIBUTING.md",
     "results/RESULTS.md": "benchmarks/RESULTS.md",
     "results/RESULTS-synth.md": "benchmarks/RESULTS-synth.md",
+    "results/RESULTS-suite.md": "benchmarks/RESULTS-suite.md",
     "results/bench/bench.png": "benchmarks/bench/bench.png",
     "examples/team-app.md": "examples/team-app/README.md",
 }

@@ -1,6 +1,6 @@
 """A pytest plugin: what each test costs, and which real processes it starts.
 
-``pytest -p tests.suite_clock --suite-clock DIR`` writes one JSON line per test into
+``pytest -p tests.suite_clock --suite-clock=DIR`` writes one JSON line per test into
 ``DIR/<worker>.jsonl``: its id, the seconds of its setup, call and teardown, and every process
 it started (``subprocess.Popen`` and ``multiprocessing``), session fixtures counted against the
 test whose setup built them. ``scripts/suite_report.py`` turns the lines into the suite's report
@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import multiprocessing.process
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -34,8 +35,11 @@ def pytest_configure(config: pytest.Config) -> None:
     folder = config.getoption("--suite-clock")
     if not folder:
         return
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:  # the run itself (xdist's controller, or the one process): a new record
+        shutil.rmtree(folder, ignore_errors=True)
     Path(folder).mkdir(parents=True, exist_ok=True)
+    worker = worker or "main"
     _out.append(Path(folder) / f"{worker}.jsonl")
     subprocess.Popen.__init__ = _recording_popen_init  # type: ignore[method-assign]
     multiprocessing.process.BaseProcess.start = _recording_process_start  # type: ignore[method-assign]
