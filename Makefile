@@ -16,8 +16,12 @@ export NO_MKDOCS_2_WARNING := 1
 # environments. The cache sits beside the environments, on their file system, for the links.
 # pip (the base install) keeps no copy of what it downloads. uv reads no pip configuration: a
 # mirror is UV_INDEX_URL to it.
-export UV_CACHE_DIR := $(CURDIR)/.venvs/uv-cache
+# A machine that keeps one cache for every clone names it (`export UV_CACHE_DIR=...`, on the
+# clones' file system) and a fresh clone downloads nothing twice.
+export UV_CACHE_DIR ?= $(CURDIR)/.venvs/uv-cache
 export PIP_NO_CACHE_DIR := 1
+# Each phase's wall seconds, which `make test` prints at its end (scripts/phase_clock.py).
+CLOCK := python3 scripts/phase_clock.py
 
 .PHONY: setup setup-dev synth test test-fast lint docs dist api-baseline bench bench-compile clean test-envs image-matrix run-local
 
@@ -26,19 +30,20 @@ setup: $(VENV)/.installed node_modules/.installed
 setup-dev: setup $(VENV)/.installed-dev
 
 $(VENV)/.installed: pyproject.toml runtime/pyproject.toml setup.py runtime/compiled_training_runtime/__init__.py
-	python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ./runtime -e .
+	$(CLOCK) venv python3 -m venv $(VENV)
+	$(CLOCK) venv $(PY) -m pip install --quiet --upgrade pip
+	$(CLOCK) venv $(PY) -m pip install --quiet -e ./runtime -e .
 	touch $@
 
 # The plotting and benchmark extras (torch, torch-xla) and the test tools.
 $(VENV)/.installed-dev: $(VENV)/.installed Makefile
-	$(PY) -m pip install --quiet "uv==0.13.*"
-	$(PY) -m uv pip install --quiet --python $(PY) -e ./runtime -e ".[dev]"
+	$(CLOCK) extras $(PY) -m pip install --quiet "uv==0.13.*"
+	$(CLOCK) extras $(PY) -m uv pip install --quiet --compile-bytecode --python $(PY) \
+		-e ./runtime -e ".[dev]"
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+	$(CLOCK) npm npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 synth: setup
@@ -47,18 +52,26 @@ synth: setup
 
 # The training images' own Python and torch versions, and checkov, beside the main venv.
 test-envs: setup-dev
-	$(PY) tests/environments.py
+	$(CLOCK) test-envs $(PY) tests/environments.py
 
 # The site's strict build runs as a test (tests/docs/test_reference.py), which also reads it.
-test: setup-dev lint test-envs
-	$(PY) -m pytest -n 2 --dist loadgroup -q
+# lint (the CPU) and the side environments (mostly the disk) side by side, then the suite, the
+# long tests first (tests/conftest.py); it ends with the 15 slowest tests and each phase's time.
+test: setup-dev
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint test-envs
+	$(CLOCK) pytest $(PY) -m pytest -n 2 --dist loadgroup -q --durations=15 \
+		-p tests.suite_clock --suite-clock=.suite-clock; \
+		status=$$?; $(CLOCK) --report; exit $$status
 
 # A contributor's loop: the pure layers, the constructs and the docs' examples, without the
-# runtime's torch and toolkit runs, the local runner, the side environments or the wheels
-# (a few minutes on 2 cores; CONTRIBUTING.md), nor the currency test, which reads the package
-# index. `make test` runs everything, as CI does.
+# runtime's torch and toolkit runs, the local runner, the images' environments, the wheels, the
+# tests marked slow (CONTRIBUTING.md names them) and the currency test, which reads the package
+# index; it builds the two tool environments its tests read. A few minutes on 2 cores. `make
+# test` runs everything, as CI does.
 test-fast: setup-dev
-	$(PY) -m pytest -n 2 --dist loadgroup -q --ignore=tests/catalog/test_currency.py \
+	$(PY) tests/environments.py checkov sagemaker-core
+	$(PY) -m pytest -n 2 --dist loadgroup -q -m "not slow" --durations=15 \
+		--ignore=tests/catalog/test_currency.py \
 		tests/advice tests/catalog tests/values \
 		tests/definition tests/wiring tests/pipelines tests/schedules tests/nag tests/docs \
 		tests/test_public_api.py tests/test_architecture.py tests/test_contract.py
@@ -84,10 +97,10 @@ api-baseline: setup-dev
 # public surface against its baseline (scripts/api_check.py: a breaking change must be in
 # CHANGELOG.md).
 lint: setup-dev
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy
-	$(VENV)/bin/lint-imports --no-cache
-	$(PY) scripts/api_check.py
+	$(CLOCK) lint $(VENV)/bin/ruff check .
+	$(CLOCK) lint $(VENV)/bin/mypy
+	$(CLOCK) lint $(VENV)/bin/lint-imports --no-cache
+	$(CLOCK) lint $(PY) scripts/api_check.py
 
 # The DLC image matrix the library ships (catalog/image-uri-config), from the SageMaker SDK v3's
 # image configuration, read in its own environment (scripts/image_matrix.py).

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -35,3 +37,27 @@ def reference_assembly(tmp_path_factory: pytest.TempPathFactory):
     from tests.helpers import synth_reference_app
 
     return synth_reference_app(tmp_path_factory.mktemp("cdk.out"))
+
+
+# What the run's processes compile with torch.compile: Inductor's pool of compile workers
+# starts a torch process per core for each compiling process, which on two cores shared by two
+# test workers only adds start-up (the pool's size is no part of a cache key).
+os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+DURATIONS = Path(__file__).with_name("durations.json")
+_XDIST_GROUP = re.compile(r"@[\w-]+$")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules with the longest tests first, each kept whole (its module fixtures built
+    once a worker), so that the two workers end together rather than one waiting on a late
+    long test. The seconds are a full run's (``scripts/suite_report.py --durations``)."""
+    known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    # xdist names a grouped test's group after its id (``...@packaging``).
+    longest = {name: max(known.get(_XDIST_GROUP.sub("", item.nodeid), 0.0) for item in own)
+               for name, own in modules.items()}
+    items[:] = [item for name in sorted(modules, key=lambda name: -longest[name])
+                for item in modules[name]]
