@@ -7,7 +7,8 @@
 - Tools whose pinned dependencies must not mix with the library's (checkov).
 
 ``.venv/bin/python tests/environments.py`` builds every environment whose interpreter exists on this
-machine (``make test`` runs it) and says which it skips.
+machine (``make test`` runs it) and says which it skips; given names, only those (``make test-fast``
+builds the two tool environments its tests read).
 
 uv installs them, as it installs the main environment's extras (``make setup-dev``): PyPI has only
 CUDA builds of torch for x86_64, each bringing about 4 GB of NVIDIA libraries that nothing here
@@ -210,8 +211,10 @@ def build(env: Environment, wheel: Path) -> str:
     interpreter = env.interpreter()
     if interpreter is None:
         return f"skipped {env.name}: no Python {env.python} on this machine"
-    install = [sys.executable, "-m", "uv", "pip", "install", "--quiet", "--python",
-               str(env.executable)]
+    # Compiled to bytecode once here: the run's many processes (and the local runner's jobs,
+    # which write none) then read it instead of compiling torch at every start.
+    install = [sys.executable, "-m", "uv", "pip", "install", "--quiet", "--compile-bytecode",
+               "--python", str(env.executable)]
     if not env.ready:
         # The test run writes under the temporary folder, which may be another disk.
         free = min(shutil.disk_usage(folder).free for folder in (HOME, tempfile.gettempdir()))
@@ -255,15 +258,20 @@ def site_packages(env: Environment) -> Path:
     return folder
 
 
-def main() -> int:
+def main(names: list[str]) -> int:
+    unknown = sorted(set(names) - {env.name for env in ENVS})
+    if unknown:
+        sys.exit(f"no test environment named {', '.join(unknown)}; "
+                 f"known: {', '.join(env.name for env in ENVS)}")
     wheel = runtime_wheel()
     os.environ.pop("PYTHONPATH", None)
     # As make sets it: on the environments' file system, so that uv can hard-link.
     os.environ.setdefault("UV_CACHE_DIR", str(HOME / "uv-cache"))
     for env in ENVS:
-        print(f"test environments: {build(env, wheel)}", flush=True)
+        if not names or env.name in names:
+            print(f"test environments: {build(env, wheel)}", flush=True)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

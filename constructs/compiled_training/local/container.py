@@ -108,7 +108,8 @@ class Job:
         env.update({
             "PATH": os.pathsep.join([str(Path(python).parent), env.get("PATH", "")]),
             "HOME": str(self.folder / "home"), "TMPDIR": str(self.folder / "tmp"),
-            "XDG_CACHE_HOME": str(cache), "PYTHONPYCACHEPREFIX": str(cache / "pycache"),
+            # The interpreter's own bytecode is read, as an image's is, and none is written.
+            "XDG_CACHE_HOME": str(cache), "PYTHONDONTWRITEBYTECODE": "1",
             "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"),
             "TRITON_CACHE_DIR": str(cache / "inductor" / "triton"),
             "MPLCONFIGDIR": str(cache / "matplotlib"), "HF_HOME": str(cache / "huggingface"),
