@@ -38,10 +38,13 @@ pytestmark = pytest.mark.xdist_group("packaging")
 RUNTIME_WHEEL = f"compiled_training_runtime-{VERSION}-py3-none-any.whl"
 
 
-def _run(command: list, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+def _run(command: list, cwd: Path | None = None, **env: str | None
+         ) -> subprocess.CompletedProcess[str]:
+    """``command`` with ``env`` over this environment (None removes a variable)."""
     # The checkout must not leak in through the environment.
     clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    return subprocess.run([str(c) for c in command], cwd=cwd, env={**clean, **env},
+    merged = {k: v for k, v in {**clean, **env}.items() if v is not None}
+    return subprocess.run([str(c) for c in command], cwd=cwd, env=merged,
                           capture_output=True, text=True, check=False)
 
 
@@ -95,11 +98,14 @@ def test_the_sdists_pass_twine_and_install_to_the_same_templates_as_the_wheels(
 
 
 def _installed(work: Path, interpreter: str, wheels: list[Path], *also: str) -> Path:
-    """A fresh virtualenv of ``interpreter`` with the wheels, their dependencies and ``also``."""
+    """A fresh virtualenv of ``interpreter`` with the wheels, their dependencies and ``also``.
+    pip keeps what it downloads beside ``work``, in the test run's temporary folder (make turns
+    its cache off), so that the module's later installs download nothing again."""
     created = _run([interpreter, "-m", "venv", work / "venv"])
     assert created.returncode == 0, created.stderr
     python = work / "venv" / "bin" / "python"
-    installed = _run([python, "-m", "pip", "install", "--quiet", *wheels, *also])
+    installed = _run([python, "-m", "pip", "install", "--quiet", *wheels, *also],
+                     PIP_NO_CACHE_DIR=None, PIP_CACHE_DIR=str(work.parent / "pip-cache"))
     assert installed.returncode == 0, installed.stderr
     return python
 

@@ -16,6 +16,9 @@ from tests.docs.blocks import ADDITION, Block, base_example, blocks
 from tests.helpers import ROOT, SAMPLE_ENTRY_POINT
 
 PYTHON = blocks("python")
+# An entry point's lines train with torch.compile: `make test` runs them, `make test-fast` not.
+PYTHON_CASES = [pytest.param(b, marks=pytest.mark.slow) if b.mode == "runtime" else b
+                for b in PYTHON]
 # What a training script has around the guide's lines: its arguments and a loop that compiles.
 RUNTIME_HARNESS = """\
 import torch
@@ -47,7 +50,7 @@ def run_program(program: str, tmp_path, monkeypatch) -> dict:
     return scope
 
 
-@pytest.mark.parametrize("block", PYTHON, ids=lambda b: b.name)
+@pytest.mark.parametrize("block", PYTHON_CASES, ids=lambda b: b.name)
 def test_the_example_runs_as_written(block, tmp_path, monkeypatch):
     if block.mode == "app":
         scope = run_program(block.code, tmp_path, monkeypatch)

@@ -114,6 +114,7 @@ def test_fails_on_a_missing_required_prop(source_dir):
         CompilerBenchmark(new_stack(), "Job", **props)
 
 
+@pytest.mark.slow  # mypy over aws-cdk-lib: seconds on the cache `make lint` leaves, minutes cold
 def test_type_checkers_see_the_props_of_the_keyword_arguments(tmp_path):
     # Unpack[TrainingPipelineProps]: what a user's editor and mypy check.
     user_app = tmp_path / "user_app.py"
