@@ -43,6 +43,10 @@ def reference_assembly(tmp_path_factory: pytest.TempPathFactory):
 # starts a torch process per core for each compiling process, which on two cores shared by two
 # test workers only adds start-up (the pool's size is no part of a cache key).
 os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+# Inductor's probe of the CPU's vector instructions compiles and runs a C++ file in every new
+# cache folder, seconds of each local job; set alike in every process of the run, cold and warm,
+# it keys their caches alike.
+os.environ["TORCHINDUCTOR_VEC_ISA_OK"] = "1"
 DURATIONS = Path(__file__).with_name("durations.json")
 _XDIST_GROUP = re.compile(r"@[\w-]+$")
 
