@@ -26,6 +26,7 @@ TOP_TESTS = 40
 LONG_SECONDS = 1.0
 _TMP = re.compile(r"/tmp/[^\s'\"]*?pytest-\d+/|/tmp/tmp[\w-]+/|/tmp/[\w.-]*?\d[\w.-]*/")
 _XDIST_GROUP = re.compile(r"@[\w-]+$")
+_PYENV = re.compile(r"\S*/\.pyenv/(?:shims|versions/[^/]+/bin)/")
 _PORT = re.compile(r"(port[=:])\d+")
 _NUMBERED = re.compile(r"(?<=[a-zA-Z_-])\d+(?=/|$)")
 
@@ -33,7 +34,8 @@ _NUMBERED = re.compile(r"(?<=[a-zA-Z_-])\d+(?=/|$)")
 def neutral(part: str, root: Path = ROOT) -> str:
     """One argument without the run's checkout, the temporary folders or their numbers."""
     part = part.replace(str(root), "<root>")
-    part = _PORT.sub(r"\1N", _TMP.sub("<tmp>/", part))
+    # pyenv's shim and the interpreter it execs are one Python.
+    part = _PYENV.sub("<pyenv>/", _PORT.sub(r"\1N", _TMP.sub("<tmp>/", part)))
     if "<tmp>" in part:
         part = _NUMBERED.sub("N", part)
     return part
