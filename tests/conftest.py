@@ -1,4 +1,5 @@
-"""Shared fixtures: offline SDK settings, a synthesized reference app, sample sources."""
+"""Shared fixtures: offline SDK settings, a synthesized reference app, sample sources; the
+run's Inductor settings and its order, the long tests first."""
 
 from __future__ import annotations
 
@@ -39,9 +40,9 @@ def reference_assembly(tmp_path_factory: pytest.TempPathFactory):
     return synth_reference_app(tmp_path_factory.mktemp("cdk.out"))
 
 
-# What the run's processes compile with torch.compile: Inductor's pool of compile workers
-# starts a torch process per core for each compiling process, which on two cores shared by two
-# test workers only adds start-up (the pool's size is no part of a cache key).
+# Inductor compiles in the compiling process: its pool of compile workers starts a torch
+# process per core for each compiling process, which on two cores shared by two test workers
+# only adds start-up (the pool's size is no part of a cache key).
 os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
 # Inductor's probe of the CPU's vector instructions compiles and runs a C++ file in every new
 # cache folder, seconds of each local job; set alike in every process of the run, cold and warm,
