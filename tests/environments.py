@@ -207,7 +207,8 @@ def runtime_wheel() -> Path:
     return HOME / name
 
 
-def build(env: Environment, wheel: Path) -> str:
+def build(env: Environment, wheel: Path | None) -> str:
+    """Builds ``env`` where it is not built; ``wheel``: the runtime, for those that take it."""
     interpreter = env.interpreter()
     if interpreter is None:
         return f"skipped {env.name}: no Python {env.python} on this machine"
@@ -231,6 +232,7 @@ def build(env: Environment, wheel: Path) -> str:
             subprocess.run([*install, "--no-deps", *env.no_deps], check=True)
         (env.folder / ".installed").write_text(repr(env))
     if env.runtime:
+        assert wheel is not None, f"{env.name} takes the runtime wheel"
         # Every time, since the runtime changes: the image's wheel, installed as the images'
         # Dockerfiles install it (pip install --no-deps), never touching the image's own torch.
         subprocess.run([*install, "--no-deps", "--reinstall", str(wheel)], check=True)
@@ -261,15 +263,16 @@ def site_packages(env: Environment) -> Path:
 def main(names: list[str]) -> int:
     unknown = sorted(set(names) - {env.name for env in ENVS})
     if unknown:
-        sys.exit(f"no test environment named {', '.join(unknown)}; "
-                 f"known: {', '.join(env.name for env in ENVS)}")
-    wheel = runtime_wheel()
+        sys.exit(f"no test environment named {', '.join(unknown)}; name some of "
+                 f"{', '.join(env.name for env in ENVS)}, or none for all")
+    chosen = [env for env in ENVS if not names or env.name in names]
+    # The tool environments take no runtime: building only those builds no wheel.
+    wheel = runtime_wheel() if any(env.runtime for env in chosen) else None
     os.environ.pop("PYTHONPATH", None)
     # As make sets it: on the environments' file system, so that uv can hard-link.
     os.environ.setdefault("UV_CACHE_DIR", str(HOME / "uv-cache"))
-    for env in ENVS:
-        if not names or env.name in names:
-            print(f"test environments: {build(env, wheel)}", flush=True)
+    for env in chosen:
+        print(f"test environments: {build(env, wheel)}", flush=True)
     return 0
 
 
