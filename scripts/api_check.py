@@ -136,7 +136,7 @@ def required_props(root: Path) -> dict[str, list[str]]:
     from typing_extensions import is_typeddict
 
     import compiled_training
-    from compiled_training.values.typecheck import required_keys
+    from compiled_training.typecheck import required_keys
 
     return {name: sorted(required_keys(obj)) for name in compiled_training.__all__
             if is_typeddict(obj := getattr(compiled_training, name))}

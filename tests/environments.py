@@ -151,10 +151,13 @@ ENVS = (
     # sagemaker-training, sagemaker-pytorch-training); the runtime, warm starts and local runs of
     # torch.compile pipelines run in it. Built first after the tools, whatever the disk: its CUDA
     # 13 libraries share nothing with the others. It replaced pytorch-training:2.10.0's (Python
-    # 3.13), to keep the disk.
+    # 3.13), to keep the disk. Transformers and accelerate, pinned, are what a team's Trainer
+    # script brings (its requirements.txt); the synth's catalog of TrainingArguments
+    # (make training-arguments) is read from this transformers.
     Environment(NEWEST_GPU_IMAGE, "pytorch:2.14-cu133-amzn2023-sagemaker (Python 3.12)", "3.12",
-                ("torch==2.14.0", "numpy", "transformers>=4.46,<6", "sagemaker-training",
-                 "sagemaker-pytorch-training"), essential=True, disk_gib=5.5),
+                ("torch==2.14.0", "numpy", "transformers==5.24.0", "accelerate==1.12.0",
+                 "sagemaker-training", "sagemaker-pytorch-training"), essential=True,
+                disk_gib=5.5),
     # torch-xla 2.9 removed torch_xla.amp.GradScaler, which the Training Compiler images have;
     # with the toolkit and the PyTorch DLCs' launcher logic, as in those images. The local run's
     # XLA steps train in it.

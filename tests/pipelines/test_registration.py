@@ -470,12 +470,38 @@ def test_summary_names_group_status_and_gate(source_dir):
      r"approved version the gate metric may be\), with a gate metric, got -0.1$"),
     ({"max_regression": 0.01, "gate_metric": ""},
      r"max_regression must be a number of at least 0 .*got 0.01 and no gate metric$"),
-    ({"max_regression": float("inf")}, r"max_regression must be .*got inf$"),
 ])
 def test_fails_on_bad_registration_naming_field_value_and_allowed(source_dir, overrides,
                                                                    message):
     with pytest.raises(ValueError, match=r"TrainingPipeline Team/Bert: registration: " + message):
         _bert(new_stack(), source_dir, **overrides)
+
+
+@pytest.mark.parametrize(("field", "value", "error", "message"), [
+    ("gate_threshold", "0.8", TypeError, "gate_threshold must be a float or None, got str '0.8'"),
+    ("gate_threshold", True, TypeError, "gate_threshold must be a float or None, got bool True"),
+    ("max_regression", float("inf"), ValueError, "max_regression must be a finite number, got inf"),
+    ("existing_group", "yes", TypeError, "existing_group must be a bool, got str 'yes'"),
+    ("realtime_instance_types", "ml.m5.large", TypeError,
+     "realtime_instance_types must be a sequence of a str or None, got str 'ml.m5.large'"),
+])
+def test_a_registration_of_the_wrong_type_is_refused_where_it_is_written(field, value, error,
+                                                                         message):
+    with pytest.raises(error, match=re.escape(f"ModelRegistration: {message}")):
+        ModelRegistration("bert-classifier", **{field: value})
+    ModelRegistration("bert-classifier", **{field: None if field != "existing_group" else True})
+
+
+def test_a_schedule_s_threshold_is_held_to_the_metric_s_range(source_dir):
+    stack = new_stack()
+    pipeline = _bert(stack, source_dir)
+    with pytest.raises(ValueError, match=r"RetrainingSchedule Team/Weekly: parameter "
+                                         r"'MinValidationAccuracy' 85.0 is outside \[0, 1\], the "
+                                         r"range of 'validation_accuracy' .*for 85 % give 0.85$"):
+        RetrainingSchedule(stack, "Weekly", pipeline=pipeline, team="nlp",
+                           expression="rate(7 days)", parameters={"MinValidationAccuracy": 85})
+    RetrainingSchedule(stack, "Weekly", pipeline=pipeline, team="nlp",  # its twin
+                       expression="rate(7 days)", parameters={"MinValidationAccuracy": 0.85})
 
 
 def test_fails_on_an_xgboost_metric_its_eval_metric_does_not_report():

@@ -21,8 +21,8 @@ from compiled_training import (
     RuntimeImage,
     TrainingPipeline,
 )
+from compiled_training.typecheck import check_entry
 from compiled_training.values.job import ParameterType
-from compiled_training.values.typecheck import check_entry
 from tests.helpers import cdk_json_context, new_stack, synth_reference_app
 
 BERT = Framework.pytorch("1.13.1")

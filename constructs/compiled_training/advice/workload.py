@@ -9,8 +9,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from compiled_training.catalog.dlc import has_training_image, pytorch_versions
+from compiled_training.catalog.dlc import (
+    PyTorchRelease,
+    all_regions,
+    has_training_image,
+    pytorch_versions,
+    resolve_dlc,
+)
 from compiled_training.catalog.instances import instance_type_problem
+from compiled_training.typecheck import check_arguments
 from compiled_training_runtime import contract
 
 # Specific names, as a user writes them (lower case; '_' and ' ' read as '-'), by category.
@@ -32,6 +39,9 @@ MODEL_CATEGORIES: Mapping[str, str] = {
     name: category for category, names in _NAMES.items() for name in (category, *names)}
 
 PYTORCH_FRAMEWORKS = ("pytorch", "huggingface")
+FRAMEWORKS = (*PYTORCH_FRAMEWORKS, "tensorflow", "mxnet", "chainer", "sklearn", "xgboost",
+              "autogluon")
+"""The training frameworks the advisor judges: the SageMaker SDK v2's names for them."""
 PRECISIONS = ("fp32", "fp16", "bf16")
 BOTTLENECKS = ("compute", "data-loading", "communication")
 _VERSION = re.compile(r"\d+(\.\d+){0,2}")
@@ -75,7 +85,8 @@ class WorkloadProfile:
     Training Compiler where it fits and has published gains, otherwise torch.compile."""
 
     def __post_init__(self) -> None:
-        problems = []
+        check_arguments(WorkloadProfile, vars(self))
+        problems = self._name_problems()
         if unknown_instance := instance_type_problem(self.instance_type):
             problems.append(unknown_instance)
         if self.instance_count < 1:
@@ -98,12 +109,33 @@ class WorkloadProfile:
         if problems:
             raise ValueError(f"workload {self.name!r}: " + "; ".join(problems))
 
+    def _name_problems(self) -> list[str]:
+        """The framework and the region, each a word of a closed set."""
+        problems = []
+        if self.framework not in FRAMEWORKS:
+            problems.append(contract.not_one_of("framework", self.framework, FRAMEWORKS))
+        if self.region not in all_regions():
+            problems.append(f"region {self.region!r} has no SageMaker training image"
+                            f"{contract.did_you_mean(self.region, all_regions())}; regions "
+                            f"with one: {', '.join(all_regions())}")
+        return problems
+
     def _unknown_version(self) -> str | None:
-        """Why the PyTorch version has no training image in any region (the constructs' catalog;
-        the advisor has no region), with the versions that do; None where it has one."""
+        """Why the job's image does not exist, as a pipeline would refuse it (a PyTorch version
+        on the workload's instance type, in its region); for Hugging Face, whose Transformers
+        version the workload does not give, whether any region has one. None where it exists."""
         version = self.framework_version
-        if version is None or self.framework not in PYTORCH_FRAMEWORKS or \
-                has_training_image(self.framework, version):
+        if version is None or self.framework not in PYTORCH_FRAMEWORKS:
+            return None
+        if self.framework == "pytorch":
+            try:
+                image = resolve_dlc(PyTorchRelease(version), False, self.instance_type)
+                if self.region in all_regions():
+                    image.account(self.region)
+            except ValueError as error:
+                return str(error)
+            return None
+        if has_training_image(self.framework, version):
             return None
         versions = pytorch_versions(self.framework)
         close = difflib.get_close_matches(version, versions, n=1)

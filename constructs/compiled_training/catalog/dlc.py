@@ -254,6 +254,11 @@ def _version_config(
     if version not in config["versions"]:
         if training_compiler:
             raise ValueError(_no_training_compiler_message(framework))
+        minor = ".".join(framework.version.split(".")[:2])
+        if scope == "training" and framework.name == "pytorch" and amazon_linux_version(minor):
+            raise ValueError(f"{framework.describe()} has no SageMaker training image: from "
+                             f"2.11 on AWS publishes one image a minor version, which it moves "
+                             f"to each patch release it adopts; give {minor!r}")
         raise ValueError(
             f"{framework.describe()} has no SageMaker {scope} image; supported "
             f"{framework.name} versions: {', '.join(_versions(framework.name, scope))}"
@@ -332,6 +337,30 @@ def pytorch_versions(framework: str) -> tuple[str, ...]:
         found = {*image_config("pytorch")["versions"], *image_config(AMAZON_LINUX)["versions"],
                  *(image.pytorch for image in neuron.neuron_images())}
     return tuple(sorted(found, key=release_key))
+
+
+@dataclass(frozen=True)
+class PyTorchRelease:
+    """A PyTorch version as the image matrix reads a framework (`FrameworkRelease`), for
+    callers that hold no ``Framework`` (the advisor)."""
+
+    version: str
+    name: str = "pytorch"
+    py_version: str | None = None
+
+    @property
+    def pytorch_version(self) -> str:
+        return self.version
+
+    def describe(self) -> str:
+        return f"PyTorch {self.version}"
+
+
+def all_regions() -> tuple[str, ...]:
+    """Every region some PyTorch training image is published in."""
+    return tuple(sorted({region for name in ("pytorch", AMAZON_LINUX)
+                         for entry in image_config(name)["versions"].values()
+                         for region in entry.get("registries", {})}))
 
 
 def has_training_image(framework: str, pytorch_version: str) -> bool:

@@ -284,14 +284,34 @@ def metric_definition_problems(job: TrainingJob) -> list[str]:
     return problems
 
 
-def threshold_problem(metric: str, threshold: float | None) -> str | None:
-    """Why a threshold cannot be meant for a metric whose name says it is a fraction."""
+def threshold_problem(metric: str, threshold: float | None,
+                      given_as: str = "gate_threshold") -> str | None:
+    """Why a threshold (``given_as``: where it was given) cannot be meant for a metric whose name
+    says it is a fraction."""
     words = set(re.split(r"[^a-z0-9]+", metric.lower()))
     if threshold is None or not words & set(_FRACTIONS) or 0 <= threshold <= 1:
         return None
     percent = f": for {threshold:g} % give {threshold / 100:g}" if 1 < threshold <= 100 else ""
-    return (f"gate_threshold {threshold!r} is outside [0, 1], the range of {metric!r} (a "
+    return (f"{given_as} {threshold!r} is outside [0, 1], the range of {metric!r} (a "
             f"fraction, as its name says){percent}")
+
+
+def gate_thresholds(definition: Mapping[str, Any]) -> dict[str, str]:
+    """The gate metric of each threshold parameter in a pipeline definition this library
+    wrote (its ``RegisterModel`` step records both), by parameter name."""
+    found: dict[str, str] = {}
+    steps = list(definition.get("Steps", []))
+    while steps:
+        step = steps.pop()
+        arguments = step.get("Arguments", {}) if isinstance(step, Mapping) else {}
+        steps += [*arguments.get("IfSteps", []), *arguments.get("ElseSteps", [])]
+        metadata = arguments.get("CustomerMetadataProperties", {})
+        if step.get("Type") == "RegisterModel" and "gate_metric" in metadata:
+            for value in metadata.get("gate_threshold", {}).get("Std:Join", {}).get("Values", []):
+                reference = value.get("Get", "") if isinstance(value, Mapping) else ""
+                if reference.startswith("Parameters."):
+                    found[reference.removeprefix("Parameters.")] = metadata["gate_metric"]
+    return found
 
 
 # --- resolving the options ----------------------------------------------------------------

@@ -8,6 +8,7 @@ import functools
 from pathlib import Path
 
 from compiled_training.catalog.api_shapes import is_token
+from compiled_training.catalog.training_arguments import transformers_version
 from compiled_training.definition import compile_cache
 from compiled_training.definition.entry_point import (
     CHECKPOINT_NAMES,
@@ -16,7 +17,7 @@ from compiled_training.definition.entry_point import (
     imports_runtime,
     refused_arguments,
 )
-from compiled_training.definition.trainer_script import ignores_switches
+from compiled_training.definition.trainer_script import ignores_switches, parser_refuses
 from compiled_training.definition.training import hyperparameters
 from compiled_training.values.job import TrainingJob
 from compiled_training_runtime import contract
@@ -53,6 +54,15 @@ def script_warnings(job: TrainingJob) -> list[tuple[str, str]]:
                       f"define, and the job passes it "
                       f"{', '.join('--' + name for name in refused)}: define them with "
                       f"add_argument, or call parse_known_args()"))
+    hf_refused = parser_refuses(entry_point, job.source_dir, passed)
+    if hf_refused and hf_refused[0]:
+        names, classes = hf_refused
+        found.append(("ParserRefuses", f"entry_point {entry_point!r} parses its arguments "
+                      f"into {', '.join(classes)} with HfArgumentParser, which stops the job at "
+                      f"its start on any none of them defines (transformers "
+                      f"{transformers_version()}'s fields), and the job passes it "
+                      f"{', '.join('--' + name for name in names)}: name a field, add one to "
+                      f"your own dataclass, or pass return_remaining_strings=True"))
     if ignores_switches(job):
         found.append(("TrainerIgnoresSwitches", f"entry_point {entry_point!r} builds its "
                       f"TrainingArguments in code, so the job's torch.compile settings never "

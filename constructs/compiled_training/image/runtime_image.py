@@ -30,9 +30,9 @@ from aws_cdk import aws_s3_assets as s3_assets
 from compiled_training.catalog.dlc import DlcImage, resolve_dlc
 from compiled_training.image._builder import ImageBuilder
 from compiled_training.image.runtime_wheel import runtime_wheel
+from compiled_training.typecheck import check_arguments
 from compiled_training.values.compiler import Compiler
 from compiled_training.values.framework import Framework
-from compiled_training.values.typecheck import check_arguments
 from compiled_training.wiring.acknowledgements import skip_checkov
 from compiled_training.wiring.dlc_uri import dlc_image_uri
 from compiled_training.wiring.stack_reads import free_id

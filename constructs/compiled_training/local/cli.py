@@ -28,6 +28,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from compiled_training.catalog.aws_names import s3_uri_problem
 from compiled_training.definition.compile_cache import CACHE_FOLDERS
+from compiled_training.definition.registration import gate_thresholds, threshold_problem
 from compiled_training.local.assembly import (
     LOCAL_ACCOUNT,
     LOCAL_REGION,
@@ -182,7 +183,7 @@ def _request(args: argparse.Namespace) -> Request:
         name = args.name or file_name or args.definition.stem
         named = "" if file_name and not args.name else "from --name" if args.name else \
             f"named after the file {args.definition.name}: --name names it"
-    parameters = parameter_values(definition.get("Parameters", []), _pairs(args.param, "--param"))
+    parameters = _parameters(definition, _pairs(args.param, "--param"))
     data = {uri: Path(folder) for uri, folder in _pairs(args.data, "--data").items()}
     for uri, folder in data.items():
         problem = s3_uri_problem(uri)
@@ -204,6 +205,17 @@ def _request(args: argparse.Namespace) -> Request:
     _check_steps(definition, overrides, outputs, handlers)
     return Request(definition, name, named, pipeline, parameters, data, overrides, outputs,
                    pythons, handlers)
+
+
+def _parameters(definition: Mapping[str, Any], given: Mapping[str, str]) -> dict[str, Any]:
+    """The execution's parameters; a gate's threshold held to its metric's range, as synth holds
+    ``gate_threshold`` and a schedule's override."""
+    parameters = parameter_values(definition.get("Parameters", []), given)
+    for name, metric in sorted(gate_thresholds(definition).items()):
+        if name in given and (problem := threshold_problem(
+                metric, float(parameters[name]), f"--param {name}")):
+            raise RunInputError(problem)
+    return parameters
 
 
 def _images_region(definition: Mapping[str, Any]) -> str:

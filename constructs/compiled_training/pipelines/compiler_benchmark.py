@@ -42,6 +42,7 @@ from compiled_training.pipelines.options import (
     CompilerBenchmarkProps,
 )
 from compiled_training.pipelines.training_image import TrainingImage, dlc_repository_arn
+from compiled_training.typecheck import check_arguments
 from compiled_training.values.compiler import Compiler
 from compiled_training.values.framework import Framework
 from compiled_training.values.job import (
@@ -53,7 +54,6 @@ from compiled_training.values.job import (
     ParameterValue,
     TrainingJob,
 )
-from compiled_training.values.typecheck import check_arguments
 from compiled_training.wiring.assets import shared_archive_asset
 from compiled_training.wiring.dlc_uri import dlc_image_uri
 from compiled_training.wiring.functions import step_function

@@ -3,7 +3,7 @@
 `TrainingJobOptions` holds the props every pipeline of this library takes for its training
 jobs; `TrainingPipelineProps` and `CompilerBenchmarkProps` extend it with their own. The
 constructs take them as keyword arguments (``TrainingPipeline(scope, id, framework=...,
-...)``, typed through ``Unpack``); the boundary type check (`values/typecheck.py`) and a
+...)``, typed through ``Unpack``); the boundary type check (`typecheck.py`) and a
 team's ``cdk.json`` keys (`reference/platform.py`) read the same definitions, so a new prop is
 added here and nowhere else.
 
@@ -26,6 +26,7 @@ from typing_extensions import Required, TypedDict  # typing's from Python 3.11
 
 from compiled_training.pipelines.registration import ModelRegistration
 from compiled_training.pipelines.training_image import TrainingImage
+from compiled_training.typecheck import prop_names, prop_type
 from compiled_training.values.compiler import Compiler
 from compiled_training.values.framework import Framework
 from compiled_training.values.job import (
@@ -36,7 +37,6 @@ from compiled_training.values.job import (
     MetricDefinition,
 )
 from compiled_training.values.team_scope import TeamScope
-from compiled_training.values.typecheck import prop_names, prop_type
 from compiled_training_runtime import contract
 
 if TYPE_CHECKING:

@@ -46,6 +46,7 @@ from compiled_training.pipelines.deployment_account import (
     group_policy,
     let_deployment_account_read,
 )
+from compiled_training.typecheck import check_arguments
 from compiled_training.values.framework import Framework
 from compiled_training.values.job import Parameter, TrainingJob
 from compiled_training.wiring.dlc_uri import dlc_image_uri
@@ -136,6 +137,9 @@ class ModelRegistration:
     latest approved version's by more than this (the default of a Float pipeline parameter,
     ``MaxRegressionFromApproved``, overridable per run), read at run time; when omitted, no
     comparison with approved versions."""
+
+    def __post_init__(self) -> None:
+        check_arguments(ModelRegistration, vars(self))
 
 
 def resolve(where: str, options: ModelRegistration, job: TrainingJob, image_uri: str,

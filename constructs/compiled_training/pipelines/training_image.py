@@ -13,9 +13,9 @@ from aws_cdk import Annotations
 
 from compiled_training.catalog.dlc import DlcImage, resolve_dlc
 from compiled_training.definition import validation
+from compiled_training.typecheck import check_arguments
 from compiled_training.values.compiler import Compiler
 from compiled_training.values.framework import Framework
-from compiled_training.values.typecheck import check_arguments
 from compiled_training.wiring.dlc_uri import dlc_image_uri
 from compiled_training.wiring.policy import InlinePolicy
 from compiled_training.wiring.stack_reads import format_arn, stack_of

@@ -12,7 +12,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from typing_extensions import Unpack  # typing's from Python 3.11
 
 from compiled_training.definition import launchers
-from compiled_training.definition.registration import add_registration
+from compiled_training.definition.registration import add_registration, threshold_problem
 from compiled_training.definition.training import build_definition
 from compiled_training.pipelines.base import PipelineBase
 from compiled_training.pipelines.options import TrainingPipelineProps
@@ -22,9 +22,14 @@ from compiled_training.pipelines.registration import (
     bind_registration,
 )
 from compiled_training.pipelines.training_image import BoundImage, TrainingImage
+from compiled_training.typecheck import check_arguments
 from compiled_training.values.compiler import Compiler
-from compiled_training.values.job import Distribution, TrainingJob, unique_parameters
-from compiled_training.values.typecheck import check_arguments
+from compiled_training.values.job import (
+    Distribution,
+    ParameterValue,
+    TrainingJob,
+    unique_parameters,
+)
 from compiled_training.wiring.policy import InlinePolicy
 from constructs import Construct
 
@@ -141,3 +146,12 @@ class TrainingPipeline(PipelineBase):
 
     def _jobs(self) -> list[TrainingJob]:
         return [self.job]
+
+    def override_problem(self, name: str, value: ParameterValue) -> str | None:
+        """A schedule's override of the gate's threshold is held to the metric's range, as
+        ``gate_threshold`` is."""
+        gate = self.registration.registration.gate if self.registration else None
+        if gate is not None and gate.threshold.name == name and (
+                problem := threshold_problem(gate.metric, float(value), f"parameter {name!r}")):
+            return problem
+        return super().override_problem(name, value)

@@ -32,10 +32,10 @@ from compiled_training.pipelines.registration import ModelRegistration
 from compiled_training.pipelines.training_image import TrainingImage
 from compiled_training.pipelines.training_pipeline import TrainingPipeline
 from compiled_training.schedules.retraining_schedule import RetrainingSchedule
+from compiled_training.typecheck import check_entry, prop_names, required_keys
 from compiled_training.values.compiler import Compiler
 from compiled_training.values.framework import Framework
 from compiled_training.values.job import BenchmarkArm, InputChannel, MetricDefinition, Parameter
-from compiled_training.values.typecheck import check_entry, prop_names, required_keys
 from compiled_training.wiring.acknowledgements import acknowledge
 from compiled_training.wiring.stack_reads import free_id
 from compiled_training_runtime import contract

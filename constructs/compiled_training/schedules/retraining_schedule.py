@@ -29,8 +29,8 @@ from aws_cdk import aws_sqs as sqs
 from compiled_training.pipelines.base import PipelineBase
 from compiled_training.pipelines.named_pipeline import pipeline_metric
 from compiled_training.schedules.limits import check_schedule
+from compiled_training.typecheck import check_arguments
 from compiled_training.values.job import ParameterType
-from compiled_training.values.typecheck import check_arguments
 from compiled_training.wiring.acknowledgements import acknowledge, skip_checkov
 from compiled_training.wiring.policy import ImmutableRoleWarning, InlinePolicy, attached_policy
 from compiled_training.wiring.stack_reads import free_id

@@ -46,7 +46,7 @@ from compiled_training.tools.bench import (
     WARMUP_STEPS,
 )
 from compiled_training.tools.extras import MissingExtraError, require_extra
-from compiled_training.values.typecheck import check_entry
+from compiled_training.typecheck import check_entry
 from compiled_training_runtime import contract
 
 USAGE_ERROR = 2

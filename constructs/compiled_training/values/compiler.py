@@ -10,7 +10,7 @@ from typing import Any
 from compiled_training.advice.advisor import assess_workload
 from compiled_training.advice.workload import Verdict, WorkloadProfile
 from compiled_training.compilers import CompilerKind, CompilerModule, compiler_module
-from compiled_training.values.typecheck import check_arguments
+from compiled_training.typecheck import check_arguments, known_keywords
 
 __all__ = ["Compiler", "CompilerKind"]
 
@@ -41,6 +41,7 @@ class Compiler:
         return dict(self.options).get(name, default)
 
     @staticmethod
+    @known_keywords
     def training_compiler(*, debug: bool = False) -> Compiler:
         """SageMaker Training Compiler (XLA), on its own Deep Learning Containers.
 
@@ -51,12 +52,14 @@ class Compiler:
         return Compiler.named(CompilerKind.TRAINING_COMPILER, debug=debug)
 
     @staticmethod
+    @known_keywords
     def torch_compile(*, mode: str = "default") -> Compiler:
         """``torch.compile`` on a current PyTorch 2.x Deep Learning Container."""
         check_arguments(Compiler.torch_compile, locals())
         return Compiler.named(CompilerKind.TORCH_COMPILE, mode=mode)
 
     @staticmethod
+    @known_keywords
     def neuron_xla(*, model_type: str = "transformer", precompile: bool = False,
                    precompile_steps: int = 10) -> Compiler:
         """The Neuron SDK's PyTorch/XLA path on Trainium (``ml.trn1``, ``ml.trn1n``,

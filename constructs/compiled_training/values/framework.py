@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from compiled_training.values.typecheck import check_arguments
+from compiled_training.typecheck import check_arguments, known_keywords
 
 _VERSION = re.compile(r"^\d+(\.\d+){0,2}(-\d+)?$")
 _PY_VERSION = re.compile(r"^py3\d{0,2}$")
@@ -28,6 +28,7 @@ class Framework:
                 f"{', '.join(f'Framework.{n}()' for n in _NAMES)}), got {self.name!r}")
 
     @staticmethod
+    @known_keywords
     def pytorch(version: str, *, py_version: str | None = None) -> Framework:
         """The PyTorch estimator's images. When ``py_version`` is omitted, the newest Python
         the SDK lists for that version is used."""
@@ -36,6 +37,7 @@ class Framework:
                          pytorch_version=version, py_version=_checked_py(py_version))
 
     @staticmethod
+    @known_keywords
     def huggingface(
         transformers_version: str, *, pytorch_version: str, py_version: str | None = None
     ) -> Framework:
@@ -55,6 +57,7 @@ class Framework:
                          py_version=_checked_py(py_version))
 
     @staticmethod
+    @known_keywords
     def xgboost(version: str) -> Framework:
         """SageMaker's built-in XGBoost algorithm image (for example ``1.7-1``); CPU."""
         check_arguments(Framework.xgboost, locals())

@@ -12,9 +12,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from compiled_training.typecheck import check_arguments, check_parameter
 from compiled_training.values.compiler import Compiler
 from compiled_training.values.framework import Framework
-from compiled_training.values.typecheck import check_arguments, check_parameter
 
 
 class Distribution(str, Enum):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import math
 import sys
 import types
@@ -65,6 +66,25 @@ def check_arguments(function: Callable[..., Any], arguments: Mapping[str, Any], 
     if problems:  # the construct's path only now: reading it is a round trip to jsii
         _raise(_construct_subject(name, arguments["scope"], arguments["construct_id"])
                if "scope" in arguments else name, problems)
+
+
+def known_keywords(function: Callable[..., Any]) -> Callable[..., Any]:
+    """A factory that names its keywords when given one it does not take, where Python's own
+    error names neither the options nor the factory's owner."""
+    signature = inspect.signature(function)
+    allowed = ", ".join(name for name, parameter in signature.parameters.items()
+                        if parameter.kind is parameter.KEYWORD_ONLY) or "none"
+
+    @functools.wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        unknown = [name for name in kwargs if name not in signature.parameters]
+        if unknown:
+            raise TypeError(f"{function.__qualname__}: {', '.join(unknown)} "
+                            f"{'is not an option' if len(unknown) == 1 else 'are not options'};"
+                            f" allowed: {allowed}")
+        return function(*args, **kwargs)
+
+    return checked
 
 
 def _prop_problems(given: Mapping[str, Any], props: type,
