@@ -500,7 +500,7 @@ def test_a_schedule_s_threshold_is_held_to_the_metric_s_range(source_dir):
                                          r"range of 'validation_accuracy' .*for 85 % give 0.85$"):
         RetrainingSchedule(stack, "Weekly", pipeline=pipeline, team="nlp",
                            expression="rate(7 days)", parameters={"MinValidationAccuracy": 85})
-    RetrainingSchedule(stack, "Weekly", pipeline=pipeline, team="nlp",  # its twin
+    RetrainingSchedule(stack, "Weekly2", pipeline=pipeline, team="nlp",  # its twin
                        expression="rate(7 days)", parameters={"MinValidationAccuracy": 0.85})
 
 
