@@ -23,7 +23,7 @@ export PIP_NO_CACHE_DIR := 1
 # Each phase's wall seconds, which `make test` prints at its end (scripts/phase_clock.py).
 CLOCK := python3 scripts/phase_clock.py
 
-.PHONY: setup setup-dev synth test test-fast lint docs dist api-baseline bench bench-compile clean test-envs image-matrix run-local
+.PHONY: setup setup-dev synth test test-fast lint docs dist api-baseline bench bench-compile clean test-envs image-matrix training-arguments run-local
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -106,6 +106,11 @@ lint: setup-dev
 # image configuration, read in its own environment (scripts/image_matrix.py).
 image-matrix: setup-dev
 	$(PY) scripts/image_matrix.py
+
+# The TrainingArguments fields the synth's HfArgumentParser check reads
+# (catalog/training-arguments.json), from the newest PyTorch image's environment's transformers.
+training-arguments: setup-dev test-envs
+	$(PY) scripts/training_arguments.py
 
 # The reference document-classification pipeline, run whole here (compiled-training run): its
 # training step in the torch-xla 2.8 environment test-envs builds, on a tiny BERT.

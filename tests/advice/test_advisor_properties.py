@@ -24,7 +24,8 @@ OTHER_TYPES = [t for t in [*ON_DEMAND_PRICES_USD, "ml.p5en.48xlarge", "ml.trn2.4
 VERSIONS = ["1.9", "1.10.2", "1.11", "1.12.0", "1.13", "1.13.1", "2.0", "2.3", "2.5.1"]
 
 
-def workloads(versions: list[str]) -> st.SearchStrategy[WorkloadProfile]:
+def workloads(versions: list[str], instance_types: list[str] = GPU_TYPES
+              ) -> st.SearchStrategy[WorkloadProfile]:
     """Workloads a compiler applies to, where the verdict has room to move either way: each
     framework with the versions some image has for it (the advisor refuses the others)."""
     pairs = [(framework, version) for framework in ("pytorch", "huggingface")
@@ -35,7 +36,7 @@ def workloads(versions: list[str]) -> st.SearchStrategy[WorkloadProfile]:
         name=st.just("w"),
         framework=st.just(pair[0]),
         model_family=st.sampled_from(sorted(MODEL_CATEGORIES)),
-        instance_type=st.sampled_from(GPU_TYPES),
+        instance_type=st.sampled_from(instance_types),
         instance_count=st.integers(1, 64),
         hours_per_run=st.floats(0.05, 2) | st.floats(2, 200),
         runs_per_week=st.floats(0, 30),
@@ -52,7 +53,7 @@ candidates = workloads(VERSIONS)
 # Any valid workload: other frameworks, CPUs, Trainium, AMD, unknown words, unpriced types.
 profiles = candidates | st.builds(
     dataclasses.replace, candidates,
-    framework=st.sampled_from(["pytorch", "tensorflow", "xgboost", "jax"]),
+    framework=st.sampled_from(["pytorch", "tensorflow", "xgboost", "sklearn"]),
     model_family=st.text(min_size=1, max_size=12),
     instance_type=st.sampled_from(OTHER_TYPES),
 )

@@ -60,3 +60,27 @@ def test_a_strict_parser_is_warned_of_each_argument_it_would_refuse(tmp_path):
 ])
 def test_a_parser_that_takes_them_or_cannot_be_read_draws_nothing(tmp_path, script):
     assert _warnings(tmp_path, script, Compiler.none()) == []
+
+
+TRAINER = """
+from dataclasses import dataclass
+from transformers import HfArgumentParser, TrainingArguments
+
+@dataclass
+class ScriptArguments:
+    dropout: float = 0.1
+
+script, training = HfArgumentParser((ScriptArguments, TrainingArguments)).parse_args_into_dataclasses()
+"""
+
+
+def test_a_trainer_script_s_parser_is_warned_of_what_its_dataclasses_lack(tmp_path):
+    # epochs is no field of TrainingArguments (num_train_epochs is); learning_rate is, dropout is
+    # the script's own.
+    (warning,) = _warnings(tmp_path, TRAINER, Compiler.torch_compile())
+    assert warning.startswith("entry_point 'train.py' parses its arguments into "
+                              "ScriptArguments, TrainingArguments with HfArgumentParser")
+    assert "the job passes it --epochs: " in warning and "transformers 5.24.0" in warning
+    # Its twin names the field TrainingArguments has.
+    renamed = TRAINER.replace("dropout: float", "epochs: int = 1\n    dropout: float")
+    assert _warnings(tmp_path, renamed, Compiler.torch_compile()) == []

@@ -88,7 +88,9 @@ def test_fails_without_an_extra_with_one_line_naming_it(monkeypatch, tmp_path, c
     monkeypatch.chdir(tmp_path)
     monkeypatch.setitem(sys.modules, missing, None)  # as if not installed
     assert main(arguments) == 2
-    assert capsys.readouterr().err == message
+    printed = capsys.readouterr()
+    assert printed.err == message
+    assert printed.out == ""  # no report before the refusal
     assert not list(tmp_path.iterdir())  # failed before writing or running anything
 
 
@@ -117,11 +119,26 @@ def test_the_installed_command_runs_without_starting_the_cdk():
     (WORKLOADS.read_text().replace('framework_version: "2.5"', "framework_version: 2.10"),
      r"workload 'llm-fine-tune': framework_version must be a quoted version such as "
      r"'2.10', got 2.1$"),
-    # A version no region has an image for gets no verdict: the constructs would refuse it.
+    # A version with no image gets no verdict: refused as a pipeline refuses it.
     (WORKLOADS.read_text().replace('framework_version: "2.5"', 'framework_version: "2.99"'),
-     r"workload 'llm-fine-tune': framework_version '2.99' has no SageMaker training image for "
-     r"pytorch in any region; did you mean 2.9.0\? PyTorch versions with one: 0.4.0, .*, 2.10.0, "
-     r"2.11, 2.12, 2.13, 2.14$"),
+     r"workload 'llm-fine-tune': PyTorch 2.99 has no SageMaker training image; supported "
+     r"pytorch versions: 0.4.0, .*, 2.10.0, 2.11, 2.12, 2.13, 2.14$"),
+    (WORKLOADS.read_text().replace('framework_version: "2.5"', 'framework_version: "2.7.0"'),
+     r"workload 'llm-fine-tune': PyTorch 2.7.0 has no SageMaker training image; supported "
+     r"pytorch versions: .*, 2.7.1, .*"),
+    (WORKLOADS.read_text().replace('framework_version: "2.5"', 'framework_version: "2.12.1"'),
+     r"workload 'llm-fine-tune': PyTorch 2.12.1 has no SageMaker training image: from 2.11 on "
+     r"AWS publishes one image a minor version, .*; give '2.12'$"),
+    (WORKLOADS.read_text().replace("framework: xgboost", "framework: xgbost"),
+     r"workload 'tabular': framework must be one of pytorch, huggingface, tensorflow, .*, got "
+     r"'xgbost' \(did you mean 'xgboost'\?\)$"),
+    (WORKLOADS.read_text().replace("hours_per_run: 6.2", "hours_per_run: \"6.2\""),
+     r"workload 'document-classification': hours_per_run must be a float, got str '6.2'$"),
+    (WORKLOADS.read_text().replace("framework: xgboost", "framework: xgboost\n    region: eu-cental-1"),
+     r"workload 'tabular': region 'eu-cental-1' has no SageMaker training image \(did you mean "
+     r"'eu-central-1'\?\); regions with one: af-south-1, .*"),
+    (WORKLOADS.read_text().replace("static_shapes: true", "static_shapes: 1", 1),
+     r"workload 'document-classification': static_shapes must be a bool, got int 1$"),
     (WORKLOADS.read_text().replace("hours_per_run: 6.2", "hours_per_run: -6.2"),
      r"workload 'document-classification': hours_per_run must be positive, got -6.2"),
     (WORKLOADS.read_text().replace("instance_count: 8\n", "instance_count: eight\n", 1),

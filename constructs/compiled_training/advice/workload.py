@@ -17,6 +17,7 @@ from compiled_training.catalog.dlc import (
     resolve_dlc,
 )
 from compiled_training.catalog.instances import instance_type_problem
+from compiled_training.catalog.neuron import is_trainium
 from compiled_training.typecheck import check_arguments
 from compiled_training_runtime import contract
 
@@ -122,12 +123,13 @@ class WorkloadProfile:
 
     def _unknown_version(self) -> str | None:
         """Why the job's image does not exist, as a pipeline would refuse it (a PyTorch version
-        on the workload's instance type, in its region); for Hugging Face, whose Transformers
-        version the workload does not give, whether any region has one. None where it exists."""
+        on a GPU or CPU instance type, in its region); None where it exists. On Trainium, and
+        for Hugging Face (whose Transformers version the workload does not give), a version
+        some image has is advised (on Trainium: which version to move to)."""
         version = self.framework_version
         if version is None or self.framework not in PYTORCH_FRAMEWORKS:
             return None
-        if self.framework == "pytorch":
+        if self.framework == "pytorch" and not is_trainium(self.instance_type):
             try:
                 image = resolve_dlc(PyTorchRelease(version), False, self.instance_type)
                 if self.region in all_regions():

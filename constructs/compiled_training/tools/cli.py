@@ -362,6 +362,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _advise(args: argparse.Namespace) -> int:
+    if args.plot:
+        require_extra("plot", "advise --plot")  # before the report, which it would follow
     profiles = load_workloads(args.workloads)
     given = load_prices(args.prices) if args.prices else {}
     live = _live_prices(profiles) if args.live_prices else {}
