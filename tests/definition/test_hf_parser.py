@@ -9,9 +9,6 @@ import json
 import random
 import subprocess
 import textwrap
-from pathlib import Path
-
-import pytest
 
 from compiled_training.catalog.training_arguments import argument_fields, transformers_version
 from compiled_training.definition.trainer_script import _parser_refuses
@@ -130,7 +127,8 @@ def test_the_synth_refuses_what_the_real_parser_refuses():
         verdict = _parser_refuses(sources[script].encode(), tuple(names))
         assert verdict is not None, (script, names)  # every script is read
         synth.append("refused" if verdict[0] else "accepted")
-    differing = [(case, r, s) for case, r, s in zip(cases, real, synth) if r != s]
+    differing = [(case, r, s) for case, r, s in zip(cases, real, synth, strict=True)
+                 if r != s]
     assert differing == [], "\n".join(map(str, differing))
     assert len(cases) >= 20
     assert 5 <= real.count("refused") <= len(cases) - 5  # both outcomes, well represented
