@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -28,3 +29,12 @@ def test_summary_names_every_stack_pipeline_compiler_and_template(reference_asse
 def test_summary_without_an_assembly_says_what_to_run(tmp_path, capsys):
     assert main([str(tmp_path)]) == 2
     assert "run 'npx cdk synth' first" in capsys.readouterr().err
+
+
+def test_an_app_no_pack_checked_is_not_called_clean(reference_assembly, tmp_path):
+    copied = tmp_path / "cdk.out"
+    shutil.copytree(reference_assembly.directory, copied)
+    assert "cdk-nag: AwsSolutions: success" in render(copied)  # its twin: the packs ran
+    (copied / "validation-report.json").unlink()  # as an app without validation plugins
+    (line,) = [line for line in render(copied).splitlines() if line.startswith("cdk-nag:")]
+    assert line.startswith("cdk-nag: no pack ran, so nothing was checked; add them with ")

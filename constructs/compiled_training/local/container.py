@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import functools
 import os
+import re
+import signal
 import shutil
 import subprocess
 import tempfile
@@ -27,6 +29,7 @@ REASON_MAX = 1024
 LOG_LINES_ON_FAILURE = 3
 _TOOLKIT = "sagemaker-training-toolkit"
 _TOOLKIT_ERROR = f"{_TOOLKIT} ERROR"
+_INVOKING = "Invoking script with the following command:"  # the next line is the command
 
 # Inside the namespace: /opt overlaid (its files stay readable, writes go to the job's
 # folder), /opt/ml bound to the job's opt_ml, then the job's command.
@@ -149,14 +152,41 @@ class Job:
     @staticmethod
     def failure(code: int, log: Path, reason: str) -> str:
         """Why a process that exited ``code`` failed, as SageMaker says it: the ``reason`` the
-        job wrote beside the script's last line, else the log's last lines."""
-        lines = log.read_text(errors="replace").strip().splitlines() or ["no output"]
+        job wrote beside the script's last line, else the log's last lines. Progress bars are
+        no line of their own here, and a script killed by a signal is said to be."""
+        printed = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+        lines = [line for line in printed if not _PROGRESS_BAR.search(line)] or ["no output"]
         if not reason:
             last = " | ".join(line.strip() for line in lines[-LOG_LINES_ON_FAILURE:])
-            return f"AlgorithmError: {last} (exit code {code}; log: {log})"
+            return f"AlgorithmError: {last} ({_ended(code)}; log: {log})"
         # The script's own last words, before the toolkit's report of them.
         reported = next((i for i, line in enumerate(lines) if _TOOLKIT_ERROR in line), len(lines))
-        own = [line for line in lines[:reported]
-               if line.strip() and _TOOLKIT not in line] or lines
-        return (f"AlgorithmError: {reason} (exit code {code}; the script's last line: "
+        invoked = next((i + 2 for i, line in enumerate(lines) if _INVOKING in line), 0)
+        own = [line for line in lines[invoked:reported] if _TOOLKIT not in line] or [
+            "none but progress bars" if len(lines) < len(printed) else "none"]
+        killed = _KILLED.search(reason)
+        if killed:  # the script's signal, in the toolkit's words; the toolkit then exits 1
+            reason = _KILLED.sub(f"the script was {_ended(int(killed.group(1)))}", reason)
+        ended = f"the toolkit exited {code}" if killed else _ended(code)
+        return (f"AlgorithmError: {reason} ({ended}; the script's last line: "
                 f"{own[-1].strip()}; log: {log})")
+
+
+# tqdm's bar (`` 40%|████      | 4/10 [00:01<00:02, 3.9it/s]``), redrawn on one line with \r.
+_PROGRESS_BAR = re.compile(r"\d+%\|.*\|")
+# The toolkit's report of a script a signal ended (subprocess's negative return code).
+_KILLED = re.compile(r"ExitCode (-\d+)")
+_OUT_OF_MEMORY = "; the kernel's out-of-memory killer sends it"
+
+
+def _ended(code: int) -> str:
+    """How a process ended, from its return code: negative is the signal that killed it."""
+    if code >= 0:
+        return f"exit code {code}"
+    number = -code
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        name = f"signal {number}"
+    return (f"killed by {name} (signal {number}"
+            + (_OUT_OF_MEMORY if number == signal.SIGKILL else "") + ")")

@@ -72,14 +72,20 @@ def render(outdir: Path, now: datetime | None = None) -> str:
         if row.get("registration"):
             lines.append(f"{row['stack']}: registers into {row['registration']}")
     lines.extend(schedules(templates, now or datetime.now(timezone.utc)))
-    report = outdir / "validation-report.json"
-    if report.exists():
-        plugins = json.loads(report.read_text()).get("pluginReports", [])
-        verdicts = ", ".join(f"{p['pluginName']}: {p['conclusion']}" for p in plugins)
-        lines.append(f"cdk-nag: {verdicts or 'no findings'} ({report})")
-    else:
-        lines.append("cdk-nag: no unacknowledged findings")
+    lines.append(_nag_line(outdir / "validation-report.json"))
     return "\n".join(lines)
+
+
+def _nag_line(report: Path) -> str:
+    """The packs' verdicts. The CDK writes the report whenever a validation plugin ran, so no
+    report means no pack checked the app."""
+    plugins = json.loads(report.read_text()).get("pluginReports", []) if report.exists() else []
+    if not plugins:
+        return ("cdk-nag: no pack ran, so nothing was checked; add them with "
+                "cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), "
+                "CompiledTrainingChecks(app))")
+    verdicts = ", ".join(f"{p['pluginName']}: {p['conclusion']}" for p in plugins)
+    return f"cdk-nag: {verdicts} ({report})"
 
 
 def main(argv: list[str] | None = None) -> int:
