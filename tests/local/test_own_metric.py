@@ -53,24 +53,27 @@ def _assembly(outdir: Path, source: Path) -> Path:
     return outdir
 
 
-@pytest.mark.parametrize(("quality", "registered"), [(0.9, True), (0.5, False)])
-def test_a_gate_on_the_scripts_own_f1_registers_above_it_and_fails_below(tmp_path, quality,
-                                                                          registered):
+def _run(tmp_path: Path, script: str, *arguments: str) -> subprocess.CompletedProcess[str]:
     source = tmp_path / "training"
     source.mkdir()
-    (source / "train.py").write_text(SCRIPT)
+    (source / "train.py").write_text(script)
     for channel in ("train", "validation"):
         (tmp_path / channel).mkdir()
         (tmp_path / channel / "rows.txt").write_text("a b c\n")
     assembly = _assembly(tmp_path / "cdk.out", source)
-
-    result = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "compiled_training.tools.cli", "run", str(assembly),
-         "--pipeline", "classifier", "--set", f"Train.quality={quality}",
+         "--pipeline", "classifier", *arguments,
          "--data", f"{DATA}/train/={tmp_path / 'train'}",
          "--data", f"{DATA}/validation/={tmp_path / 'validation'}",
          "--workdir", str(tmp_path / "work"), "--json", str(tmp_path / "report.json")],
         capture_output=True, text=True, timeout=600, check=False)
+
+
+@pytest.mark.parametrize(("quality", "registered"), [(0.9, True), (0.5, False)])
+def test_a_gate_on_the_scripts_own_f1_registers_above_it_and_fails_below(tmp_path, quality,
+                                                                          registered):
+    result = _run(tmp_path, SCRIPT, "--set", f"Train.quality={quality}")
 
     report = json.loads((tmp_path / "report.json").read_text())
     steps = {step["name"]: step for step in report["steps"]}
@@ -85,3 +88,26 @@ def test_a_gate_on_the_scripts_own_f1_registers_above_it_and_fails_below(tmp_pat
         assert steps["RegisterModel"]["status"] == "Skipped"
         assert report["failure"] == ("step QualityGateFailed failed: Model not registered: f1 "
                                      f"{quality} is below the threshold MinF1 0.8")
+
+
+def test_a_metric_its_regex_never_matches_is_said_with_the_regex_and_the_log(tmp_path):
+    result = _run(tmp_path, SCRIPT.replace("F1 score:", "F1="))
+    assert result.returncode == 1, result.stdout + result.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    log = tmp_path / "work" / "steps" / "Train" / "training.log"
+    why = (f"its regex 'F1 score: ([0-9.]+)' never matched the job's log ({log}), so "
+           f"SageMaker reports no such metric: print it so, or fix the regex")
+    assert report["failure"].endswith(f"metric 'f1': {why}"), report["failure"]
+    assert f"Train: metrics never printed as their definitions read them: f1: {why}" in \
+        report["notes"]
+
+
+@pytest.mark.parametrize("threshold", ["85", "-0.1"])
+def test_a_threshold_outside_the_metric_s_range_stops_the_run_before_it_starts(tmp_path,
+                                                                               threshold):
+    result = _run(tmp_path, SCRIPT, "--param", f"MinF1={threshold}")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr == (f"compiled-training run: --param MinF1 {float(threshold)!r} is "
+                             f"outside [0, 1], the range of 'f1' (a fraction, as its name "
+                             f"says){': for 85 % give 0.85' if threshold == '85' else ''}\n")
+    assert not (tmp_path / "work").exists()  # nothing ran

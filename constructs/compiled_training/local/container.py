@@ -13,8 +13,8 @@ from __future__ import annotations
 import functools
 import os
 import re
-import signal
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Mapping

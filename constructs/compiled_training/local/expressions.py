@@ -86,6 +86,8 @@ class Context:
     steps: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Each finished step's properties (``FinalMetricDataList`` by metric name,
     ``OutputParameters`` by name, ``PropertyFiles`` by name)."""
+    unmatched_metrics: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Why a training step has no metric of a name it defines (`Run.unmatched_metrics`)."""
 
     def evaluate(self, value: Any, where: str) -> Any:
         """``value`` with every expression in it evaluated; ``where`` names the step and
@@ -121,6 +123,10 @@ class Context:
             step, _, properties = rest.partition(".")
             if step not in self.steps:
                 raise Unsupported(f"{where}: {path} reads step {step!r}, which has not run")
+            read = re.match(r"FinalMetricDataList\['([^']+)'\]", properties)
+            metric = read[1] if read else ""
+            if why := self.unmatched_metrics.get(step, {}).get(metric):
+                raise StepFailed(f"{where}: {path}: metric {metric!r}: {why}")
             return _walk(self.steps[step], properties, f"{where}: {path}")
         raise Unsupported(f"{where}: {path} is not an expression the runner implements")
 

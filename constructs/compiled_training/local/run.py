@@ -48,6 +48,8 @@ class Run:
     notes: list[str] = field(default_factory=list)
     compile_caches: dict[str, dict[str, Any]] = field(default_factory=dict)
     """The warm start's summary of each training step that carried a compile cache."""
+    unmatched_metrics: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Each training step's metrics whose regex never matched its log: why, by metric."""
     execution: str = "local"
     """The execution's id: jobs are named after their step and it."""
     endpoint: str | None = None

@@ -124,7 +124,7 @@ def execute(definition: Mapping[str, Any], pipeline_name: str, parameters: dict[
         "PipelineExecutionId": execution, "PipelineName": pipeline_name,
         "PipelineArn": pipeline_arn, "PipelineExecutionArn": f"{pipeline_arn}/execution/"
                                                             f"{execution}",
-        "StartDateTime": now, "CurrentDateTime": now})
+        "StartDateTime": now, "CurrentDateTime": now}, unmatched_metrics=run.unmatched_metrics)
     report = Report(pipeline_name, execution)
     steps = list(definition.get("Steps", []))
     try:

@@ -121,9 +121,22 @@ def train(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, Any]:
             # The one host stood in for every instance: billed as SageMaker bills them.
             "TrainingTimeInSeconds": seconds, "BillableTimeInSeconds": seconds * int(count),
             "ModelArtifacts": {"S3ModelArtifacts": model_uri},
-            "FinalMetricDataList": final_metrics(
-                arguments.get("AlgorithmSpecification", {}).get("MetricDefinitions", []),
-                log.read_text(errors="replace"))}
+            "FinalMetricDataList": _metrics(name, arguments, log, run)}
+
+
+def _metrics(name: str, arguments: Mapping[str, Any], log: Path, run: Run) -> dict[str, Any]:
+    """The job's final metrics; those whose regex never matched are said, once for the run
+    and again by whatever reads them."""
+    definitions = arguments.get("AlgorithmSpecification", {}).get("MetricDefinitions", [])
+    metrics = final_metrics(definitions, log.read_text(errors="replace"))
+    unmatched = {d["Name"]: f"its regex {d['Regex']!r} never matched the job's log ({log}), so "
+                            f"SageMaker reports no such metric: print it so, or fix the regex"
+                 for d in definitions if d["Name"] not in metrics}
+    if unmatched:
+        run.unmatched_metrics[name] = unmatched
+        run.notes.append(f"{name}: metrics never printed as their definitions read them: "
+                         + "; ".join(f"{metric}: {why}" for metric, why in unmatched.items()))
+    return metrics
 
 
 def compile_cache_summary(output_data: Path) -> dict[str, Any]:
