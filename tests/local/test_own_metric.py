@@ -54,13 +54,16 @@ def _assembly(outdir: Path, source: Path) -> Path:
 
 
 def _run(tmp_path: Path, script: str, *arguments: str) -> subprocess.CompletedProcess[str]:
+    """The pipeline synthesized with ``script`` (once), then run."""
     source = tmp_path / "training"
-    source.mkdir()
-    (source / "train.py").write_text(script)
-    for channel in ("train", "validation"):
-        (tmp_path / channel).mkdir()
-        (tmp_path / channel / "rows.txt").write_text("a b c\n")
-    assembly = _assembly(tmp_path / "cdk.out", source)
+    if not source.exists():
+        source.mkdir()
+        (source / "train.py").write_text(script)
+        for channel in ("train", "validation"):
+            (tmp_path / channel).mkdir()
+            (tmp_path / channel / "rows.txt").write_text("a b c\n")
+        _assembly(tmp_path / "cdk.out", source)
+    assembly = tmp_path / "cdk.out"
     return subprocess.run(
         [sys.executable, "-m", "compiled_training.tools.cli", "run", str(assembly),
          "--pipeline", "classifier", *arguments,
@@ -111,3 +114,21 @@ def test_a_threshold_outside_the_metric_s_range_stops_the_run_before_it_starts(t
                              f"outside [0, 1], the range of 'f1' (a fraction, as its name "
                              f"says){': for 85 % give 0.85' if threshold == '85' else ''}\n")
     assert not (tmp_path / "work").exists()  # nothing ran
+
+
+def test_each_run_in_a_workdir_registers_the_next_version_until_it_starts_fresh(tmp_path):
+    """The model package group keeps its versions between executions, as on AWS, with the
+    run's S3; --fresh starts without either."""
+    arns, notes = [], []
+    for arguments in ((), (), ("--fresh",)):
+        result = _run(tmp_path, SCRIPT, *arguments)
+        assert result.returncode == 0, result.stdout + result.stderr
+        report = json.loads((tmp_path / "report.json").read_text())
+        (register,) = [s for s in report["steps"] if s["name"] == "RegisterModel"]
+        arns.append(register["outputs"]["ModelPackageArn"])
+        notes.append([n for n in report["notes"] if n.startswith("carried from the last run")])
+    assert [arn.rsplit("/", 2)[1:] for arn in arns] == [["classifier", "1"], ["classifier", "2"],
+                                                        ["classifier", "1"]]
+    first, (second,), fresh = notes
+    assert first == fresh == []
+    assert second.endswith(" and 1 model version (--fresh starts without them)"), second

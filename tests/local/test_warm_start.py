@@ -65,7 +65,8 @@ def test_the_second_local_run_starts_warm_from_the_first_runs_cache(tmp_path):
         "/ranker/compile-cache/Train/ml.g5.2xlarge/cpu/inductor-default/" in first["location"]
     (archive,) = (tmp_path / "work" / "s3").rglob("inductor-cache.tar.gz")
     assert "ranker/compile-cache/Train" in archive.as_posix()
-    assert any("compile-cache object carried from the last run" in note
+    assert any(note.startswith("carried from the last run in this workdir, as AWS keeps them "
+                               "between executions: ") and " compile-cache objects)" in note
                for note in reports[1]["notes"])
 
 

@@ -61,14 +61,63 @@ def endpoint() -> Iterator[str]:
         server.stop()
 
 
-def carry(s3: Any, previous: Path, folders: tuple[str, ...]) -> int:
-    """Puts an earlier run's folders named ``folders`` (``<previous>/<bucket>/<key>``, as
-    `dump` wrote them) into the run's S3, as S3 keeps them from one execution to the next;
-    returns how many objects. The rest of that run's S3 was its own."""
-    found = [path for path in sorted(previous.rglob("*")) if path.is_dir()
-             and path.name in folders] if previous.is_dir() else []
-    seed(s3, {f"s3://{path.relative_to(previous).as_posix()}/": path for path in found})
-    return sum(1 for path in found for item in path.rglob("*") if item.is_file())
+def carry(s3: Any, previous: Path, folders: tuple[str, ...]) -> tuple[int, int]:
+    """Puts an earlier run's S3 (``<previous>/<bucket>/<key>``, as `dump` wrote it) into this
+    run's, as S3 keeps objects from one execution to the next; returns how many objects, and
+    how many of them under folders named ``folders`` (the compile caches)."""
+    files = [path for path in sorted(previous.rglob("*")) if path.is_file()] \
+        if previous.is_dir() else []
+    seed(s3, {f"s3://{path.relative_to(previous).as_posix()}": path for path in files})
+    caches = sum(1 for path in files if set(path.relative_to(previous).parts[:-1]) & set(folders))
+    return len(files), caches
+
+
+REGISTRY_FILE = "registry.json"
+"""The stand-in registry's groups and versions, as the run left them, for the next run."""
+SSM_FILE = "ssm.json"
+
+
+def restore(workdir: Path) -> int:
+    """Puts an earlier run's model registry and SSM parameters (`dump`'s files) into this run's
+    AWS, as AWS keeps them between executions: each version again under its number. Returns
+    how many versions."""
+    import boto3
+
+    ssm, sagemaker = boto3.client("ssm"), boto3.client("sagemaker")
+    parameters = workdir / SSM_FILE
+    for name, value in (json.loads(parameters.read_text()) if parameters.is_file() else {}
+                        ).items():
+        ssm.put_parameter(Name=name, Value=value, Type="String", Overwrite=True)
+    registry = workdir / REGISTRY_FILE
+    saved = json.loads(registry.read_text()) if registry.is_file() else {}
+    for group in saved.get("groups", []):
+        sagemaker.create_model_package_group(**group)
+    for package in saved.get("packages", []):
+        sagemaker.create_model_package(**package)
+    return len(saved.get("packages", []))
+
+
+def _registry() -> dict[str, list[dict[str, Any]]]:
+    """The stand-in registry: its groups, and its versions in the order they were created,
+    each as the ``CreateModelPackage`` request that makes it again."""
+    import boto3
+
+    client = boto3.client("sagemaker")
+    takes = set(client.meta.service_model.operation_model("CreateModelPackage").input_shape
+                .members)
+    groups = [{key: group[key] for key in ("ModelPackageGroupName",
+                                           "ModelPackageGroupDescription") if key in group}
+              for page in client.get_paginator("list_model_package_groups").paginate()
+              for group in page["ModelPackageGroupSummaryList"]]
+    summaries = [summary for page in client.get_paginator("list_model_packages").paginate(
+        ModelPackageType="Both") for summary in page["ModelPackageSummaryList"]]
+    summaries.sort(key=lambda s: (s.get("ModelPackageGroupName", ""),
+                                  s.get("ModelPackageVersion", 0), s["CreationTime"]))
+    packages = []
+    for summary in summaries:
+        described = client.describe_model_package(ModelPackageName=summary["ModelPackageArn"])
+        packages.append({key: value for key, value in described.items() if key in takes})
+    return {"groups": groups, "packages": packages}
 
 
 _CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
@@ -90,15 +139,18 @@ def seed(s3: Any, objects: Mapping[str, Path]) -> None:
 
 
 def dump(s3: Any, target: Path) -> None:
-    """The run's S3 as a folder tree, ``<target>/s3/<bucket>/<key>``, and its SSM parameters
-    (a benchmark's recorded verdict) as ``<target>/ssm.json``, for people to read."""
+    """The run's S3 as a folder tree, ``<target>/s3/<bucket>/<key>``, its SSM parameters (a
+    benchmark's recorded verdict) as ``<target>/ssm.json`` and its model registry as
+    ``<target>/registry.json``: for people to read, and for the next run in the folder."""
     import boto3
 
     ssm = boto3.client("ssm")
     parameters = {p["Name"]: p["Value"] for page in ssm.get_paginator(
         "describe_parameters").paginate() for p in [
         ssm.get_parameter(Name=d["Name"])["Parameter"] for d in page["Parameters"]]}
-    (target / "ssm.json").write_text(json.dumps(parameters, indent=2, sort_keys=True) + "\n")
+    (target / SSM_FILE).write_text(json.dumps(parameters, indent=2, sort_keys=True) + "\n")
+    (target / REGISTRY_FILE).write_text(json.dumps(_registry(), indent=2, sort_keys=True,
+                                                   default=str) + "\n")
     target = target / "s3"
     for bucket in s3.list_buckets().get("Buckets", []):
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket["Name"]):

@@ -3,7 +3,7 @@
     compiled-training run [cdk.out] --pipeline ID [--param NAME=VALUE]...
                           [--data S3_URI=LOCAL_DIR]... [--set STEP.HYPERPARAMETER=VALUE]...
                           [--outputs STEP=FILE]... [--python [KIND=]PYTHON]...
-                          [--processes N] [--workdir DIR] [--json FILE]
+                          [--processes N] [--workdir DIR] [--fresh] [--json FILE]
     compiled-training run --definition FILE [--name NAME] [--lambda STEP=DIR:MODULE.FUNCTION]...
 
 Exit 0 when the execution succeeds, 1 when it fails (naming the step and its reason), 2 on
@@ -39,7 +39,17 @@ from compiled_training.local.assembly import (
     pick,
     read_assembly,
 )
-from compiled_training.local.aws import carry, dump, endpoint, ensure_bucket, local_aws, seed
+from compiled_training.local.aws import (
+    REGISTRY_FILE,
+    SSM_FILE,
+    carry,
+    dump,
+    endpoint,
+    ensure_bucket,
+    local_aws,
+    restore,
+    seed,
+)
 from compiled_training.local.container import isolation_problem
 from compiled_training.local.expressions import Unsupported, parameter_values
 from compiled_training.local.images import KINDS
@@ -77,6 +87,9 @@ def parser() -> argparse.ArgumentParser:
                      help="GPUs each training instance stands in with (default 1)")
     run.add_argument("--workdir", type=Path, help="where steps, logs and S3 go (default: a "
                                                   "new folder under the system's temp folder)")
+    run.add_argument("--fresh", action="store_true",
+                     help="start without the last run's S3, model registry and SSM parameters "
+                          "in this --workdir (its compile caches too)")
     run.add_argument("--json", type=Path, dest="json_path", metavar="FILE",
                      help="also write the report here, as JSON")
     return run
@@ -128,20 +141,20 @@ def _run(args: argparse.Namespace) -> int:
               f"so training runs through SAGEMAKER_BASE_DIR and a script that names /opt/ml "
               f"itself fails. Run as root, or allow unprivileged user namespaces, to lift this.",
               file=sys.stderr)
-    run.workdir = workdir = _workdir(args.workdir)
+    run.workdir = workdir = _workdir(args.workdir, fresh=args.fresh)
     with local_aws(run.account, run.region) as s3, endpoint() as url:
         run.s3, run.endpoint = s3, url
+        # The last run's S3 first: this run's code and --data land over it, as uploads do.
+        objects, caches = carry(s3, workdir / EARLIER_S3, CACHE_FOLDERS)
+        shutil.rmtree(workdir / EARLIER_S3, ignore_errors=True)
+        versions = restore(workdir)
         for bucket in stack.buckets() if stack else []:
             ensure_bucket(s3, bucket)
         seed(s3, {uri: asset.source for uri, asset in (stack.assets if stack else {}).items()
                   if asset.packaging == "file"})
         seed(s3, request.data)
-        carried = carry(s3, workdir / EARLIER_S3, CACHE_FOLDERS)
-        shutil.rmtree(workdir / EARLIER_S3, ignore_errors=True)
-        if carried:
-            run.notes.append(f"{carried} compile-cache object{'s' if carried > 1 else ''} "
-                             f"carried from the last run in this workdir, as S3 keeps them "
-                             f"between executions")
+        if objects or versions:
+            run.notes.append(_carried(objects, caches, versions))
         if pipeline is not None and pipeline.stand_ins:
             run.notes.append("the template's references, as they stand in here: " + ", ".join(
                 f"{ref} = {value}" for ref, value in sorted(pipeline.stand_ins.items())))
@@ -287,9 +300,17 @@ EARLIER_S3 = "s3.earlier"
 """The last run's S3 in a reused workdir, while this run carries its compile caches over."""
 
 
-def _workdir(given: Path | None) -> Path:
-    """The run's folder, emptied of an earlier run's steps and S3 (less the compile caches it
-    carries over): a new folder, or one an
+def _carried(objects: int, caches: int, versions: int) -> str:
+    what = [f"{objects} S3 object{'s' if objects != 1 else ''}"
+            + (f" ({caches} of them compile-cache objects)" if caches else ""),
+            f"{versions} model version{'s' if versions != 1 else ''}"]
+    return (f"carried from the last run in this workdir, as AWS keeps them between executions: "
+            f"{' and '.join(what)} (--fresh starts without them)")
+
+
+def _workdir(given: Path | None, *, fresh: bool = False) -> Path:
+    """The run's folder, emptied of an earlier run's steps (its S3, registry and SSM
+    parameters are carried into this run, unless ``fresh``): a new folder, or one an
     earlier run made (its marker file says so); never a folder of the user's own."""
     workdir = (given or Path(tempfile.mkdtemp(prefix="compiled-training-run-"))).resolve()
     if workdir.is_relative_to("/opt"):
@@ -303,8 +324,13 @@ def _workdir(given: Path | None) -> Path:
     if (workdir / "s3").is_dir():
         (workdir / "s3").rename(workdir / EARLIER_S3)
     shutil.rmtree(workdir / "steps", ignore_errors=True)
+    if fresh:
+        shutil.rmtree(workdir / EARLIER_S3, ignore_errors=True)
+        for name in (REGISTRY_FILE, SSM_FILE):
+            (workdir / name).unlink(missing_ok=True)
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / MARKER).write_text("a compiled-training run's folder: steps/, s3/, ssm.json\n")
+    (workdir / MARKER).write_text("a compiled-training run's folder: steps/, s3/, ssm.json, "
+                                  "registry.json\n")
     return workdir
 
 
