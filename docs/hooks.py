@@ -34,6 +34,7 @@ INCLUDED = {
     "results/RESULTS-suite.md": "benchmarks/RESULTS-suite.md",
     "results/bench/bench.png": "benchmarks/bench/bench.png",
     "examples/team-app.md": "examples/team-app/README.md",
+    "examples/trainer-app.md": "examples/trainer-app/README.md",
 }
 REFERENCE = ROOT / "docs" / "reference"
 _DIRECTIVE = re.compile(r"^::: compiled_training\.(\w+)\s*$", re.M)

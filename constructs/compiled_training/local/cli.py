@@ -164,7 +164,7 @@ def _run(args: argparse.Namespace) -> int:
         dump(s3, workdir)
     report.notes.append(f"workdir {workdir}: each job's opt_ml/ (its /opt/ml), home, temporary "
                         f"and cache folders and log under steps/, the run's S3 under s3/, its "
-                        f"SSM parameters in ssm.json")
+                        f"SSM parameters in ssm.json, its model registry in registry.json")
     report.notes.append("the jobs' and handlers' AWS calls go to the stand-in AWS, with "
                         "stand-in credentials")
     print()
