@@ -291,7 +291,8 @@ def threshold_problem(metric: str, threshold: float | None,
     words = set(re.split(r"[^a-z0-9]+", metric.lower()))
     if threshold is None or not words & set(_FRACTIONS) or 0 <= threshold <= 1:
         return None
-    percent = f": for {threshold:g} % give {threshold / 100:g}" if 1 < threshold <= 100 else ""
+    percent = f": for {threshold:g} % give {threshold / 100:g}" if 10 <= threshold <= 100 \
+        else ""
     return (f"{given_as} {threshold!r} is outside [0, 1], the range of {metric!r} (a "
             f"fraction, as its name says){percent}")
 
