@@ -262,6 +262,9 @@ def test_given_prices_come_before_the_table():
 def test_another_region_is_priced_at_the_us_east_1_list_and_says_so():
     assessment = assess_workload(_with(DOCUMENTS, region="eu-west-1"))
     assert "(us-east-1 price; eu-west-1 may differ)" in assessment.reasons["money"]
+    # Its twin: a price given for the job (or read live for its region) is not called us-east-1's.
+    given = assess_workload(_with(DOCUMENTS, region="eu-west-1"), prices={"ml.g5.48xlarge": 22.0})
+    assert "us-east-1" not in given.reasons["money"]
 
 
 def test_every_prior_cites_its_source_and_only_measured_families_can_enable():

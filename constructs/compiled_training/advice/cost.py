@@ -123,7 +123,8 @@ def money(profile: WorkloadProfile, compiler: str, speedup: tuple[float, float],
         if runs >= 1 else hourly / 60 * compile.first[1] * runs
     low, high = (max(0.0, per_run * (1 - 1 / s) * runs - compile_cost) for s in speedup)
     reason = f"${per_run:,.0f} a run, ${per_run * runs:,.0f} a year"
-    if profile.region != "us-east-1":
+    if profile.region != "us-east-1" and profile.instance_type not in (prices or {}):
+        # The table is us-east-1's; a price given (or read live for the region) is the job's.
         reason += f" (us-east-1 price; {profile.region} may differ)"
     if (module := compiler_module(compiler)).enabled:
         reason += f"; {module.title} would save ${low:,.0f}-${high:,.0f} a year"
