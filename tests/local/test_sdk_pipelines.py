@@ -138,6 +138,43 @@ def test_fails_before_anything_runs_on_a_step_that_depends_on_a_fail_step(tmp_pa
     assert not (tmp_path / "work").exists()
 
 
+def test_fails_before_anything_runs_on_a_step_that_depends_on_a_step_it_lacks(tmp_path):
+    # SageMaker refuses it at CreatePipeline (v3's FailStep docstring says as much); the SDK's
+    # own pipeline, its condition made to depend on a step the definition does not have.
+    built = sdk_pipelines.fail_with_join(tmp_path)
+    built.definition["Steps"][0]["DependsOn"] = ["Preprocess"]
+    result, _ = _run(built, tmp_path / "work")
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "compiled-training run: step CondStep depends on Preprocess, which the pipeline does "
+        "not have: SageMaker refuses this definition; name steps it has in DependsOn")
+    assert not (tmp_path / "work").exists()
+
+
+@pytest.mark.parametrize(("given", "refusal"), [
+    (["--param", "Mode=medium"], "--param Mode: 'medium' is not one of its EnumValues (fast, "
+                                 "slow), which SageMaker holds a run to"),
+    ([], "parameter Mode's default: 'turbo' is not one of its EnumValues (fast, slow), which "
+         "SageMaker holds a run to"),
+    (["--param", "Mode=slow"], None),  # the twin: a value it allows runs
+])
+def test_a_parameter_value_outside_its_enum_values_is_refused_before_anything_runs(
+        tmp_path, given, refusal):
+    # As SDK v3 writes a ParameterString with enum_values (v2 has no such argument).
+    built = sdk_pipelines.fail_with_join(tmp_path)
+    built.definition["Parameters"].append({
+        "Name": "Mode", "Type": "String", "DefaultValue": "turbo" if not given else "fast",
+        "EnumValues": ["fast", "slow"]})
+    result, report = _run(built, tmp_path / "work", *given)
+    if refusal is None:
+        assert result.returncode == 1, result.stderr  # it ran: the pipeline always fails
+        assert report["failure"].startswith("step FailStep failed: ")
+    else:
+        assert result.returncode == 2
+        assert result.stderr.strip() == f"compiled-training run: {refusal}"
+        assert not (tmp_path / "work").exists()
+
+
 def test_fails_before_anything_runs_naming_each_step_that_cannot_run_here(tmp_path):
     result, _ = _run(sdk_pipelines.refused_kinds(tmp_path), tmp_path / "work")
 
@@ -242,8 +279,9 @@ def test_without_a_mount_namespace_processing_is_refused_up_front_and_training_r
     assert training.stderr.splitlines()[0] == (
         "compiled-training run: jobs cannot get their own /opt/ml here (unshare could not lay "
         "/opt/ml over /opt: unshare: unshare failed: Operation not permitted), so training runs "
-        "through SAGEMAKER_BASE_DIR and a script that names /opt/ml itself fails. Run as root, "
-        "or allow unprivileged user namespaces, to lift this.")
+        "through SAGEMAKER_BASE_DIR and a script that names /opt/ml itself fails, and /tmp, "
+        "/var/tmp and /dev/shm are this machine's, shared by the jobs. Run as root, or allow "
+        "unprivileged user namespaces, to lift this.")
     assert _statuses(report) == EXPECTED["parameterized_code"]
 
 

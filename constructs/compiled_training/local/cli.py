@@ -139,7 +139,8 @@ def _run(args: argparse.Namespace) -> int:
     if isolation:
         print(f"compiled-training run: jobs cannot get their own /opt/ml here ({isolation}), "
               f"so training runs through SAGEMAKER_BASE_DIR and a script that names /opt/ml "
-              f"itself fails. Run as root, or allow unprivileged user namespaces, to lift this.",
+              f"itself fails, and /tmp, /var/tmp and /dev/shm are this machine's, shared by "
+              f"the jobs. Run as root, or allow unprivileged user namespaces, to lift this.",
               file=sys.stderr)
     run.workdir = workdir = _workdir(args.workdir, fresh=args.fresh)
     with local_aws(run.account, run.region) as s3, endpoint() as url:

@@ -4,7 +4,8 @@ the job's own home, temporary and cache folders, all inside the job's folder of 
 Each job's process runs in a private mount namespace (``unshare``) where an overlay over
 ``/opt`` holds ``/opt/ml``, bound to the job's ``opt_ml`` folder: code that names
 ``/opt/ml/...`` absolutely reads and writes the job's folder, and the host's ``/opt`` is
-untouched. Where no namespace can be made (no ``unshare``, or no right to mount), the toolkit's
+untouched. Its ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are its own and gone when it ends, as
+in a container. Where no namespace can be made (no ``unshare``, or no right to mount), the toolkit's
 ``SAGEMAKER_BASE_DIR`` points training at the folder, and the run says so before it starts.
 """
 
@@ -32,9 +33,19 @@ _TOOLKIT_ERROR = f"{_TOOLKIT} ERROR"
 _INVOKING = "Invoking script with the following command:"  # the next line is the command
 
 # Inside the namespace: /opt overlaid (its files stay readable, writes go to the job's
-# folder), /opt/ml bound to the job's opt_ml, then the job's command.
+# folder), /opt/ml bound to the job's opt_ml; /tmp, /var/tmp and /dev/shm the job's own, empty
+# (as a container's), with the host folders it must reach ($4: colon-separated, under /tmp or
+# /var/tmp: its workdir, its Python) bound back from a holder under /opt; then the command.
 _ENTER = ('set -e; mount -t overlay overlay -o "lowerdir=/opt,upperdir=$1,workdir=$2" /opt; '
-          'mkdir -p /opt/ml; mount --bind "$3" /opt/ml; shift 3; exec "$@"')
+          'mkdir -p /opt/ml; mount --bind "$3" /opt/ml; keep="$4"; shift 4; '
+          'for base in /tmp /var/tmp; do mkdir -p "/opt/.host$base"; '
+          'mount --rbind "$base" "/opt/.host$base"; mount -t tmpfs tmpfs "$base"; done; '
+          'mount -t tmpfs tmpfs /dev/shm; '
+          'IFS=:; for path in $keep; do mkdir -p "$path"; '
+          'mount --rbind "/opt/.host$path" "$path"; done; unset IFS; '
+          'umount -l /opt/.host/tmp /opt/.host/var/tmp; exec "$@"')
+_PRIVATE = (Path("/tmp"), Path("/var/tmp"))
+"""The temporary folders a job gets its own of (and /dev/shm, which nothing needs back)."""
 # Variables of this machine's own AWS set-up that must not reach a job: its calls go to the
 # run's stand-in AWS only.
 _HOST_AWS = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE",
@@ -60,12 +71,26 @@ def isolation_problem() -> str | None:
         for folder in folders:
             folder.mkdir()
         probe = subprocess.run([*_unshare(), "sh", "-c", _ENTER, "sh", *map(str, folders),
-                                "sh", "-c", f"touch {OPT_ML}/probe"],
+                                kept([scratch]), "sh", "-c", f"touch {OPT_ML}/probe"],
                                capture_output=True, text=True, check=False)
         if probe.returncode == 0 and (folders[2] / "probe").is_file():
             return None
         lines = (probe.stderr or probe.stdout).strip().splitlines()
         return f"unshare could not lay /opt/ml over /opt: {lines[-1] if lines else 'no output'}"
+
+
+def kept(paths: list[str]) -> str:
+    """The host folders under /tmp and /var/tmp a job must still reach inside its own (each
+    path's first folder there, as the host resolves it), colon-separated for `_ENTER`."""
+    found: set[str] = set()
+    for text in paths:
+        if not text.startswith("/"):
+            continue
+        for path in {Path(text), Path(os.path.realpath(text))}:
+            base = next((b for b in _PRIVATE if path.is_relative_to(b) and path != b), None)
+            if base is not None and ":" not in str(path):
+                found.add(str(base / path.relative_to(base).parts[0]))
+    return ":".join(sorted(found))
 
 
 @dataclass(frozen=True)
@@ -135,8 +160,10 @@ class Job:
         """Runs ``command`` as the job's process, its output in ``log``; its exit code."""
         if self.isolated:
             overlay = self.folder / "overlay"
+            needed = [str(self.folder), *command, *(part for value in env.values()
+                                                    for part in value.split(os.pathsep))]
             command = [*_unshare(), "sh", "-c", _ENTER, "sh", str(overlay / "upper"),
-                       str(overlay / "work"), str(self.opt_ml), *command]
+                       str(overlay / "work"), str(self.opt_ml), kept(needed), *command]
         with log.open("w") as out:
             return subprocess.run(command, env=dict(env), cwd=self.folder / "cwd", stdout=out,
                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

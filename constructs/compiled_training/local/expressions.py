@@ -28,11 +28,18 @@ def parameter_values(declared: list[Mapping[str, Any]],
     the declared type. An unknown name or a value of the wrong type is bad input."""
     types = {p["Name"]: p.get("Type", "String") for p in declared}
     values = {p["Name"]: p.get("DefaultValue") for p in declared}
+    allowed = {p["Name"]: p["EnumValues"] for p in declared if p.get("EnumValues")}
     for name, text in overrides.items():
         if name not in types:
             raise RunInputError(f"--param {name}: the pipeline declares no such parameter "
                                 f"(declared: {', '.join(sorted(types)) or 'none'})")
         values[name] = _parsed(name, types[name], text)
+    for name, enum in sorted(allowed.items()):
+        if values[name] is not None and str(values[name]) not in map(str, enum):
+            given = f"--param {name}" if name in overrides else f"parameter {name}'s default"
+            raise RunInputError(f"{given}: {values[name]!r} is not one of its EnumValues "
+                                f"({', '.join(map(str, enum))}), which SageMaker holds a run "
+                                f"to")
     missing = sorted(name for name, value in values.items() if value is None)
     if missing:
         raise RunInputError(f"parameters without a default need --param: {', '.join(missing)}")

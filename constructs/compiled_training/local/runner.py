@@ -262,6 +262,12 @@ def check_structure(steps: list[Mapping[str, Any]]) -> None:
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
         raise RunInputError(f"step names must be unique, got {', '.join(twice)} more than once")
+    for step in all_steps(steps):
+        missing = sorted(set(map(str, step.get("DependsOn", []))) - set(names))
+        if missing:  # SageMaker refuses it at CreatePipeline, as v3's FailStep docstring says
+            raise RunInputError(f"step {step['Name']} depends on {', '.join(missing)}, which the "
+                                f"pipeline does not have: SageMaker refuses this definition; "
+                                f"name steps it has in DependsOn")
     failing = {str(step["Name"]) for step in all_steps(steps) if step.get("Type") == "Fail"}
     for step in all_steps(steps):
         # SageMaker refuses it at CreatePipeline ("CondStep can not depends on FailStep").
