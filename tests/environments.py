@@ -98,6 +98,7 @@ IMAGE_CONFIG = "sagemaker-core"
 # The maintained SageMaker SDK (v3)'s image configuration, which `make image-matrix` copies into
 # the library (compiled_training/catalog/image-uri-config) and the tests hold the copy equal to.
 SAGEMAKER_CORE = "sagemaker-core==2.27.0"
+SAGEMAKER_V3 = "sagemaker==3.27.0"  # the SDK teams build pipelines with, on that core
 
 
 def require(name: str) -> Environment:
@@ -144,8 +145,10 @@ ENVS = (
                 ("checkov>=3.2",), runtime=False),
     # SDK v3, whose image configuration the library ships and whose `image_uris.retrieve` is the
     # oracle of the URIs: SDK v2 (the other oracle) pins sagemaker-core<2, so they cannot share.
-    Environment(IMAGE_CONFIG, "the SageMaker SDK v3's image configuration", "3.11",
-                (SAGEMAKER_CORE,), runtime=False),
+    # The whole SDK (and moto, standing in for AWS) builds the pipelines teams write with it
+    # today (tests/local/sdk_v3_build.py).
+    Environment(IMAGE_CONFIG, "the SageMaker SDK v3 and its image configuration", "3.11",
+                (SAGEMAKER_CORE, SAGEMAKER_V3, "moto==5.2.5"), runtime=False, disk_gib=0.8),
     # The newest PyTorch training DLC (pytorch:2.14-cu133-amzn2023-sagemaker): its Python, torch
     # and SageMaker toolkit, as its image config and uv.lock pin them (torch 2.14.0, Python 3.12,
     # sagemaker-training, sagemaker-pytorch-training); the runtime, warm starts and local runs of

@@ -31,6 +31,11 @@ LOG_LINES_ON_FAILURE = 3
 _TOOLKIT = "sagemaker-training-toolkit"
 _TOOLKIT_ERROR = f"{_TOOLKIT} ERROR"
 _INVOKING = "Invoking script with the following command:"  # the next line is the command
+# SDK v3's drivers (sm_train.sh and its basic script driver): the script's command, its
+# report of the script's failure, and bash's trace of the shell script's own lines.
+_V3_INVOKING = "Executing command: "
+_REPORTS = ("Command failed with exit code ",)
+_XTRACE = re.compile(r"^\++ ")
 
 # Inside the namespace: /opt overlaid (its files stay readable, writes go to the job's
 # folder), /opt/ml bound to the job's opt_ml; /tmp, /var/tmp and /dev/shm the job's own, empty
@@ -187,9 +192,13 @@ class Job:
             last = " | ".join(line.strip() for line in lines[-LOG_LINES_ON_FAILURE:])
             return f"AlgorithmError: {last} ({_ended(code)}; log: {log})"
         # The script's own last words, before the toolkit's report of them.
-        reported = next((i for i, line in enumerate(lines) if _TOOLKIT_ERROR in line), len(lines))
-        invoked = next((i + 2 for i, line in enumerate(lines) if _INVOKING in line), 0)
-        own = [line for line in lines[invoked:reported] if _TOOLKIT not in line] or [
+        reported = next((i for i, line in enumerate(lines)
+                         if line.startswith(_REPORTS) or _TOOLKIT_ERROR in line), len(lines))
+        invoked = next((i + 2 for i, line in enumerate(lines) if _INVOKING in line),
+                       next((i + 1 for i, line in enumerate(lines)
+                             if line.startswith(_V3_INVOKING)), 0))
+        own = [line for line in lines[invoked:reported]
+               if _TOOLKIT not in line and not _XTRACE.match(line)] or [
             "none but progress bars" if len(lines) < len(printed) else "none"]
         killed = _KILLED.search(reason)
         if killed:  # the script's signal, in the toolkit's words; the toolkit then exits 1

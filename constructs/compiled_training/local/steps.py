@@ -81,9 +81,12 @@ def _training_refusal(name: str, arguments: Mapping[str, Any], run: Run) -> str:
     if not isinstance(uri, str):
         return f"step {name}: its image comes from an expression the runner does not resolve " \
                f"before the run{_outputs_hint(name)}"
-    image = classify(uri, script_mode="sagemaker_program" in hyperparameters)
+    entry_point = arguments.get("AlgorithmSpecification", {}).get("ContainerEntrypoint")
+    image = classify(uri, script_mode="sagemaker_program" in hyperparameters or bool(entry_point))
     if image.refusal:
         return f"step {name} runs {image.refusal}{_outputs_hint(name)}"
+    if entry_point:
+        return _entry_point_refusal(name, entry_point, run.python(image.kind), run)
     for channel in arguments.get("InputDataConfig", []):
         if "S3DataSource" not in channel.get("DataSource", {}):
             return (f"step {name}: channel {channel.get('ChannelName')} reads from "
@@ -107,6 +110,20 @@ def _training_refusal(name: str, arguments: Mapping[str, Any], run: Run) -> str:
         return (f"step {name} needs {', '.join(missing)} in {python} for its {image.kind} image "
                 f"(pip install {' '.join(missing)}, or pass --python {image.kind}=PYTHON an "
                 f"environment that has them)")
+    return ""
+
+
+def _entry_point_refusal(name: str, entry_point: list[Any], python: str, run: Run) -> str:
+    """A training step whose own command replaces the image's launcher (SDK v3's ModelTrainer:
+    ``/bin/bash -c .../sm_train.sh``): it names /opt/ml itself, and v3's script wants pip
+    beside the Python."""
+    if not run.isolated:
+        return (f"step {name} runs its ContainerEntrypoint ({' '.join(map(str, entry_point))}), "
+                f"which names /opt/ml itself, and this machine cannot lay /opt/ml over /opt for "
+                f"the job{_outputs_hint(name)}")
+    if not any((Path(python).parent / tool).exists() for tool in ("pip3", "pip")):
+        return (f"step {name} runs its ContainerEntrypoint, whose script looks for pip beside "
+                f"{python}, which has none; pass --python an environment with pip")
     return ""
 
 

@@ -92,7 +92,7 @@ def train(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, Any]:
 
     log = job.folder / "training.log"
     began = time.monotonic()
-    result = _toolkit(job, arguments, hyperparameters, run, log)
+    result = _launch(name, job, arguments, hyperparameters, run, log)
     seconds = max(1, round(time.monotonic() - began))
     output = str(arguments["OutputDataConfig"]["S3OutputPath"]).rstrip("/")
     if checkpoint.get("S3Uri"):  # synced as it writes them, failed or not
@@ -194,9 +194,38 @@ def final_metrics(definitions: list[Mapping[str, str]], logs: str) -> dict[str, 
     return metrics
 
 
+def _launch(name: str, job: Job, arguments: Mapping[str, Any],
+            hyperparameters: Mapping[str, str], run: Run, log: Path) -> int:
+    """The job's process: the step's own ContainerEntrypoint, which replaces the image's
+    launcher as on SageMaker (SDK v3's ModelTrainer), else the image's toolkit."""
+    spec = arguments.get("AlgorithmSpecification", {})
+    if not spec.get("ContainerEntrypoint"):
+        return _toolkit(job, arguments, hyperparameters, run, log)
+    command = [text(part) for part in [*spec["ContainerEntrypoint"],
+                                       *spec.get("ContainerArguments", [])]]
+    run.notes.append(f"{name}: ran the step's ContainerEntrypoint ({' '.join(command)}) in "
+                     f"place of the image's launcher, as SageMaker does")
+    return job.launch(command, _job_environment(job, arguments, hyperparameters, run), log)
+
+
 def _toolkit(job: Job, arguments: Mapping[str, Any], hyperparameters: Mapping[str, str],
              run: Run, log: Path) -> int:
     """The training toolkit in the job's view, as the image's entry point starts it."""
+    image = classify(str(arguments.get("AlgorithmSpecification", {}).get("TrainingImage", "")),
+                     script_mode=True)
+    env = _job_environment(job, arguments, hyperparameters, run)
+    python = run.python(image.kind)
+    env.pop("SAGEMAKER_TRAINING_MODULE", None)
+    if image.launcher:
+        env["SAGEMAKER_TRAINING_MODULE"] = image.launcher
+        env["PYTHONPATH"] = f"{XLA_SPAWN}:{env['PYTHONPATH']}"
+    return job.launch([python, "-c", _TOOLKIT], env, log)
+
+
+def _job_environment(job: Job, arguments: Mapping[str, Any],
+                     hyperparameters: Mapping[str, str], run: Run) -> dict[str, str]:
+    """What the job's process starts with, whatever it runs: the step's environment, what
+    SageMaker sets, the image's Python first on the PATH, the stand-in GPUs."""
     image = classify(str(arguments.get("AlgorithmSpecification", {}).get("TrainingImage", "")),
                      script_mode=True)
     python = run.python(image.kind)
@@ -214,10 +243,6 @@ def _toolkit(job: Job, arguments: Mapping[str, Any], hyperparameters: Mapping[st
         variables["SAGEMAKER_BASE_DIR"] = str(job.opt_ml)
     env = job.environment(python=python, region=run.region, endpoint=run.endpoint,
                           variables=variables)
-    env.pop("SAGEMAKER_TRAINING_MODULE", None)
-    if image.launcher:
-        env["SAGEMAKER_TRAINING_MODULE"] = image.launcher
-        env["PYTHONPATH"] = f"{XLA_SPAWN}:{env['PYTHONPATH']}"
     if instance_type.split(".")[1:2] and instance_type.split(".")[1][:1] in "gp":
         gpus = run.processes
         if hyperparameter_text(hyperparameters.get(contract.HP_PYTORCH_XLA_MULTI_WORKER)) == \
@@ -227,7 +252,7 @@ def _toolkit(job: Job, arguments: Mapping[str, Any], hyperparameters: Mapping[st
             gpus = 1
             run.notes.append("pytorchxla steps run one XLA replica here, whatever --processes")
         env["PATH"] = f"{stand_in_gpus(job.folder / 'gpus', gpus)}:{env['PATH']}"
-    return job.launch([python, "-c", _TOOLKIT], env, log)
+    return env
 
 
 def stand_in_gpus(folder: Path, count: int) -> Path:

@@ -1,0 +1,83 @@
+"""Builds pipelines as teams write them with the SageMaker SDK v3 (``sagemaker`` 3.x), in the
+environment that has it (``tests/environments.py``: v2, the other oracle, cannot share one).
+
+Run by that environment's Python: ``sdk_v3_build.py SPECS.json OUT``. For each spec (a name,
+an image, a source folder, hyperparameters) it builds a ``ModelTrainer`` training step in a
+pipeline against moto (the SDK uploads the code and its driver scripts, as it would to S3),
+then writes ``OUT/<name>/definition.json`` and the uploads under ``OUT/<name>/s3/<bucket>/``.
+What stands in for AWS: moto; the role is not validated (``SAGEMAKER_VALIDATE_ROLE=false``:
+moto has no IAM policy simulator).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+REGION = "eu-west-1"
+BUCKET = "v3-pipelines"
+ROLE = "arn:aws:iam::123456789012:role/SageMakerTrainingRole"
+os.environ.update(AWS_ACCESS_KEY_ID="local", AWS_SECRET_ACCESS_KEY="local",
+                  AWS_DEFAULT_REGION=REGION, AWS_EC2_METADATA_DISABLED="true",
+                  SAGEMAKER_VALIDATE_ROLE="false")
+
+
+def image(spec: dict) -> str:
+    """The image, as v3's own image_uris.retrieve names it (a team's own: as given)."""
+    from sagemaker.core import image_uris
+
+    framework = spec["image"]
+    if framework.startswith("own:"):
+        return framework.removeprefix("own:")
+    arguments = {"pytorch": {"version": "2.9", "instance_type": "ml.m5.xlarge"},
+                 "huggingface": {"version": "4.49.0", "base_framework_version": "pytorch2.5.1",
+                                 "instance_type": "ml.g5.xlarge"},
+                 "sklearn": {"version": "1.2-1"}, "xgboost": {"version": "1.7-1"}}[framework]
+    return image_uris.retrieve(framework=framework, region=REGION, image_scope="training",
+                               **arguments)
+
+
+def build(spec: dict, out: Path) -> None:
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws():
+        s3 = boto3.client("s3", region_name=REGION)
+        s3.create_bucket(Bucket=BUCKET,
+                         CreateBucketConfiguration={"LocationConstraint": REGION})
+        from sagemaker.core.workflow.pipeline_context import PipelineSession
+        from sagemaker.mlops.workflow.pipeline import Pipeline
+        from sagemaker.mlops.workflow.steps import TrainingStep
+        from sagemaker.train import ModelTrainer
+        from sagemaker.train.configs import Compute, InputData, SourceCode
+
+        session = PipelineSession(boto_session=boto3.Session(region_name=REGION),
+                                  default_bucket=BUCKET)
+        trainer = ModelTrainer(
+            training_image=image(spec), role=ROLE, sagemaker_session=session,
+            source_code=SourceCode(source_dir=spec["source_dir"], entry_script="train.py"),
+            compute=Compute(instance_type=spec.get("instance_type", "ml.m5.xlarge"),
+                            instance_count=1),
+            hyperparameters=spec.get("hyperparameters", {}), base_job_name=spec["name"])
+        step = TrainingStep(name="Train", step_args=trainer.train(input_data_config=[
+            InputData(channel_name="train", data_source=f"s3://{BUCKET}/data/train/")]))
+        pipeline = Pipeline(name=spec["name"], steps=[step], sagemaker_session=session)
+        folder = out / spec["name"]
+        folder.mkdir(parents=True)
+        (folder / "definition.json").write_text(pipeline.definition())
+        for item in s3.list_objects_v2(Bucket=BUCKET).get("Contents", []):
+            target = folder / "s3" / BUCKET / item["Key"]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            s3.download_file(BUCKET, item["Key"], str(target))
+
+
+def main() -> None:
+    specs, out = json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2])
+    for spec in specs:
+        build(spec, out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""Pipelines as teams build them today, with the SageMaker SDK v3: a ``ModelTrainer`` training
+step, whose ``ContainerEntrypoint`` (``/bin/bash -c .../sm_train.sh``) replaces the image's
+launcher, run locally on PyTorch, Hugging Face, scikit-learn and XGBoost images and a team's
+own. The SDK (in its own environment) builds each pipeline and uploads its code and driver
+scripts; the run gets them with ``--data``, as it would find them in S3. Each script prints a
+marker, proving it ran; each has a twin whose script fails with its own message.
+
+What stands in for AWS: moto (the SDK's uploads, the run's S3); the images, by the
+interpreters ``--python`` names (here, this environment's, which has pip as v3's script wants).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.environments import IMAGE_CONFIG, require
+
+BUILD = Path(__file__).parent / "sdk_v3_build.py"
+IMAGES = ["pytorch", "huggingface", "sklearn", "xgboost",
+          "own:111122223333.dkr.ecr.eu-west-1.amazonaws.com/team/trainer:1"]
+SCRIPT = """
+import os, sys
+print("v3 marker: the team's script ran with", sys.argv[1:])
+if os.environ.get("SM_HP_FAIL") == "yes":
+    sys.exit("the v3 team script failed")
+with open(os.path.join(os.environ["SM_MODEL_DIR"], "model.txt"), "w") as out:
+    out.write(str(len(os.listdir(os.environ["SM_CHANNEL_TRAIN"]))))
+"""
+
+
+def _name(image: str, fails: bool) -> str:
+    return ("own" if image.startswith("own:") else image) + ("-fails" if fails else "")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every pipeline, built by SDK v3 in one run of its environment."""
+    root = tmp_path_factory.mktemp("sdk-v3")
+    source = root / "source"
+    source.mkdir()
+    (source / "train.py").write_text(SCRIPT)
+    specs = [{"name": _name(image, fails), "image": image, "source_dir": str(source),
+              "hyperparameters": {"epochs": 2, "fail": "yes" if fails else "no"}}
+             for image in IMAGES for fails in (False, True)]
+    (root / "specs.json").write_text(json.dumps(specs))
+    result = subprocess.run([str(require(IMAGE_CONFIG).executable), str(BUILD),
+                             str(root / "specs.json"), str(root / "out")],
+                            capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return root / "out"
+
+
+def _run(built: Path, name: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str],
+                                                         dict[str, Any]]:
+    folder = built / name
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train" / "rows.csv").write_text("1,2\n3,4\n")
+    uploads = [f"s3://{path.relative_to(folder / 's3').as_posix()}/={path}"
+               for path in sorted((folder / "s3").glob("*/*/*/input"))]
+    assert uploads  # the SDK's code and drivers, under <bucket>/<job>/<timestamp>/input
+    data = [arg for upload in uploads for arg in ("--data", upload)]
+    result = subprocess.run(
+        [sys.executable, "-m", "compiled_training.tools.cli", "run", "--definition",
+         str(folder / "definition.json"), "--name", name, *data,
+         "--data", f"s3://v3-pipelines/data/train/={tmp_path / 'train'}",
+         "--workdir", str(tmp_path / "work"), "--json", str(tmp_path / "report.json")],
+        capture_output=True, text=True, timeout=600, check=False)
+    report = tmp_path / "report.json"
+    return result, json.loads(report.read_text()) if report.is_file() else {}
+
+
+@pytest.mark.parametrize("image", IMAGES)
+def test_a_model_trainer_step_runs_its_own_entry_point(built, tmp_path, image):
+    definition = json.loads((built / _name(image, False) / "definition.json").read_text())
+    (step,) = definition["Steps"]
+    specification = step["Arguments"]["AlgorithmSpecification"]
+    assert specification["ContainerEntrypoint"] == ["/bin/bash"]  # as v3 writes it
+    assert "sagemaker_program" not in step["Arguments"].get("HyperParameters", {})
+
+    result, report = _run(built, _name(image, False), tmp_path)
+
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    log = (tmp_path / "work" / "steps" / "Train" / "training.log").read_text()
+    assert "v3 marker: the team's script ran with ['--epochs', '2', '--fail', 'no']" in log
+    assert any(note.startswith("Train: ran the step's ContainerEntrypoint (/bin/bash -c chmod "
+                               "+x /opt/ml/input/data/sm_drivers/sm_train.sh") for note in
+               report["notes"])
+    (train,) = report["steps"]
+    assert train["status"] == "Succeeded"
+    assert train["outputs"]["ModelArtifacts"]["S3ModelArtifacts"].endswith("/model.tar.gz")
+
+
+@pytest.mark.parametrize("image", IMAGES)
+def test_its_twin_whose_script_fails_fails_with_the_scripts_message(built, tmp_path, image):
+    result, report = _run(built, _name(image, True), tmp_path)
+
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
+    log = (tmp_path / "work" / "steps" / "Train" / "training.log").read_text()
+    assert "v3 marker: the team's script ran with" in log  # it ran, then failed
+    assert report["failure"].startswith("step Train failed: AlgorithmError: ")
+    assert "(exit code 1; the script's last line: the v3 team script failed; log: " in \
+        report["failure"]
