@@ -84,6 +84,21 @@ def synth_reference_app(outdir: Path, context: dict[str, Any] | None = None) -> 
     return build_app(app).synth()
 
 
+def synth_example(folder: Path, outdir: Path) -> Path:
+    """An example app synthesized in its own process, from its own folder, as ``cdk synth``
+    runs it (``python app.py`` with the CLI's output folder and its cdk.json's context)."""
+    import subprocess
+    import sys
+
+    context = json.loads((folder / "cdk.json").read_text())["context"]
+    env = {**os.environ, "CDK_OUTDIR": str(outdir), "CDK_CONTEXT_JSON": json.dumps(context),
+           "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+    result = subprocess.run([sys.executable, "app.py"], cwd=folder, env=env,
+                            capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return outdir
+
+
 def templates(assembly: cdk.CloudAssembly) -> dict[str, dict[str, Any]]:
     return {stack.stack_name: stack.template for stack in assembly.stacks}
 

@@ -22,7 +22,13 @@ import pytest
 
 from compiled_training_runtime import contract
 from compiled_training_runtime.local import digits, job_folder
-from tests.helpers import ROOT, cfn_lint, definitions, substitute_expressions
+from tests.helpers import (
+    ROOT,
+    cfn_lint,
+    definitions,
+    substitute_expressions,
+    synth_example,
+)
 from tests.runtime.harness import run_with_toolkit
 
 EXAMPLE = ROOT / "examples" / "team-app"
@@ -30,16 +36,8 @@ EXAMPLE = ROOT / "examples" / "team-app"
 
 @pytest.fixture(scope="module")
 def example_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example synthesized in its own process, from its own folder, as ``cdk synth``
-    runs it (``python app.py`` with the CLI's output folder and its cdk.json's context)."""
-    out = tmp_path_factory.mktemp("example.out")
-    context = json.loads((EXAMPLE / "cdk.json").read_text())["context"]
-    env = {**os.environ, "CDK_OUTDIR": str(out), "CDK_CONTEXT_JSON": json.dumps(context),
-           "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
-    result = subprocess.run([sys.executable, "app.py"], cwd=EXAMPLE, env=env,
-                            capture_output=True, text=True, timeout=600, check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return out
+    """The example synthesized in its own process, as ``cdk synth`` runs it."""
+    return synth_example(EXAMPLE, tmp_path_factory.mktemp("example.out"))
 
 
 def _template(out: Path) -> dict[str, Any]:

@@ -12,7 +12,6 @@ ModelMetrics step's Lambda); one CPU for the GPU.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.environments import NEWEST_GPU_IMAGE, require
-from tests.helpers import ROOT, cfn_lint
+from tests.helpers import ROOT, cfn_lint, synth_example
 
 EXAMPLE = ROOT / "examples" / "trainer-app"
 PIPELINE = "review-classifier"
@@ -31,14 +30,7 @@ SHORTER = {"max_steps": "30", "eval_strategy": "steps", "eval_steps": "30"}
 
 @pytest.fixture(scope="module")
 def trainer_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("trainer-app.out")
-    context = json.loads((EXAMPLE / "cdk.json").read_text())["context"]
-    env = {**os.environ, "CDK_OUTDIR": str(out), "CDK_CONTEXT_JSON": json.dumps(context),
-           "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
-    result = subprocess.run([sys.executable, "app.py"], cwd=EXAMPLE, env=env,
-                            capture_output=True, text=True, timeout=600, check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return out
+    return synth_example(EXAMPLE, tmp_path_factory.mktemp("trainer-app.out"))
 
 
 def test_the_trainer_app_synthesizes_clean(trainer_out):
