@@ -55,15 +55,26 @@ def build(spec: dict, out: Path) -> None:
 
         session = PipelineSession(boto_session=boto3.Session(region_name=REGION),
                                   default_bucket=BUCKET)
+        hyperparameters = spec.get("hyperparameters", {})
+        if spec.get("sweep"):  # each item's own hyperparameters, read from the current item
+            from sagemaker.mlops.workflow.for_each_step import CurrentItem
+
+            hyperparameters = {key: getattr(CurrentItem(), key) for key in spec["sweep"][0]}
         trainer = ModelTrainer(
             training_image=image(spec), role=ROLE, sagemaker_session=session,
             source_code=SourceCode(source_dir=spec["source_dir"], entry_script="train.py"),
             compute=Compute(instance_type=spec.get("instance_type", "ml.m5.xlarge"),
                             instance_count=1),
-            hyperparameters=spec.get("hyperparameters", {}), base_job_name=spec["name"])
+            hyperparameters=hyperparameters, base_job_name=spec["name"])
+        if spec.get("metric"):
+            from sagemaker.core.shapes import MetricDefinition
+
+            trainer = trainer.with_metric_definitions([MetricDefinition(
+                name=spec["metric"], regex=f"{spec['metric']}=([0-9.]+)")])
         step = TrainingStep(name="Train", step_args=trainer.train(input_data_config=[
             InputData(channel_name="train", data_source=f"s3://{BUCKET}/data/train/")]))
-        pipeline = Pipeline(name=spec["name"], steps=[step], sagemaker_session=session)
+        steps = sweep(spec, step) if spec.get("sweep") else [step]
+        pipeline = Pipeline(name=spec["name"], steps=steps, sagemaker_session=session)
         folder = out / spec["name"]
         folder.mkdir(parents=True)
         (folder / "definition.json").write_text(pipeline.definition())
@@ -71,6 +82,30 @@ def build(spec: dict, out: Path) -> None:
             target = folder / "s3" / BUCKET / item["Key"]
             target.parent.mkdir(parents=True, exist_ok=True)
             s3.download_file(BUCKET, item["Key"], str(target))
+
+
+def sweep(spec: dict, train: object) -> list[object]:
+    """A ForEach step training once a hyperparameter set (JSON objects), the best by the
+    metric picked (MaxBy) and held to a floor by a condition on the pick."""
+    from sagemaker.core.workflow.conditions import ConditionGreaterThanOrEqualTo
+    from sagemaker.mlops.workflow.condition_step import ConditionStep
+    from sagemaker.mlops.workflow.fail_step import FailStep
+    from sagemaker.mlops.workflow.for_each_step import (
+        ForEachSelector,
+        ForEachStep,
+        IterationOutput,
+    )
+
+    metric = spec["metric"]
+    for_each = ForEachStep(
+        name="Sweep", iterable_items=[json.dumps(item) for item in spec["sweep"]],
+        max_concurrency=2, for_each_body=[train], selector=ForEachSelector(
+            pick="MaxBy", field=IterationOutput(train).FinalMetricDataList[metric].Value))
+    floor = ConditionStep(name="GoodEnough", conditions=[ConditionGreaterThanOrEqualTo(
+        left=for_each.properties.Selected.FinalMetricDataList[metric].Value,
+        right=spec["floor"])], if_steps=[], else_steps=[FailStep(
+            name="BelowFloor", error_message=f"the best {metric} is below {spec['floor']}")])
+    return [for_each, floor]
 
 
 def main() -> None:

@@ -34,6 +34,23 @@ with open(os.path.join(os.environ["SM_MODEL_DIR"], "model.txt"), "w") as out:
 """
 
 
+SWEEP_SCRIPT = """
+import argparse, os, sys
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr")
+parser.add_argument("--score")
+args = parser.parse_args()
+print(f"v3 marker: trained with lr={args.lr}")
+if args.score == "fail":
+    sys.exit("the v3 sweep script failed")
+print(f"f1={args.score}")
+with open(os.path.join(os.environ["SM_MODEL_DIR"], "model.txt"), "w") as out:
+    out.write(args.lr)
+"""
+SWEEPS = {"sweep": [{"lr": "0.1", "score": "0.71"}, {"lr": "0.01", "score": "0.83"}],
+          "sweep-fails": [{"lr": "0.1", "score": "0.71"}, {"lr": "0.01", "score": "fail"}]}
+
+
 def _name(image: str, fails: bool) -> str:
     return ("own" if image.startswith("own:") else image) + ("-fails" if fails else "")
 
@@ -48,6 +65,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     specs = [{"name": _name(image, fails), "image": image, "source_dir": str(source),
               "hyperparameters": {"epochs": 2, "fail": "yes" if fails else "no"}}
              for image in IMAGES for fails in (False, True)]
+    sweep_source = root / "sweep-source"
+    sweep_source.mkdir()
+    (sweep_source / "train.py").write_text(SWEEP_SCRIPT)
+    specs += [{"name": name, "image": "pytorch", "source_dir": str(sweep_source),
+               "sweep": items, "metric": "f1", "floor": 0.8} for name, items in SWEEPS.items()]
     (root / "specs.json").write_text(json.dumps(specs))
     result = subprocess.run([str(require(IMAGE_CONFIG).executable), str(BUILD),
                              str(root / "specs.json"), str(root / "out")],
@@ -106,3 +128,36 @@ def test_its_twin_whose_script_fails_fails_with_the_scripts_message(built, tmp_p
     assert report["failure"].startswith("step Train failed: AlgorithmError: ")
     assert "(exit code 1; the script's last line: the v3 team script failed; log: " in \
         report["failure"]
+
+
+def test_a_for_each_step_trains_each_item_and_its_selector_picks_the_best(built, tmp_path):
+    definition = json.loads((built / "sweep" / "definition.json").read_text())
+    assert [step["Type"] for step in definition["Steps"]] == ["ForEach", "Condition"]
+
+    result, report = _run(built, "sweep", tmp_path)
+
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    statuses = {step["name"]: step["status"] for step in report["steps"]}
+    assert statuses == {"Sweep": "Succeeded", "Train-0": "Succeeded", "Train-1": "Succeeded",
+                        "GoodEnough": "Succeeded", "BelowFloor": "Skipped"}
+    (sweep,) = [step for step in report["steps"] if step["name"] == "Sweep"]
+    outputs = sweep["outputs"]
+    assert outputs["InputItemCount"] == 2 and outputs["SucceededStepCount"] == 2
+    scores = [o["Train"]["FinalMetricDataList"]["f1"]["Value"]
+              for o in outputs["IterationOutputs"]]
+    assert scores == [0.71, 0.83]
+    assert outputs["Selected"]["FinalMetricDataList"]["f1"]["Value"] == 0.83  # MaxBy's pick
+    assert outputs["Selected"]["TrainingJobName"].startswith("train-1-")
+    log = (tmp_path / "work" / "steps" / "Train-1" / "training.log").read_text()
+    assert "v3 marker: trained with lr=0.01" in log  # the item's own hyperparameters
+
+
+def test_a_for_each_step_whose_item_fails_fails_with_the_scripts_message(built, tmp_path):
+    result, report = _run(built, "sweep-fails", tmp_path)
+
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
+    assert report["failure"].startswith("step Sweep failed: step Train-1 failed: "
+                                        "AlgorithmError: ")
+    assert "the script's last line: the v3 sweep script failed; log: " in report["failure"]
+    statuses = {step["name"]: step["status"] for step in report["steps"]}
+    assert statuses["Train-0"] == "Succeeded" and statuses["GoodEnough"] == "Not reached"

@@ -95,6 +95,8 @@ class Context:
     ``OutputParameters`` by name, ``PropertyFiles`` by name)."""
     unmatched_metrics: dict[str, dict[str, str]] = field(default_factory=dict)
     """Why a training step has no metric of a name it defines (`Run.unmatched_metrics`)."""
+    current_item: Any = None
+    """Inside a ForEach step's body: the item of this iteration (``ForEach.CurrentItem``)."""
 
     def evaluate(self, value: Any, where: str) -> Any:
         """``value`` with every expression in it evaluated; ``where`` names the step and
@@ -126,6 +128,10 @@ class Context:
             if rest not in self.execution:
                 raise Unsupported(f"{where}: execution variable {rest} is not implemented")
             return self.execution[rest]
+        if head == "ForEach" and rest.startswith("CurrentItem"):
+            if self.current_item is None:
+                raise Unsupported(f"{where}: {path} is read outside a ForEach step's body")
+            return walk(self.current_item, rest.removeprefix("CurrentItem"), f"{where}: {path}")
         if head == "Steps":
             step, _, properties = rest.partition(".")
             if step not in self.steps:
@@ -134,7 +140,7 @@ class Context:
             metric = read[1] if read else ""
             if why := self.unmatched_metrics.get(step, {}).get(metric):
                 raise StepFailed(f"{where}: {path}: metric {metric!r}: {why}")
-            return _walk(self.steps[step], properties, f"{where}: {path}")
+            return walk(self.steps[step], properties, f"{where}: {path}")
         raise Unsupported(f"{where}: {path} is not an expression the runner implements")
 
     def _json_get(self, spec: Mapping[str, Any], where: str) -> Any:
@@ -149,13 +155,13 @@ class Context:
                               f"file")
         document = self.get(f"Steps.{match[1]}.PropertyFiles.{match[2]}", where)
         path = text(self.evaluate(spec["Path"], where))
-        return _walk(document, path, f"{where}: Std:JsonGet {path}")
+        return walk(document, path, f"{where}: Std:JsonGet {path}")
 
 
 _ACCESSOR = re.compile(r"\.?([^.\[\]]+)|\[(?:'([^']*)'|\"([^\"]*)\"|(\d+))\]")
 
 
-def _walk(document: Any, path: str, where: str) -> Any:
+def walk(document: Any, path: str, where: str) -> Any:
     """``FinalMetricDataList['m'].Value``-style paths, and JSON paths (``a.b[0]``,
     ``$.a.f1-score``) as ``Std:JsonGet`` reads them."""
     position, value = 0, document

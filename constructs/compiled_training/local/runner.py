@@ -20,6 +20,7 @@ from compiled_training.local.expressions import (
     condition_holds,
     text,
 )
+from compiled_training.local.for_each import run_for_each
 from compiled_training.local.images import CUSTOM, classify, shown
 from compiled_training.local.run import Run
 from compiled_training.local.steps import refusals, run_step
@@ -133,6 +134,7 @@ def execute(definition: Mapping[str, Any], pipeline_name: str, parameters: dict[
     except StepFailed as failure:
         report.status, report.failure = FAILED, str(failure)
     seen = {outcome.name for outcome in report.steps}
+    seen |= {name.rsplit("-", 1)[0] for name in seen if re.fullmatch(r".+-\d+", name)}
     report.steps += [StepOutcome(str(s["Name"]), str(s["Type"]), NOT_REACHED)
                      for s in all_steps(steps) if str(s["Name"]) not in seen]
     ran = {outcome.name for outcome in report.steps if outcome.status in (SUCCEEDED, FAILED)}
@@ -156,7 +158,11 @@ def _run_steps(steps: list[Mapping[str, Any]], context: Context, run: Run, repor
             say(f"{name} ({kind}): given with --outputs, not run")
             continue
         try:
-            if kind == "Condition":
+            if kind == "ForEach":
+                outcome.outputs = run_for_each(step, context, lambda children: _run_steps(
+                    children, context, run, report, say), run.notes)
+                context.steps[name] = outcome.outputs
+            elif kind == "Condition":
                 outputs, branch = _condition(step, context)
                 outcome.outputs = outputs
                 taken, skipped = branch
@@ -242,13 +248,15 @@ def _references(step: Mapping[str, Any]) -> set[str]:
 
 
 def all_steps(steps: list[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
-    """Every step, those in conditions' branches included."""
+    """Every step, those in conditions' branches and ForEach bodies included."""
     for step in steps:
         yield step
         arguments = step.get("Arguments", {})
         if step.get("Type") == "Condition":
             yield from all_steps(list(arguments.get("IfSteps", [])) +
                                  list(arguments.get("ElseSteps", [])))
+        elif step.get("Type") == "ForEach":
+            yield from all_steps(list(arguments.get("ForEachBody", [])))
 
 
 def check_structure(steps: list[Mapping[str, Any]]) -> None:

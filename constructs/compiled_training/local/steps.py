@@ -29,7 +29,8 @@ from compiled_training.local.run import Handler, Run
 from compiled_training.local.training import compiles_through_xla, train
 
 # The step types the runner executes; any other is given with --outputs.
-STEP_TYPES = ("Training", "Processing", "Lambda", "RegisterModel", "Fail", "Condition")
+STEP_TYPES = ("Training", "Processing", "Lambda", "RegisterModel", "Fail", "Condition",
+              "ForEach")
 
 
 def run_step(step: Mapping[str, Any], context: Context, run: Run) -> dict[str, Any]:

@@ -1,0 +1,93 @@
+"""A ``ForEach`` step (SDK v3's ``ForEachStep``): its body run once an item, each body step's
+child named ``<body step>-<index>`` as SageMaker names it, the items one after the other
+whatever ``MaxConcurrency`` allows; then its properties: ``IterationOutputs``, ``Selected`` (the
+selector's pick) and the counts. A child that fails fails the step."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from compiled_training.local.expressions import Context, StepFailed, walk
+
+RunSteps = Callable[[list[Mapping[str, Any]]], None]
+_ITERATION_OUTPUT = re.compile(r"IterationOutput\.([^.\[]+)\.?(.*)")
+
+
+def items(step: Mapping[str, Any], context: Context) -> list[Any]:
+    """The items, a list in the definition or a JSON list a reference resolves to."""
+    name = step["Name"]
+    given = context.evaluate(step["Arguments"].get("IterableItems"), f"step {name}: IterableItems")
+    if isinstance(given, str):
+        try:
+            given = json.loads(given)
+        except ValueError:
+            raise StepFailed(f"step {name}: IterableItems resolved to {given[:80]!r}, not a "
+                             f"JSON list") from None
+    if not isinstance(given, list) or not given:
+        raise StepFailed(f"step {name}: IterableItems must be a non-empty list, got "
+                         f"{str(given)[:80]!r}")
+    return given
+
+
+def run_for_each(step: Mapping[str, Any], context: Context, run_steps: RunSteps,
+                 notes: list[str]) -> dict[str, Any]:
+    """Runs the body once an item (``run_steps`` runs and reports a list of steps) and
+    returns the step's properties."""
+    name, arguments = str(step["Name"]), step["Arguments"]
+    body = list(arguments.get("ForEachBody", []))
+    outputs: list[dict[str, Any]] = []
+    listed = items(step, context)
+    for index, item in enumerate(listed):
+        context.current_item = _parsed(item)
+        children: list[Mapping[str, Any]] = [{**child, "Name": f"{child['Name']}-{index}"}
+                                             for child in body]
+        try:
+            run_steps(children)
+        finally:
+            context.current_item = None
+        outputs.append({str(child["Name"]): context.steps[f"{child['Name']}-{index}"]
+                        for child in body})
+    if int(arguments.get("MaxConcurrency", 1)) > 1:
+        notes.append(f"{name}: its {len(listed)} items ran one after the other (MaxConcurrency "
+                     f"{arguments['MaxConcurrency']} is not emulated)")
+    properties: dict[str, Any] = {
+        "Status": "Succeeded", "InputItemCount": len(listed),
+        "TotalStepCount": len(listed) * len(body),
+        "SucceededStepCount": len(listed) * len(body), "FailedStepCount": 0,
+        "StoppedStepCount": 0, "IterationOutputs": outputs}
+    if arguments.get("Selector"):
+        properties["Selected"] = _selected(name, arguments["Selector"], outputs)
+    return properties
+
+
+def _selected(name: str, selector: Mapping[str, Any], outputs: list[dict[str, Any]]
+              ) -> dict[str, Any]:
+    """The picked iteration's output of the body step the selector's field names."""
+    field = selector.get("Field", {})
+    match = _ITERATION_OUTPUT.fullmatch(str(field.get("Get", "")) if isinstance(
+        field, Mapping) else "")
+    if match is None:
+        raise StepFailed(f"step {name}: Selector.Field must read IterationOutput.<body step>."
+                         f"<member>, got {field!r}")
+    body_step, path = match[1], match[2]
+    values = [float(walk(output[body_step], path, f"step {name}: Selector"))
+              for output in outputs]
+    pick = {"MaxBy": max, "MinBy": min}.get(str(selector.get("Pick")))
+    if pick is None:
+        raise StepFailed(f"step {name}: Selector.Pick must be MaxBy or MinBy, got "
+                         f"{selector.get('Pick')!r}")
+    best = values.index(pick(values))
+    return dict(outputs[best][body_step])
+
+
+def _parsed(item: Any) -> Any:
+    """An item as the body reads it: a JSON object given as text is drilled into."""
+    if isinstance(item, str) and item.lstrip().startswith(("{", "[")):
+        try:
+            return json.loads(item)
+        except ValueError:
+            return item
+    return item
