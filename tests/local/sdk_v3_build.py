@@ -74,6 +74,10 @@ def build(spec: dict, out: Path) -> None:
         step = TrainingStep(name="Train", step_args=trainer.train(input_data_config=[
             InputData(channel_name="train", data_source=f"s3://{BUCKET}/data/train/")]))
         steps = sweep(spec, step) if spec.get("sweep") else [step]
+        if spec.get("cleanup"):  # the training job's outputs deleted once it is done
+            from sagemaker.mlops.workflow.cleanup_step import CleanupStep, S3CleanupSource
+
+            steps.append(CleanupStep(name="Cleanup", s3_sources=[S3CleanupSource(step)]))
         pipeline = Pipeline(name=spec["name"], steps=steps, sagemaker_session=session)
         folder = out / spec["name"]
         folder.mkdir(parents=True)

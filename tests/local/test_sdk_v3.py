@@ -65,6 +65,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     specs = [{"name": _name(image, fails), "image": image, "source_dir": str(source),
               "hyperparameters": {"epochs": 2, "fail": "yes" if fails else "no"}}
              for image in IMAGES for fails in (False, True)]
+    specs += [{"name": name, "image": "pytorch", "source_dir": str(source), "cleanup": True,
+               "hyperparameters": {"epochs": 1, "fail": fail}}
+              for name, fail in (("cleanup", "no"), ("cleanup-fails", "yes"))]
     sweep_source = root / "sweep-source"
     sweep_source.mkdir()
     (sweep_source / "train.py").write_text(SWEEP_SCRIPT)
@@ -161,3 +164,18 @@ def test_a_for_each_step_whose_item_fails_fails_with_the_scripts_message(built, 
     assert "the script's last line: the v3 sweep script failed; log: " in report["failure"]
     statuses = {step["name"]: step["status"] for step in report["steps"]}
     assert statuses["Train-0"] == "Succeeded" and statuses["GoodEnough"] == "Not reached"
+
+
+@pytest.mark.parametrize("name", ["cleanup", "cleanup-fails"])
+def test_a_cleanup_step_deletes_the_training_jobs_outputs_after_it(built, tmp_path, name):
+    result, report = _run(built, name, tmp_path)
+    statuses = {step["name"]: step["status"] for step in report["steps"]}
+    archives = list((tmp_path / "work" / "s3").rglob("model.tar.gz"))
+    if name == "cleanup":
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+        assert statuses == {"Train": "Succeeded", "Cleanup": "Succeeded"}
+        assert archives == []  # deleted from the run's S3
+        assert "Cleanup: deleted 1 object from the run's S3" in report["notes"]
+    else:  # the twin: the training script fails, nothing is cleaned up
+        assert result.returncode == 1
+        assert statuses == {"Train": "Failed", "Cleanup": "Not reached"}

@@ -204,6 +204,18 @@ def ensure_bucket(s3: Any, bucket: str) -> None:
             "CreateBucketConfiguration": {"LocationConstraint": region}}))
 
 
+def delete(s3: Any, uri: str, *, whole: bool) -> int:
+    """Deletes the object at ``uri``, or (``whole``) every object under it; how many."""
+    bucket, key = split_s3(uri)
+    keys = [key]
+    if whole:
+        keys = [item["Key"] for page in s3.get_paginator("list_objects_v2").paginate(
+            Bucket=bucket, Prefix=key) for item in page.get("Contents", [])]
+    for name in keys:
+        s3.delete_object(Bucket=bucket, Key=name)
+    return len(keys)
+
+
 def upload_tree(s3: Any, folder: Path, uri: str) -> int:
     """Every file under ``folder`` to the same place under ``uri``; how many."""
     paths = [path for path in sorted(folder.rglob("*")) if path.is_file()]

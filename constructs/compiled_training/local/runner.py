@@ -244,7 +244,11 @@ def _ordered(steps: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 
 def _references(step: Mapping[str, Any]) -> set[str]:
-    return set(re.findall(r'"Steps\.([^."]+)', json.dumps(step.get("Arguments", {}))))
+    """The steps a step reads (``Steps.X``), and those a Cleanup step cleans up after."""
+    arguments = step.get("Arguments", {})
+    cleaned = {str(source.get("StepName")) for source in arguments.get("Resources", {}).get(
+        "S3", [])} if step.get("Type") == "Cleanup" else set()
+    return set(re.findall(r'"Steps\.([^."]+)', json.dumps(arguments))) | cleaned
 
 
 def all_steps(steps: list[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:

@@ -20,7 +20,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError, ParamValidationError
 
-from compiled_training.local.aws import environment
+from compiled_training.local.aws import delete, environment
 from compiled_training.local.container import OPT_ML
 from compiled_training.local.expressions import Context, StepFailed, Unsupported, text, typed
 from compiled_training.local.images import PYTORCH_LAUNCHER, classify
@@ -30,7 +30,7 @@ from compiled_training.local.training import compiles_through_xla, train
 
 # The step types the runner executes; any other is given with --outputs.
 STEP_TYPES = ("Training", "Processing", "Lambda", "RegisterModel", "Fail", "Condition",
-              "ForEach")
+              "ForEach", "Cleanup")
 
 
 def run_step(step: Mapping[str, Any], context: Context, run: Run) -> dict[str, Any]:
@@ -47,6 +47,8 @@ def run_step(step: Mapping[str, Any], context: Context, run: Run) -> dict[str, A
         return _register(name, arguments, run)
     if kind == "Fail":
         raise StepFailed(text(arguments.get("ErrorMessage", "")))
+    if kind == "Cleanup":
+        return _cleanup(name, arguments, context, run)
     raise Unsupported(f"step {name}: step type {kind!r} does not run locally")
 
 
@@ -229,6 +231,34 @@ def _invoke(folder: Path, handler: str, event: dict[str, Any]) -> Any:
         for loaded in set(sys.modules) - before:
             if str(getattr(sys.modules[loaded], "__file__", "")).startswith(str(folder)):
                 del sys.modules[loaded]  # the next function's module may share the name
+
+
+def _cleanup(name: str, arguments: Mapping[str, Any], context: Context,
+             run: Run) -> dict[str, Any]:
+    """Deletes upstream steps' S3 outputs (SDK v3's CleanupStep): a training job's, found from
+    the job; or the exact objects named, each under its step's output location."""
+    deleted = 0
+    for source in arguments.get("Resources", {}).get("S3", []):
+        step = str(source.get("StepName"))
+        outputs = context.steps.get(step)
+        if outputs is None:
+            raise StepFailed(f"step {step}, whose outputs it cleans up, has not run")
+        model = outputs.get("ModelArtifacts", {}).get("S3ModelArtifacts", "")
+        locations = [model.rsplit("/output/", 1)[0] + "/"] if model else [
+            str(o["S3Output"]["S3Uri"]).rstrip("/") + "/"
+            for o in outputs.get("ProcessingOutputConfig", {}).get("Outputs", {}).values()]
+        uris = [text(uri) for uri in source.get("S3Uris") or []]
+        if not uris and not model:
+            raise StepFailed(f"step {step} is no training step: name the objects to delete "
+                             f"(S3Uris)")
+        for uri in uris:
+            if not any(uri.startswith(location) for location in locations):
+                raise StepFailed(f"{uri} is not under step {step}'s output location "
+                                 f"({', '.join(locations)})")
+        deleted += sum(delete(run.s3, uri, whole=not uris) for uri in uris or locations)
+    run.notes.append(f"{name}: deleted {deleted} object{'s' if deleted != 1 else ''} from the "
+                     f"run's S3")
+    return {}
 
 
 def _register(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, Any]:
