@@ -55,6 +55,10 @@ def build(spec: dict, out: Path) -> None:
 
         session = PipelineSession(boto_session=boto3.Session(region_name=REGION),
                                   default_bucket=BUCKET)
+        if spec.get("function"):
+            write(spec, out, Pipeline(name=spec["name"], steps=[function_step(spec)],
+                                      sagemaker_session=session), s3)
+            return
         hyperparameters = spec.get("hyperparameters", {})
         if spec.get("sweep"):  # each item's own hyperparameters, read from the current item
             from sagemaker.mlops.workflow.for_each_step import CurrentItem
@@ -78,14 +82,34 @@ def build(spec: dict, out: Path) -> None:
             from sagemaker.mlops.workflow.cleanup_step import CleanupStep, S3CleanupSource
 
             steps.append(CleanupStep(name="Cleanup", s3_sources=[S3CleanupSource(step)]))
-        pipeline = Pipeline(name=spec["name"], steps=steps, sagemaker_session=session)
-        folder = out / spec["name"]
-        folder.mkdir(parents=True)
-        (folder / "definition.json").write_text(pipeline.definition())
-        for item in s3.list_objects_v2(Bucket=BUCKET).get("Contents", []):
-            target = folder / "s3" / BUCKET / item["Key"]
-            target.parent.mkdir(parents=True, exist_ok=True)
-            s3.download_file(BUCKET, item["Key"], str(target))
+        write(spec, out, Pipeline(name=spec["name"], steps=steps, sagemaker_session=session), s3)
+
+
+def write(spec: dict, out: Path, pipeline: object, s3: object) -> None:
+    """The definition, and what the SDK uploaded, as the run's --data will give it."""
+    folder = out / spec["name"]
+    folder.mkdir(parents=True)
+    (folder / "definition.json").write_text(pipeline.definition())  # type: ignore[attr-defined]
+    for item in s3.list_objects_v2(Bucket=BUCKET).get("Contents", []):  # type: ignore[attr-defined]
+        target = folder / "s3" / BUCKET / item["Key"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        s3.download_file(BUCKET, item["Key"], str(target))  # type: ignore[attr-defined]
+
+
+def function_step(spec: dict) -> object:
+    """A ``@step`` function: v3 pickles it and its arguments to S3, and its job's own driver
+    (``job_driver.sh``) runs it in the image's Python, which must have the SDK."""
+    from sagemaker.mlops.workflow.function_step import step
+
+    @step(name="Double", image_uri=image({"image": "pytorch"}), instance_type="ml.m5.large",
+          role=ROLE)
+    def double(x: int) -> int:
+        print("v3 marker: the @step function ran with", x)
+        if spec["function"] == "raises":
+            raise RuntimeError("the v3 step function failed")
+        return x * 2
+
+    return double(21)
 
 
 def sweep(spec: dict, train: object) -> list[object]:

@@ -68,6 +68,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     specs += [{"name": name, "image": "pytorch", "source_dir": str(source), "cleanup": True,
                "hyperparameters": {"epochs": 1, "fail": fail}}
               for name, fail in (("cleanup", "no"), ("cleanup-fails", "yes"))]
+    specs += [{"name": name, "function": name.removeprefix("function-")}
+              for name in ("function-double", "function-raises")]
     sweep_source = root / "sweep-source"
     sweep_source.mkdir()
     (sweep_source / "train.py").write_text(SWEEP_SCRIPT)
@@ -81,20 +83,23 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "out"
 
 
-def _run(built: Path, name: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str],
-                                                         dict[str, Any]]:
+def _run(built: Path, name: str, tmp_path: Path, *more: str
+         ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     folder = built / name
     (tmp_path / "train").mkdir()
     (tmp_path / "train" / "rows.csv").write_text("1,2\n3,4\n")
+    # The SDK's code and drivers: under <bucket>/<job>/<timestamp>/input for a ModelTrainer,
+    # the function, its arguments and the bootstrap under <bucket>/<pipeline> for a @step.
     uploads = [f"s3://{path.relative_to(folder / 's3').as_posix()}/={path}"
-               for path in sorted((folder / "s3").glob("*/*/*/input"))]
-    assert uploads  # the SDK's code and drivers, under <bucket>/<job>/<timestamp>/input
+               for path in sorted((folder / "s3").glob("*/*/*/input")) or
+               sorted((folder / "s3").glob("*/*"))]
+    assert uploads
     data = [arg for upload in uploads for arg in ("--data", upload)]
     result = subprocess.run(
         [sys.executable, "-m", "compiled_training.tools.cli", "run", "--definition",
          str(folder / "definition.json"), "--name", name, *data,
          "--data", f"s3://v3-pipelines/data/train/={tmp_path / 'train'}",
-         "--workdir", str(tmp_path / "work"), "--json", str(tmp_path / "report.json")],
+         *more, "--workdir", str(tmp_path / "work"), "--json", str(tmp_path / "report.json")],
         capture_output=True, text=True, timeout=600, check=False)
     report = tmp_path / "report.json"
     return result, json.loads(report.read_text()) if report.is_file() else {}
@@ -179,3 +184,21 @@ def test_a_cleanup_step_deletes_the_training_jobs_outputs_after_it(built, tmp_pa
     else:  # the twin: the training script fails, nothing is cleaned up
         assert result.returncode == 1
         assert statuses == {"Train": "Failed", "Cleanup": "Not reached"}
+
+
+@pytest.mark.parametrize("name", ["function-double", "function-raises"])
+def test_a_step_function_runs_its_pickled_function_through_its_own_driver(built, tmp_path,
+                                                                          name):
+    # The function's job runs v3's own driver, which imports the SDK: the image's Python is
+    # the SDK v3 environment's (--python), as a team's image would have it.
+    python = str(require(IMAGE_CONFIG).executable)
+    result, report = _run(built, name, tmp_path, "--python", python)
+    log = (tmp_path / "work" / "steps" / "Double" / "training.log").read_text()
+    assert "v3 marker: the @step function ran with 21" in log
+    if name == "function-double":
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+        # The return value, where v3 reads it from: <pipeline>/<step>/<time>/<execution>/results.
+        assert list((tmp_path / "work" / "s3").rglob("results/payload.pkl"))
+    else:
+        assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
+        assert "the v3 step function failed" in report["failure"]
