@@ -55,6 +55,9 @@ def build(spec: dict, out: Path) -> None:
 
         session = PipelineSession(boto_session=boto3.Session(region_name=REGION),
                                   default_bucket=BUCKET)
+        if spec.get("flow"):
+            write(spec, out, flow(spec, session), s3)
+            return
         if spec.get("function"):
             write(spec, out, Pipeline(name=spec["name"], steps=[function_step(spec)],
                                       sagemaker_session=session), s3)
@@ -94,6 +97,58 @@ def write(spec: dict, out: Path, pipeline: object, s3: object) -> None:
         target = folder / "s3" / BUCKET / item["Key"]
         target.parent.mkdir(parents=True, exist_ok=True)
         s3.download_file(BUCKET, item["Key"], str(target))  # type: ignore[attr-defined]
+
+
+def flow(spec: dict, session: object) -> object:
+    """Process, then train on what it wrote, then a condition on the processing step's
+    property file, with parameters (one held to its EnumValues): v3's own classes."""
+    from sagemaker.core.processing import ScriptProcessor
+    from sagemaker.core.shapes import (
+        ProcessingInput,
+        ProcessingOutput,
+        ProcessingS3Input,
+        ProcessingS3Output,
+    )
+    from sagemaker.core.workflow.conditions import ConditionGreaterThanOrEqualTo
+    from sagemaker.core.workflow.functions import JsonGet
+    from sagemaker.core.workflow.parameters import ParameterFloat, ParameterString
+    from sagemaker.core.workflow.properties import PropertyFile
+    from sagemaker.mlops.workflow.condition_step import ConditionStep
+    from sagemaker.mlops.workflow.fail_step import FailStep
+    from sagemaker.mlops.workflow.pipeline import Pipeline
+    from sagemaker.mlops.workflow.steps import ProcessingStep, TrainingStep
+    from sagemaker.train import ModelTrainer
+    from sagemaker.train.configs import Compute, InputData, SourceCode
+
+    split = ParameterString(name="Split", default_value="train", enum_values=["train", "all"])
+    floor = ParameterFloat(name="MinRows", default_value=1.0)
+    processor = ScriptProcessor(role=ROLE, image_uri=image({"image": "sklearn"}),
+                                command=["python3"], instance_count=1,
+                                instance_type="ml.m5.large", sagemaker_session=session)
+    stats = PropertyFile(name="Stats", output_name="stats", path="stats.json")
+    prepared = f"s3://{BUCKET}/prepared"
+    process = ProcessingStep(name="Prepare", step_args=processor.run(
+        code=str(Path(spec["source_dir"]) / "prepare.py"), arguments=["--split", split],
+        inputs=[ProcessingInput(input_name="raw", s3_input=ProcessingS3Input(
+            s3_uri=f"s3://{BUCKET}/data/train/", local_path="/opt/ml/processing/raw",
+            s3_data_type="S3Prefix", s3_input_mode="File"))],
+        outputs=[ProcessingOutput(output_name=name, s3_output=ProcessingS3Output(
+            s3_uri=f"{prepared}/{name}", local_path=f"/opt/ml/processing/{name}",
+            s3_upload_mode="EndOfJob")) for name in ("rows", "stats")]),
+        property_files=[stats])
+    trainer = ModelTrainer(
+        training_image=image({"image": "pytorch"}), role=ROLE, sagemaker_session=session,
+        source_code=SourceCode(source_dir=spec["source_dir"], entry_script="train.py"),
+        compute=Compute(instance_type="ml.m5.xlarge", instance_count=1),
+        hyperparameters=spec.get("hyperparameters", {}), base_job_name=spec["name"])
+    train = TrainingStep(name="Train", depends_on=[process], step_args=trainer.train(
+        input_data_config=[InputData(channel_name="train", data_source=f"{prepared}/rows")]))
+    check = ConditionStep(name="EnoughRows", depends_on=[train], conditions=[
+        ConditionGreaterThanOrEqualTo(left=JsonGet(step_name=process.name, property_file=stats,
+                                                   json_path="rows"), right=floor)],
+        if_steps=[], else_steps=[FailStep(name="TooFewRows", error_message="too few rows")])
+    return Pipeline(name=spec["name"], parameters=[split, floor],
+                    steps=[process, train, check], sagemaker_session=session)
 
 
 def function_step(spec: dict) -> object:

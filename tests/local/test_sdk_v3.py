@@ -34,6 +34,19 @@ with open(os.path.join(os.environ["SM_MODEL_DIR"], "model.txt"), "w") as out:
 """
 
 
+PREPARE = """
+import argparse, json, os, shutil
+parser = argparse.ArgumentParser()
+parser.add_argument("--split")
+args = parser.parse_args()
+print("v3 marker: prepared the", args.split, "split")
+rows = sorted(os.listdir("/opt/ml/processing/raw"))
+os.makedirs("/opt/ml/processing/rows", exist_ok=True)
+for name in rows:
+    shutil.copy(os.path.join("/opt/ml/processing/raw", name), "/opt/ml/processing/rows")
+with open("/opt/ml/processing/stats/stats.json", "w") as out:
+    json.dump({"rows": len(rows)}, out)
+"""
 SWEEP_SCRIPT = """
 import argparse, os, sys
 parser = argparse.ArgumentParser()
@@ -68,6 +81,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     specs += [{"name": name, "image": "pytorch", "source_dir": str(source), "cleanup": True,
                "hyperparameters": {"epochs": 1, "fail": fail}}
               for name, fail in (("cleanup", "no"), ("cleanup-fails", "yes"))]
+    (source / "prepare.py").write_text(PREPARE)
+    specs += [{"name": name, "flow": True, "source_dir": str(source),
+               "hyperparameters": {"epochs": 1, "fail": fail}}
+              for name, fail in (("flow", "no"), ("flow-fails", "yes"))]
     specs += [{"name": name, "function": name.removeprefix("function-")}
               for name in ("function-double", "function-raises")]
     sweep_source = root / "sweep-source"
@@ -88,11 +105,9 @@ def _run(built: Path, name: str, tmp_path: Path, *more: str
     folder = built / name
     (tmp_path / "train").mkdir()
     (tmp_path / "train" / "rows.csv").write_text("1,2\n3,4\n")
-    # The SDK's code and drivers: under <bucket>/<job>/<timestamp>/input for a ModelTrainer,
-    # the function, its arguments and the bootstrap under <bucket>/<pipeline> for a @step.
+    # Everything the SDK uploaded (code, driver scripts, a @step's pickles), by top folder.
     uploads = [f"s3://{path.relative_to(folder / 's3').as_posix()}/={path}"
-               for path in sorted((folder / "s3").glob("*/*/*/input")) or
-               sorted((folder / "s3").glob("*/*"))]
+               for path in sorted((folder / "s3").glob("*/*"))]
     assert uploads
     data = [arg for upload in uploads for arg in ("--data", upload)]
     result = subprocess.run(
@@ -202,3 +217,23 @@ def test_a_step_function_runs_its_pickled_function_through_its_own_driver(built,
     else:
         assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
         assert "the v3 step function failed" in report["failure"]
+
+
+@pytest.mark.parametrize("name", ["flow", "flow-fails"])
+def test_process_then_train_then_a_condition_on_the_property_file(built, tmp_path, name):
+    definition = json.loads((built / name / "definition.json").read_text())
+    assert [p.get("EnumValues") for p in definition["Parameters"]] == [["train", "all"], None]
+
+    result, report = _run(built, name, tmp_path, "--param", "Split=all")
+
+    statuses = {step["name"]: step["status"] for step in report["steps"]}
+    log = (tmp_path / "work" / "steps" / "Prepare" / "processing.log").read_text()
+    assert "v3 marker: prepared the all split" in log  # the parameter reached the script
+    if name == "flow":
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+        assert statuses == {"Prepare": "Succeeded", "Train": "Succeeded",
+                            "EnoughRows": "Succeeded", "TooFewRows": "Skipped"}
+    else:  # the twin: the training script fails after the processing step ran
+        assert result.returncode == 1
+        assert statuses["Prepare"] == "Succeeded" and statuses["Train"] == "Failed"
+        assert "the v3 team script failed" in report["failure"]
