@@ -5,8 +5,9 @@ Each job's process runs in a private mount namespace (``unshare``) where an over
 ``/opt`` holds ``/opt/ml``, bound to the job's ``opt_ml`` folder: code that names
 ``/opt/ml/...`` absolutely reads and writes the job's folder, and the host's ``/opt`` is
 untouched. Its ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are its own and gone when it ends, as
-in a container. Where no namespace can be made (no ``unshare``, or no right to mount), the toolkit's
-``SAGEMAKER_BASE_DIR`` points training at the folder, and the run says so before it starts.
+in a container. Where no namespace can be made (no ``unshare``, or no right to mount), the
+toolkit's ``SAGEMAKER_BASE_DIR`` points training at the folder, and the run says so before it
+starts.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ def kept(paths: list[str]) -> str:
             base = next((b for b in _PRIVATE if path.is_relative_to(b) and path != b), None)
             if base is not None and ":" not in str(path):
                 found.add(str(base / path.relative_to(base).parts[0]))
-    return ":".join(sorted(found))
+    # Only folders that exist can be bound back: a stray variable naming a file is left out.
+    return ":".join(sorted(path for path in found if Path(path).is_dir()))
 
 
 @dataclass(frozen=True)
