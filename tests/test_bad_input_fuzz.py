@@ -65,6 +65,10 @@ def bad_values(hint: Any) -> list[Any]:
     return found
 
 
+_PYTHONS_OWN = ("not supported between instances", "could not convert", "has no attribute",
+                "unexpected keyword argument", "object is not", "unhashable type")
+
+
 class Outcomes:
     """Each (field, value) tried, and those that crashed or were taken. A clear error is one
     of ``errors`` that names the field (or, for a value such as a version, the value)."""
@@ -82,8 +86,13 @@ class Outcomes:
         try:
             build(*args, **kwargs)
         except self.errors as error:
-            if field not in str(error) and str(value) not in str(error):
-                self.crashed.append(f"{label} {field}={value!r}: the error names neither: {error}")
+            message = str(error)
+            # A value such as a version may be named instead of its field; Python's own words
+            # are a crash that happened to be a TypeError or ValueError.
+            named = field in message or (isinstance(value, str) and len(value) > 3
+                                         and repr(value)[1:-1] in message)
+            if not named or any(words in message for words in _PYTHONS_OWN):
+                self.crashed.append(f"{label} {field}={value!r}: not a clear error: {message}")
             return
         except Exception as error:  # noqa: BLE001 - any other exception is the defect counted
             self.crashed.append(f"{label} {field}={value!r}: {type(error).__name__}: {error}")

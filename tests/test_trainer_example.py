@@ -78,5 +78,7 @@ def test_its_gate_on_trainers_eval_f1_registers_and_its_twin_threshold_fails(tra
     failed = _run(trainer_out, tmp_path, "failed.json", "--param", "MinEvalF1=0.95")
     assert failed.returncode == 1, failed.stdout[-4000:] + failed.stderr[-3000:]
     report = json.loads((tmp_path / "failed.json").read_text())
+    (train,) = [step for step in report["steps"] if step["name"] == "Train"]
+    assert train["compile_cache"]["state"] == "warm"  # the first run's graphs, loaded
     assert report["failure"] == (f"step QualityGateFailed failed: Model not registered: eval_f1 "
                                  f"{f1:g} is below the threshold MinEvalF1 0.95")

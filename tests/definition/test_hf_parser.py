@@ -144,3 +144,13 @@ def test_a_parser_that_keeps_what_it_does_not_know_is_not_judged():
     assert _parser_refuses(imported.encode(), ("epochs",)) is None  # a class not read here
     assert _parser_refuses(textwrap.dedent(SCRIPTS["subclass"]).encode(), ("epochs",)) == (
         ["epochs"], ["DistillArguments"])
+    # A list of its own to parse, not the command line: not judged.
+    own_list = source.replace("parse_args_into_dataclasses(return_remaining_strings=True)",
+                              "parse_args_into_dataclasses(args=['--model_name', 'x'])")
+    assert _parser_refuses(own_list.encode(), ("epochs",)) is None
+    # A field the parser skips (init=False) is no option of it.
+    hidden = textwrap.dedent(SCRIPTS["own-dataclass"]).replace(
+        'label_column: str = field(default="label")',
+        'label_column: str = field(default="label", init=False)')
+    assert _parser_refuses(hidden.encode(), ("label_column",)) == (
+        ["label_column"], ["ScriptArguments", "TrainingArguments"])

@@ -266,7 +266,7 @@ def test_a_workdir_of_the_users_own_is_refused_not_cleared(assembly, tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip() == (
         f"compiled-training run: --workdir {tmp_path} holds files of its own; give an empty or "
-        f"new folder (the runner clears what it wrote there before)")
+        f"new folder (the runner clears the steps it wrote there before)")
     assert (tmp_path / "steps" / "notes.txt").read_text() == "mine"
 
 

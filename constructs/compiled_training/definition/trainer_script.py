@@ -115,10 +115,12 @@ def _parser_refuses(source: bytes, passed: tuple[str, ...]
     calls = [node for node in ast.walk(module) if isinstance(node, ast.Call)]
     parsers = [call for call in calls if _name(call.func) == "HfArgumentParser"]
     parsing = [call for call in calls if _name(call.func) == "parse_args_into_dataclasses"]
-    if not parsers or not parsing or any(_name(call.func) == "parse_known_args" for call in calls) \
-            or any(k.arg == "return_remaining_strings" and not (
-                isinstance(k.value, ast.Constant) and k.value.value is False)
-                   for call in parsing for k in call.keywords):
+    keeps = any(k.arg == "return_remaining_strings" and not (
+        isinstance(k.value, ast.Constant) and k.value.value is False) or k.arg == "args"
+                for call in parsing for k in call.keywords)  # or parses a list of its own
+    if not parsers or not parsing or keeps or any(args for call in parsing
+                                                  for args in call.args[:1]) or any(
+            _name(call.func) == "parse_known_args" for call in calls):
         return None
     own = {node.name: node for node in module.body if isinstance(node, ast.ClassDef)}
     options: dict[str, str] = {}  # option -> the field it sets
@@ -181,7 +183,8 @@ def _fields(node: ast.expr, own: dict[str, ast.ClassDef],
         found.update(inherited)
     for statement in own[name].body:
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) \
-                and "ClassVar" not in ast.unparse(statement.annotation):
+                and "ClassVar" not in ast.unparse(statement.annotation) \
+                and "init=False" not in ast.unparse(statement.value or ast.Constant(None)):
             found[statement.target.id] = _true_default(statement)
     return found
 

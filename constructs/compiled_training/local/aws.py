@@ -207,10 +207,11 @@ def ensure_bucket(s3: Any, bucket: str) -> None:
 def delete(s3: Any, uri: str, *, whole: bool) -> int:
     """Deletes the object at ``uri``, or (``whole``) every object under it; how many."""
     bucket, key = split_s3(uri)
-    keys = [key]
-    if whole:
-        keys = [item["Key"] for page in s3.get_paginator("list_objects_v2").paginate(
-            Bucket=bucket, Prefix=key) for item in page.get("Contents", [])]
+    if bucket not in {b["Name"] for b in s3.list_buckets().get("Buckets", [])}:
+        return 0
+    listed = [item["Key"] for page in s3.get_paginator("list_objects_v2").paginate(
+        Bucket=bucket, Prefix=key) for item in page.get("Contents", [])]
+    keys = listed if whole else [name for name in listed if name == key]
     for name in keys:
         s3.delete_object(Bucket=bucket, Key=name)
     return len(keys)

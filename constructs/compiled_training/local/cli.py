@@ -43,6 +43,7 @@ from compiled_training.local.aws import (
     REGISTRY_FILE,
     SSM_FILE,
     carry,
+    delete,
     dump,
     endpoint,
     ensure_bucket,
@@ -145,24 +146,29 @@ def _run(args: argparse.Namespace) -> int:
     run.workdir = workdir = _workdir(args.workdir, fresh=args.fresh)
     with local_aws(run.account, run.region) as s3, endpoint() as url:
         run.s3, run.endpoint = s3, url
-        # The last run's S3 first: this run's code and --data land over it, as uploads do.
+        # The last run's S3 first: this run's code and --data land over it, each --data
+        # prefix holding what its folder holds now.
         objects, caches = carry(s3, workdir / EARLIER_S3, CACHE_FOLDERS)
-        shutil.rmtree(workdir / EARLIER_S3, ignore_errors=True)
         versions = restore(workdir)
         for bucket in stack.buckets() if stack else []:
             ensure_bucket(s3, bucket)
         seed(s3, {uri: asset.source for uri, asset in (stack.assets if stack else {}).items()
                   if asset.packaging == "file"})
+        for uri, source in request.data.items():
+            delete(s3, uri, whole=source.is_dir())
         seed(s3, request.data)
         if objects or versions:
             run.notes.append(_carried(objects, caches, versions))
         if pipeline is not None and pipeline.stand_ins:
             run.notes.append("the template's references, as they stand in here: " + ", ".join(
                 f"{ref} = {value}" for ref, value in sorted(pipeline.stand_ins.items())))
-        report = execute(request.definition, request.name, request.parameters, run,
-                         lambda line: print(line, flush=True))
+        try:
+            report = execute(request.definition, request.name, request.parameters, run,
+                             lambda line: print(line, flush=True))
+        finally:  # even when interrupted: the next run in the workdir carries what is there
+            dump(s3, workdir)
+            shutil.rmtree(workdir / EARLIER_S3, ignore_errors=True)
         report.named = request.named
-        dump(s3, workdir)
     report.notes.append(f"workdir {workdir}: each job's opt_ml/ (its /opt/ml), home, temporary "
                         f"and cache folders and log under steps/, the run's S3 under s3/, its "
                         f"SSM parameters in ssm.json, its model registry in registry.json")
@@ -298,7 +304,7 @@ def _check_steps(definition: Mapping[str, Any], overrides: Mapping[str, Any],
 
 MARKER = ".compiled-training-run"
 EARLIER_S3 = "s3.earlier"
-"""The last run's S3 in a reused workdir, while this run carries its compile caches over."""
+"""The last run's S3 in a reused workdir, kept aside until this run has written its own."""
 
 
 def _carried(objects: int, caches: int, versions: int) -> str:
@@ -319,10 +325,11 @@ def _workdir(given: Path | None, *, fresh: bool = False) -> Path:
                             f"own; give a folder outside /opt")
     if workdir.exists() and any(workdir.iterdir()) and not (workdir / MARKER).is_file():
         raise RunInputError(f"--workdir {workdir} holds files of its own; give an empty or new "
-                            f"folder (the runner clears what it wrote there before)")
-    # The last run's S3 stays aside until its compile caches are carried into this one.
-    shutil.rmtree(workdir / EARLIER_S3, ignore_errors=True)
+                            f"folder (the runner clears the steps it wrote there before)")
+    # The last run's S3 stays aside until this run has written its own (a run stopped before
+    # that leaves the one before it aside, carried next time).
     if (workdir / "s3").is_dir():
+        shutil.rmtree(workdir / EARLIER_S3, ignore_errors=True)
         (workdir / "s3").rename(workdir / EARLIER_S3)
     shutil.rmtree(workdir / "steps", ignore_errors=True)
     if fresh:

@@ -42,14 +42,16 @@ _XTRACE = re.compile(r"^\++ ")
 # folder), /opt/ml bound to the job's opt_ml; /tmp, /var/tmp and /dev/shm the job's own, empty
 # (as a container's), with the host folders it must reach ($4: colon-separated, under /tmp or
 # /var/tmp: its workdir, its Python) bound back from a holder under /opt; then the command.
-_ENTER = ('set -e; mount -t overlay overlay -o "lowerdir=/opt,upperdir=$1,workdir=$2" /opt; '
+_ENTER = ('set -ef; mount -t overlay overlay -o "lowerdir=/opt,upperdir=$1,workdir=$2" /opt; '
           'mkdir -p /opt/ml; mount --bind "$3" /opt/ml; keep="$4"; shift 4; '
-          'for base in /tmp /var/tmp; do mkdir -p "/opt/.host$base"; '
-          'mount --rbind "$base" "/opt/.host$base"; mount -t tmpfs tmpfs "$base"; done; '
-          'mount -t tmpfs tmpfs /dev/shm; '
+          'for base in /tmp /var/tmp; do [ -d "$base" ] || continue; '
+          'mkdir -p "/opt/.host$base"; mount --rbind "$base" "/opt/.host$base"; '
+          'mount -t tmpfs tmpfs "$base"; done; '
+          '[ -d /dev/shm ] && mount -t tmpfs tmpfs /dev/shm; '
           'IFS=:; for path in $keep; do mkdir -p "$path"; '
           'mount --rbind "/opt/.host$path" "$path"; done; unset IFS; '
-          'umount -l /opt/.host/tmp /opt/.host/var/tmp; exec "$@"')
+          'for base in /tmp /var/tmp; do [ -d "/opt/.host$base" ] || continue; '
+          'umount -l "/opt/.host$base"; done; exec "$@"')
 _PRIVATE = (Path("/tmp"), Path("/var/tmp"))
 """The temporary folders a job gets its own of (and /dev/shm, which nothing needs back)."""
 # Variables of this machine's own AWS set-up that must not reach a job: its calls go to the
@@ -92,7 +94,7 @@ def kept(paths: list[str]) -> str:
     for text in paths:
         if not text.startswith("/"):
             continue
-        for path in {Path(text), Path(os.path.realpath(text))}:
+        for path in {Path(os.path.normpath(text)), Path(os.path.realpath(text))}:
             base = next((b for b in _PRIVATE if path.is_relative_to(b) and path != b), None)
             if base is not None and ":" not in str(path):
                 found.add(str(base / path.relative_to(base).parts[0]))
@@ -189,7 +191,9 @@ class Job:
         job wrote beside the script's last line, else the log's last lines. Progress bars are
         no line of their own here, and a script killed by a signal is said to be."""
         printed = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
-        lines = [line for line in printed if not _PROGRESS_BAR.search(line)] or ["no output"]
+        # A bar left unfinished runs into the next line printed: what follows it is kept.
+        lines = [kept for line in printed if (kept := _PROGRESS_BAR.sub("", line).strip())] or [
+            "no output"]
         if not reason:
             last = " | ".join(line.strip() for line in lines[-LOG_LINES_ON_FAILURE:])
             return f"AlgorithmError: {last} ({_ended(code)}; log: {log})"
@@ -211,10 +215,10 @@ class Job:
 
 
 # tqdm's bar (`` 40%|████      | 4/10 [00:01<00:02, 3.9it/s]``), redrawn on one line with \r.
-_PROGRESS_BAR = re.compile(r"\d+%\|.*\|")
+_PROGRESS_BAR = re.compile(r"\d+%\|[^|]*\|[^\]]*\]?")
 # The toolkit's report of a script a signal ended (subprocess's negative return code).
 _KILLED = re.compile(r"ExitCode (-\d+)")
-_OUT_OF_MEMORY = "; the kernel's out-of-memory killer sends it"
+_OUT_OF_MEMORY = "; often the kernel's out-of-memory killer's"
 
 
 def _ended(code: int) -> str:

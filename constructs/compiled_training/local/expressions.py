@@ -131,7 +131,10 @@ class Context:
         if head == "ForEach" and rest.startswith("CurrentItem"):
             if self.current_item is None:
                 raise Unsupported(f"{where}: {path} is read outside a ForEach step's body")
-            return walk(self.current_item, rest.removeprefix("CurrentItem"), f"{where}: {path}")
+            drilled = rest.removeprefix("CurrentItem")
+            if not drilled:  # the item itself, as given (a JSON object stays its text)
+                return self.current_item
+            return walk(_json_item(self.current_item), drilled, f"{where}: {path}")
         if head == "Steps":
             step, _, properties = rest.partition(".")
             if step not in self.steps:
@@ -159,6 +162,16 @@ class Context:
 
 
 _ACCESSOR = re.compile(r"\.?([^.\[\]]+)|\[(?:'([^']*)'|\"([^\"]*)\"|(\d+))\]")
+
+
+def _json_item(item: Any) -> Any:
+    """A ForEach item drilled into: an item given as JSON text is read as JSON."""
+    if isinstance(item, str):
+        try:
+            return json.loads(item)
+        except ValueError:
+            return item
+    return item
 
 
 def walk(document: Any, path: str, where: str) -> Any:

@@ -40,10 +40,10 @@ def run_for_each(step: Mapping[str, Any], context: Context, run_steps: RunSteps,
     body = list(arguments.get("ForEachBody", []))
     outputs: list[dict[str, Any]] = []
     listed = items(step, context)
+    names = [str(child["Name"]) for child in body]
     for index, item in enumerate(listed):
-        context.current_item = _parsed(item)
-        children: list[Mapping[str, Any]] = [{**child, "Name": f"{child['Name']}-{index}"}
-                                             for child in body]
+        context.current_item = item
+        children = [_child(child, names, index) for child in body]
         try:
             run_steps(children)
         finally:
@@ -83,11 +83,13 @@ def _selected(name: str, selector: Mapping[str, Any], outputs: list[dict[str, An
     return dict(outputs[best][body_step])
 
 
-def _parsed(item: Any) -> Any:
-    """An item as the body reads it: a JSON object given as text is drilled into."""
-    if isinstance(item, str) and item.lstrip().startswith(("{", "[")):
-        try:
-            return json.loads(item)
-        except ValueError:
-            return item
-    return item
+def _child(step: Mapping[str, Any], body: list[str], index: int) -> Mapping[str, Any]:
+    """A body step as one iteration runs it: ``<step>-<index>``, its references to the other
+    body steps (``Steps.<step>``, ``DependsOn``) made references to this iteration's."""
+    text = json.dumps({key: value for key, value in step.items() if key != "Name"})
+    for name in body:
+        text = re.sub(rf'"Steps\.{re.escape(name)}(?=[."\[])', f'"Steps.{name}-{index}', text)
+    child = json.loads(text)
+    child["DependsOn"] = [f"{entry}-{index}" if entry in body else entry
+                          for entry in child.get("DependsOn", [])]
+    return {"Name": f"{step['Name']}-{index}", **child}

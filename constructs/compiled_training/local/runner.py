@@ -134,7 +134,11 @@ def execute(definition: Mapping[str, Any], pipeline_name: str, parameters: dict[
     except StepFailed as failure:
         report.status, report.failure = FAILED, str(failure)
     seen = {outcome.name for outcome in report.steps}
-    seen |= {name.rsplit("-", 1)[0] for name in seen if re.fullmatch(r".+-\d+", name)}
+    # A ForEach body step ran as its children, <step>-<index>.
+    bodies = {str(child["Name"]) for step in all_steps(steps) if step.get("Type") == "ForEach"
+              for child in step["Arguments"].get("ForEachBody", [])}
+    seen |= {body for body in bodies if any(re.fullmatch(rf"{re.escape(body)}-\d+", name)
+                                            for name in seen)}
     report.steps += [StepOutcome(str(s["Name"]), str(s["Type"]), NOT_REACHED)
                      for s in all_steps(steps) if str(s["Name"]) not in seen]
     ran = {outcome.name for outcome in report.steps if outcome.status in (SUCCEEDED, FAILED)}
@@ -230,8 +234,7 @@ def _ordered(steps: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Dependency order (data references and DependsOn), the definition's order otherwise:
     parallel branches run one after the other."""
     names = {str(s["Name"]) for s in steps}
-    needs = {str(s["Name"]): (set(s.get("DependsOn", [])) | _references(s)) & names
-             for s in steps}
+    needs = {str(s["Name"]): (depends_on(s) | _references(s)) & names for s in steps}
     ordered: list[Mapping[str, Any]] = []
     done: set[str] = set()
     while len(ordered) < len(steps):
@@ -241,6 +244,14 @@ def _ordered(steps: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         ordered.append(ready[0])
         done.add(str(ready[0]["Name"]))
     return ordered
+
+
+def depends_on(step: Mapping[str, Any]) -> set[str]:
+    """The steps a step's ``DependsOn`` names: a name, or SDK v3's ``{"Step": name, "Trigger":
+    ...}`` (whose trigger, run on another step's failure, is not emulated: it waits on the
+    step's success)."""
+    return {str(entry.get("Step")) if isinstance(entry, Mapping) else str(entry)
+            for entry in step.get("DependsOn", [])}
 
 
 def _references(step: Mapping[str, Any]) -> set[str]:
@@ -275,7 +286,7 @@ def check_structure(steps: list[Mapping[str, Any]]) -> None:
     if twice:
         raise RunInputError(f"step names must be unique, got {', '.join(twice)} more than once")
     for step in all_steps(steps):
-        missing = sorted(set(map(str, step.get("DependsOn", []))) - set(names))
+        missing = sorted(depends_on(step) - set(names))
         if missing:  # SageMaker refuses it at CreatePipeline, as v3's FailStep docstring says
             raise RunInputError(f"step {step['Name']} depends on {', '.join(missing)}, which the "
                                 f"pipeline does not have: SageMaker refuses this definition; "
@@ -283,14 +294,15 @@ def check_structure(steps: list[Mapping[str, Any]]) -> None:
     failing = {str(step["Name"]) for step in all_steps(steps) if step.get("Type") == "Fail"}
     for step in all_steps(steps):
         # SageMaker refuses it at CreatePipeline ("CondStep can not depends on FailStep").
-        for needed in sorted(set(step.get("DependsOn", [])) & failing):
+        for needed in sorted(depends_on(step) & failing):
             raise RunInputError(f"step {step['Name']} depends on {needed}, a Fail step: SageMaker "
                                 f"refuses this definition (a Fail step ends the execution); "
                                 f"drop {needed} from its DependsOn")
     top = {str(step["Name"]) for step in steps}
     for step in steps:
-        needs = (set(step.get("DependsOn", [])) | _references(step)) & set(names)
-        inside = sorted(needs - top)
+        needs = (depends_on(step) | _references(step)) & set(names)
+        own = {str(s["Name"]) for s in all_steps([step])}  # a ForEach body reads its own steps
+        inside = sorted(needs - top - own)
         if inside and step.get("Type") != "Condition":
             raise Unsupported(f"step {step['Name']} needs {', '.join(inside)}, which runs only "
                               f"in a condition's branch: not supported locally")

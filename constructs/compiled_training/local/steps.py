@@ -88,8 +88,9 @@ def _training_refusal(name: str, arguments: Mapping[str, Any], run: Run) -> str:
     image = classify(uri, script_mode="sagemaker_program" in hyperparameters or bool(entry_point))
     if image.refusal:
         return f"step {name} runs {image.refusal}{_outputs_hint(name)}"
-    if entry_point:
-        return _entry_point_refusal(name, entry_point, run.python(image.kind), run)
+    if entry_point and (refusal := _entry_point_refusal(name, entry_point,
+                                                         run.python(image.kind), run)):
+        return refusal
     for channel in arguments.get("InputDataConfig", []):
         if "S3DataSource" not in channel.get("DataSource", {}):
             return (f"step {name}: channel {channel.get('ChannelName')} reads from "
@@ -108,6 +109,8 @@ def _training_refusal(name: str, arguments: Mapping[str, Any], run: Run) -> str:
     if image.launcher == PYTORCH_LAUNCHER:
         packages.update({"torch": "torch", "sagemaker_pytorch_container":
                          "sagemaker-pytorch-training"})
+    if entry_point:  # its own command, not the toolkit, starts the job
+        packages = {}
     missing = [package for module, package in packages.items() if not has(python, module)]
     if missing:
         return (f"step {name} needs {', '.join(missing)} in {python} for its {image.kind} image "
@@ -118,15 +121,17 @@ def _training_refusal(name: str, arguments: Mapping[str, Any], run: Run) -> str:
 
 def _entry_point_refusal(name: str, entry_point: list[Any], python: str, run: Run) -> str:
     """A training step whose own command replaces the image's launcher (SDK v3's ModelTrainer:
-    ``/bin/bash -c .../sm_train.sh``): it names /opt/ml itself, and v3's script wants pip
-    beside the Python."""
+    ``/bin/bash -c .../sm_train.sh``): it names /opt/ml itself, and v3's script looks for
+    python3 and pip on the PATH, where the job's Python's folder comes first."""
     if not run.isolated:
         return (f"step {name} runs its ContainerEntrypoint ({' '.join(map(str, entry_point))}), "
                 f"which names /opt/ml itself, and this machine cannot lay /opt/ml over /opt for "
                 f"the job{_outputs_hint(name)}")
-    if not any((Path(python).parent / tool).exists() for tool in ("pip3", "pip")):
-        return (f"step {name} runs its ContainerEntrypoint, whose script looks for pip beside "
-                f"{python}, which has none; pass --python an environment with pip")
+    for tools in (("python3", "python"), ("pip3", "pip")):
+        if not any((Path(python).parent / tool).exists() for tool in tools):
+            return (f"step {name} runs its ContainerEntrypoint, whose script looks for "
+                    f"{' or '.join(tools)} in {Path(python).parent}, which has neither; pass "
+                    f"--python an environment that has them")
     return ""
 
 
@@ -244,17 +249,18 @@ def _cleanup(name: str, arguments: Mapping[str, Any], context: Context,
         if outputs is None:
             raise StepFailed(f"step {step}, whose outputs it cleans up, has not run")
         model = outputs.get("ModelArtifacts", {}).get("S3ModelArtifacts", "")
+        written = outputs.get("ProcessingOutputConfig", {}).get("Outputs", {})
+        written = written.values() if isinstance(written, Mapping) else written  # or as listed
         locations = [model.rsplit("/output/", 1)[0] + "/"] if model else [
-            str(o["S3Output"]["S3Uri"]).rstrip("/") + "/"
-            for o in outputs.get("ProcessingOutputConfig", {}).get("Outputs", {}).values()]
+            str(o["S3Output"]["S3Uri"]).rstrip("/") + "/" for o in written]
         uris = [text(uri) for uri in source.get("S3Uris") or []]
         if not uris and not model:
             raise StepFailed(f"step {step} is no training step: name the objects to delete "
                              f"(S3Uris)")
         for uri in uris:
             if not any(uri.startswith(location) for location in locations):
-                raise StepFailed(f"{uri} is not under step {step}'s output location "
-                                 f"({', '.join(locations)})")
+                raise StepFailed(f"{uri} is not under step {step}'s output locations "
+                                 f"({', '.join(locations) or 'it has none'})")
         deleted += sum(delete(run.s3, uri, whole=not uris) for uri in uris or locations)
     run.notes.append(f"{name}: deleted {deleted} object{'s' if deleted != 1 else ''} from the "
                      f"run's S3")
