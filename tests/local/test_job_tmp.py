@@ -19,7 +19,6 @@ import pytest
 
 from compiled_training import Compiler, Framework, TrainingPipeline
 from compiled_training.local.container import isolation_problem
-from tests.helpers import ROOT
 
 SCRIPT = """
 import os, sys, time
@@ -52,9 +51,11 @@ def test_fixed_temporary_paths_are_the_jobs_own(tmp_path, placement):
                      compiler=Compiler.none(), instance_type="ml.m5.large",
                      source_dir=str(source), entry_point="train.py")
     app.synth()
+    # Elsewhere: the user's home, whichever folder the checkout is in (a clone may be in /tmp).
     base = tmp_path if placement == "under /tmp" else Path(tempfile.mkdtemp(
-        prefix="job-tmp-", dir=ROOT / ".local-run"))
-    assert str(base).startswith("/tmp/") is (placement == "under /tmp")
+        prefix="compiled-training-job-tmp-", dir=Path.home()))
+    if str(base).startswith("/tmp/") is not (placement == "under /tmp"):
+        pytest.skip(f"{base} is not {placement} on this machine")
     try:
         runs = [subprocess.Popen(
             [sys.executable, "-m", "compiled_training.tools.cli", "run",
@@ -65,7 +66,7 @@ def test_fixed_temporary_paths_are_the_jobs_own(tmp_path, placement):
         for i, (run, output) in enumerate(zip(runs, outputs, strict=True), start=1):
             assert run.returncode == 0, output[-3000:]
             log = (base / f"work{i}" / "steps" / "Train" / "training.log").read_text()
-            assert "fixed paths written and read back: " in log
+            assert "fixed paths written and read back:" in log  # the relay may break the line
             assert json.loads((base / f"report{i}.json").read_text())["status"] == "Succeeded"
         for folder in ("/tmp", "/var/tmp", "/dev/shm"):
             assert not (Path(folder) / marker).exists()  # nothing left on this machine
