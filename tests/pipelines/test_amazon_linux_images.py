@@ -70,10 +70,15 @@ def test_every_amazon_linux_version_has_its_python_established():
 
 def test_a_patch_release_is_no_alias_of_the_minor_versions_image():
     """The 2.12 image carries PyTorch 2.12.1 today and may carry 2.12.2 tomorrow: a patch
-    spelling is refused, naming the versions there are, where "2.12.0" is taken."""
-    with pytest.raises(ValueError, match=r"PyTorch 2.12.1 has no SageMaker training image; "
-                                         r"supported pytorch versions: .*, 2.10.0, 2.11, 2.12, "
-                                         r"2.13, 2.14$"):
+    spelling is refused, told to give the minor version, where "2.12.0" is taken."""
+    with pytest.raises(ValueError, match=r"^PyTorch 2.12.1 has no SageMaker training image: "
+                                         r"from 2.11 on AWS publishes one image a minor "
+                                         r"version, which it moves to each patch release it "
+                                         r"adopts; give '2.12'$"):
         resolve_dlc(Framework.pytorch("2.12.1"), False, "ml.g5.xlarge")
+    # A version no minor image has still gets the list.
+    with pytest.raises(ValueError, match=r"PyTorch 2.99.1 has no SageMaker training image; "
+                                         r"supported pytorch versions: .*, 2.13, 2.14$"):
+        resolve_dlc(Framework.pytorch("2.99.1"), False, "ml.g5.xlarge")
     assert resolve_dlc(Framework.pytorch("2.12.0"), False, "ml.g5.xlarge").tag == \
         "2.12-cu130-amzn2023-sagemaker"
