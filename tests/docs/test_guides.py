@@ -40,7 +40,7 @@ def test_the_registration_example_makes_a_model_package_group(tmp_path, monkeypa
 
 
 def test_the_own_metric_example_gates_on_f1(tmp_path, monkeypatch):
-    scope = run_addition(block_with("MetricDefinition("), tmp_path, monkeypatch)
+    scope = run_addition(block_with("MetricDefinition(\"f1\""), tmp_path, monkeypatch)
     (classifier,) = [d for d in definitions(_template(scope))
                      if d["Steps"][0]["Arguments"]["AlgorithmSpecification"].get(
                          "MetricDefinitions") == [{"Name": "f1", "Regex": r"F1 score: ([0-9.]+)"}]]
