@@ -29,7 +29,7 @@ from compiled_training.local.aws import (
 )
 from compiled_training.local.container import OPT_ML, Job
 from compiled_training.local.expressions import StepFailed, text
-from compiled_training.local.images import classify
+from compiled_training.local.images import Image, classify
 from compiled_training.local.run import Run
 from compiled_training_runtime import contract
 
@@ -205,15 +205,15 @@ def _launch(name: str, job: Job, arguments: Mapping[str, Any],
                                        *spec.get("ContainerArguments", [])]]
     run.notes.append(f"{name}: ran the step's ContainerEntrypoint ({' '.join(command)}) in "
                      f"place of the image's launcher, as SageMaker does")
-    return job.launch(command, _job_environment(job, arguments, hyperparameters, run), log)
+    return job.launch(command, _job_environment(job, arguments, hyperparameters, run,
+                                                _image(arguments)), log)
 
 
 def _toolkit(job: Job, arguments: Mapping[str, Any], hyperparameters: Mapping[str, str],
              run: Run, log: Path) -> int:
     """The training toolkit in the job's view, as the image's entry point starts it."""
-    image = classify(str(arguments.get("AlgorithmSpecification", {}).get("TrainingImage", "")),
-                     script_mode=True)
-    env = _job_environment(job, arguments, hyperparameters, run)
+    image = _image(arguments)
+    env = _job_environment(job, arguments, hyperparameters, run, image)
     python = run.python(image.kind)
     env.pop("SAGEMAKER_TRAINING_MODULE", None)
     if image.launcher:
@@ -222,12 +222,15 @@ def _toolkit(job: Job, arguments: Mapping[str, Any], hyperparameters: Mapping[st
     return job.launch([python, "-c", _TOOLKIT], env, log)
 
 
+def _image(arguments: Mapping[str, Any]) -> Image:
+    return classify(str(arguments.get("AlgorithmSpecification", {}).get("TrainingImage", "")),
+                    script_mode=True)
+
+
 def _job_environment(job: Job, arguments: Mapping[str, Any],
-                     hyperparameters: Mapping[str, str], run: Run) -> dict[str, str]:
+                     hyperparameters: Mapping[str, str], run: Run, image: Image) -> dict[str, str]:
     """What the job's process starts with, whatever it runs: the step's environment, what
     SageMaker sets, the image's Python first on the PATH, the stand-in GPUs."""
-    image = classify(str(arguments.get("AlgorithmSpecification", {}).get("TrainingImage", "")),
-                     script_mode=True)
     python = run.python(image.kind)
     instance_type = str(arguments.get("ResourceConfig", {}).get("InstanceType", ""))
     variables = {str(k): text(v) for k, v in arguments.get("Environment", {}).items()}
