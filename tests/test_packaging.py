@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tarfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -97,15 +98,20 @@ def test_the_sdists_pass_twine_and_install_to_the_same_templates_as_the_wheels(
         assert (from_source / template.name).read_bytes() == template.read_bytes()
 
 
-def _installed(work: Path, interpreter: str, wheels: list[Path], *also: str) -> Path:
+def _installed(work: Path, interpreter: str, wheels: list[Path], *also: str,
+               installer: str = "uv") -> Path:
     """A fresh virtualenv of ``interpreter`` with the wheels, their dependencies and ``also``.
-    pip keeps what it downloads beside ``work``, in the test run's temporary folder (make turns
-    its cache off), so that the module's later installs download nothing again."""
+    ``installer="pip"`` installs as the README does; uv (the default) resolves the same
+    metadata and hard-links what it installs from the environments' cache (make's
+    UV_CACHE_DIR), so that the module's half-dozen environments do not fill CI's disk."""
     created = _run([interpreter, "-m", "venv", work / "venv"])
     assert created.returncode == 0, created.stderr
     python = work / "venv" / "bin" / "python"
-    installed = _run([python, "-m", "pip", "install", "--quiet", *wheels, *also],
-                     PIP_NO_CACHE_DIR=None, PIP_CACHE_DIR=str(work.parent / "pip-cache"))
+    if installer == "pip":
+        command = [python, "-m", "pip", "install", "--quiet"]
+    else:
+        command = [sys.executable, "-m", "uv", "pip", "install", "--quiet", "--python", python]
+    installed = _run([*command, *wheels, *also])
     assert installed.returncode == 0, installed.stderr
     return python
 
@@ -120,9 +126,12 @@ def _synthesized(python: Path, work: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def python(wheels: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh virtualenv's interpreter, with the two wheels and their dependencies only."""
-    return _installed(tmp_path_factory.mktemp("installed"), sys.executable, wheels)
+def python(wheels: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh virtualenv's interpreter, with the two wheels and their dependencies only,
+    installed by pip as the README installs them."""
+    work = tmp_path_factory.mktemp("installed")
+    yield _installed(work, sys.executable, wheels, installer="pip")
+    shutil.rmtree(work, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -279,12 +288,14 @@ def test_each_extra_installs_the_modules_its_message_names():
 
 
 @pytest.fixture(scope="module")
-def local_python(wheels: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+def local_python(wheels: list[Path], tmp_path_factory: pytest.TempPathFactory
+                 ) -> Iterator[Path]:
     """A fresh virtualenv with the wheels and the ``local`` extra, as a team runs pipelines."""
     library, runtime = (next(w for w in wheels if w.name.startswith(f"{name}-"))
                         for name in ("compiled_training", "compiled_training_runtime"))
-    return _installed(tmp_path_factory.mktemp("local"), sys.executable,
-                      [Path(f"{library}[local]"), runtime])
+    work = tmp_path_factory.mktemp("local")
+    yield _installed(work, sys.executable, [Path(f"{library}[local]"), runtime])
+    shutil.rmtree(work, ignore_errors=True)
 
 
 SKLEARN_IMAGE = "141502667606.dkr.ecr.eu-west-1.amazonaws.com/sagemaker-scikit-learn:1.2-1-cpu-py3"

@@ -10,8 +10,10 @@ The fix is to raise ``SAGEMAKER_CORE`` in tests/environments.py to the release i
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -19,10 +21,11 @@ from tests.catalog.sdk_v3 import differences, sdk_v3_images, summary, unknown_fi
 
 
 @pytest.fixture(scope="module")
-def newest_sdk_v3(tmp_path_factory: pytest.TempPathFactory) -> str:
+def newest_sdk_v3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A Python with the newest ``sagemaker-core`` the index has, installed by uv as the side
     environments are (its wheels shared through uv's cache)."""
-    venv = tmp_path_factory.mktemp("newest-sagemaker-core") / "venv"
+    work = tmp_path_factory.mktemp("newest-sagemaker-core")
+    venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = str(venv / "bin" / "python")
     install = subprocess.run([sys.executable, "-m", "uv", "pip", "install", "--quiet", "--python",
@@ -30,7 +33,8 @@ def newest_sdk_v3(tmp_path_factory: pytest.TempPathFactory) -> str:
                              capture_output=True, text=True, check=False)
     assert install.returncode == 0, f"could not install the newest sagemaker-core: " \
                                     f"{install.stderr[-2000:]}"
-    return python
+    yield python
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def test_the_catalog_resolves_every_training_image_the_newest_sdk_v3_lists(newest_sdk_v3):
