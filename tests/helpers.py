@@ -36,6 +36,7 @@ if __name__ == "__main__":
 # says where it comes from): a clone outside the workplace runs the tests too.
 SCHEMA_PATH = ROOT / "tests" / "schemas" / "sagemaker-pipeline-definition.schema.json"
 SHARED_SCHEMA_PATH = ROOT.parent / "shared" / "schemas" / SCHEMA_PATH.name
+SCHEMA_ADDITIONS_PATH = SCHEMA_PATH.parent / "sdk-v3-additions.schema.json"
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
 ENV = cdk.Environment(account=ACCOUNT, region=REGION)
@@ -184,9 +185,22 @@ def definitions(template: dict[str, Any]) -> list[dict[str, Any]]:
 
 @cache
 def _schema_validator() -> Any:
-    """The schema's validator, the schema itself checked once (jsonschema.validate checks it
-    again on every call, about a second each)."""
+    """The schema's validator, with SDK v3's additions (``ForEach`` and ``Cleanup`` steps, a
+    string parameter's ``EnumValues``, the experiment and MLflow settings, botocore's
+    ``StepDisplayName``: tests/schemas/sdk-v3-additions.schema.json), the
+    schema itself checked once (jsonschema.validate checks it again on every call, about a
+    second each)."""
     schema = json.loads(SCHEMA_PATH.read_text())
+    additions = json.loads(SCHEMA_ADDITIONS_PATH.read_text())
+    schema["definitions"].update(additions["definitions"])
+    schema["properties"].update(additions["properties"])
+    schema["properties"]["Steps"]["items"]["oneOf"] += [
+        {"$ref": "#/definitions/ForEachStep"}, {"$ref": "#/definitions/CleanupStep"}]
+    schema["definitions"]["StringParameter"]["properties"]["EnumValues"] = {
+        "$ref": "#/definitions/EnumValues"}
+    for definition in schema["definitions"].values():
+        if "DisplayName" in definition.get("properties", {}):
+            definition["properties"]["DisplayName"] = {"$ref": "#/definitions/StepDisplayName"}
     validator = jsonschema.validators.validator_for(schema)
     validator.check_schema(schema)
     return validator(schema)
@@ -210,17 +224,27 @@ def validate_envelope(definition: dict[str, Any]) -> None:
     Relaxation, named: the schema types a retry policy's ``ExceptionType`` as one string,
     while the API and the SageMaker SDK use a list; each list is split into one policy per
     exception type, so every type is still checked against the schema's enum.
+
+    A ``ForEach`` step's and a ``Cleanup`` step's own arguments are checked whole (they are
+    the additions' and name no job); a ``ForEach`` body's steps as a branch's are.
     """
     envelope = json.loads(json.dumps(definition))
-    branches = []
-    for step in envelope["Steps"]:
-        if step["Type"] == "Condition":
-            branches += step["Arguments"].get("IfSteps", []) + step["Arguments"].get("ElseSteps", [])
+    nested, steps = [], list(envelope["Steps"])
+    while steps:
+        step = steps.pop()
+        arguments = step["Arguments"]
+        inside = [*arguments.get("IfSteps", []), *arguments.get("ElseSteps", [])] \
+            if step["Type"] == "Condition" else []
+        if step["Type"] == "ForEach":  # the body checked as steps; its shape as the step's
+            inside = arguments["ForEachBody"]
+            arguments["ForEachBody"] = [{"Name": s["Name"], "Type": s["Type"]} for s in inside]
+        nested += inside
+        steps += inside
+    for step in [*envelope["Steps"], *nested]:
         _blank(step)
     _schema_validator().validate(envelope)
-    for step in branches:
-        _blank(step)
-    _schema_validator().validate({"Version": envelope["Version"], "Steps": branches})
+    if nested:
+        _schema_validator().validate({"Version": envelope["Version"], "Steps": nested})
 
 
 def _blank(step: dict[str, Any]) -> None:
@@ -231,6 +255,8 @@ def _blank(step: dict[str, Any]) -> None:
         assert re.fullmatch(r"[A-Za-z0-9\-_]{1,64}", property_file["PropertyFileName"])
         assert property_file["OutputName"] in outputs, (property_file, outputs)
         assert property_file["FilePath"] and not property_file["FilePath"].startswith("/")
+    if step["Type"] in ("ForEach", "Cleanup"):
+        return
     step["Arguments"] = {"Conditions": []} if step["Type"] == "Condition" else {}
     if "RetryPolicies" in step:
         step["RetryPolicies"] = [

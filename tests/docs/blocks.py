@@ -6,6 +6,8 @@ A block's mode is the HTML comment on the line before its fence:
   needs no CDK app);
 - ``<!-- example: runtime -->``: an entry point's lines, run with the names a training
   script has (``args``, ``train``) on CPU;
+- ``<!-- example: sdk-v3 -->``: a pipeline built with the SageMaker SDK v3, run in v3's own
+  environment by ``tests/local/test_sdk_v3.py``;
 - no comment: a Python addition to the full example of "In your own CDK app", run before its
   ``app.synth()`` (it names that example's ``stack`` and ``bert``);
 - ``<!-- shell: ... -->``: a shell block says how it is covered (``run by`` a test or
@@ -26,6 +28,7 @@ _FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>\w*)\n(?P<code>.*?)^(?P=indent)
                     re.M | re.S)
 _MARKER = re.compile(r"<!-- (?P<kind>example|shell): (?P<mode>.*?) -->\s*$")
 ADDITION = "addition"
+SDK_V3 = "sdk-v3"
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,11 @@ import sys
 
 import pytest
 
-from tests.docs.blocks import ADDITION, Block, base_example, blocks
+from tests.docs.blocks import ADDITION, SDK_V3, Block, base_example, blocks
 from tests.helpers import ROOT, SAMPLE_ENTRY_POINT
 
-PYTHON = blocks("python")
+# A SageMaker SDK v3 builder runs in v3's own environment (tests/local/test_sdk_v3.py).
+PYTHON = [b for b in blocks("python") if b.mode != SDK_V3]
 # An entry point's lines train with torch.compile: `make test` runs them, `make test-fast` not.
 PYTHON_CASES = [pytest.param(b, marks=pytest.mark.slow) if b.mode == "runtime" else b
                 for b in PYTHON]
@@ -77,6 +78,7 @@ def test_the_examples_are_found():
     assert {"app", "runtime", ADDITION} <= modes
     assert len([b for b in PYTHON if b.path.name == "README.md"]) == 1
     assert len(PYTHON) >= 18
+    assert [b.mode for b in blocks("python") if b.mode not in modes] == [SDK_V3]
 
 
 @pytest.mark.parametrize("block", SHELL, ids=lambda b: b.name)

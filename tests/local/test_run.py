@@ -12,8 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +113,10 @@ def test_document_classification_trains_passes_its_gate_and_registers(assembly, 
     assert "max_steps=4" in added.split(": ", 1)[1].split(", ")
     assert "Train.ProfilerConfig" in report["not_emulated"]
     assert _assembly_digest(assembly) == before  # nothing in the assembly is changed
+    # The job's and the runner's S3 calls for it, decided as its execution role's.
+    (roles,) = [n for n in report["notes"] if n.startswith("roles checked: ")]
+    decided = int(roles.split()[2])
+    assert decided >= 8 and " calls decided (0 denied), " in roles
 
 
 def test_a_gate_it_cannot_pass_fails_the_execution_with_its_message(assembly, tmp_path):
@@ -147,6 +153,64 @@ def test_the_creative_pipeline_trains_under_torchrun_on_two_ranks(assembly, tmp_
     assert summary["world_size"] == 2
 
 
+def _changed(assembly: Path, tmp_path: Path, change: Callable[[dict[str, Any]], None]) -> Path:
+    """A copy of the assembly with ``change`` made to the DocumentClassification template."""
+    copy = tmp_path / "cdk.out"
+    shutil.copytree(assembly, copy)
+    template = copy / "DocumentClassification.template.json"
+    changed = json.loads(template.read_text())
+    change(changed["Resources"])
+    template.write_text(json.dumps(changed))
+    return copy
+
+
+def _statements(resources: dict[str, Any]) -> list[dict[str, Any]]:
+    """The execution role's statements."""
+    role = resources["PipelineExecutionRoleA23949A9"]["Properties"]
+    return list(role["Policies"][0]["PolicyDocument"]["Statement"])
+
+
+def _without_output_prefix(resources: dict[str, Any]) -> None:
+    role = resources["PipelineExecutionRoleA23949A9"]["Properties"]
+    role["Policies"][0]["PolicyDocument"]["Statement"] = [
+        s for s in _statements(resources) if "s3:PutObject" not in s["Action"]]
+
+
+def _outputs_under_a_key(resources: dict[str, Any]) -> None:
+    """The output bucket encrypted with a key of the stack that the role was not given."""
+    resources["TrainingOutputs2E2B6C5F"]["Properties"]["BucketEncryption"] = {
+        "ServerSideEncryptionConfiguration": [{"ServerSideEncryptionByDefault": {
+            "SSEAlgorithm": "aws:kms", "KMSMasterKeyID": {
+                "Fn::GetAtt": ["CompiledTrainingImageBuilderKey52A9A7B6", "Arn"]}}}]}
+
+
+@pytest.mark.parametrize("change, action, resource", [
+    (_without_output_prefix, "s3:PutObject",
+     "arn:aws:s3:::trainingoutputs2e2b6c5f/DocumentClassification-Pipeline-"),
+    (_outputs_under_a_key, "kms:GenerateDataKey",
+     "arn:aws:kms:us-east-1:123456789012:key/CompiledTrainingImageBuilderKey52A9A7B6"),
+], ids=["output-prefix", "bucket-key"])
+def test_a_role_that_cannot_write_its_outputs_fails_the_step_with_access_denied(
+        assembly, tmp_path, change, action, resource):
+    """The twins of the reference run: AWS's AccessDenied, as the runner's upload of the job's
+    checkpoints meets it (SageMaker syncs them as the role), before any model is written."""
+    python = str(require(XLA_WITH_GRAD_SCALER).executable)
+    changed = _changed(assembly, tmp_path, change)
+
+    result = _run(str(changed), "--pipeline", DOCUMENTS, "--python", python,
+                  *_data(tmp_path, DATA), *_tiny("Train", max_steps=1),
+                  "--workdir", str(tmp_path / "work"), "--json", str(tmp_path / "report.json"))
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    failure = _report(tmp_path / "report.json")["failure"]
+    assert failure.startswith(
+        "step Train failed: ClientError: AccessDenied: User: arn:aws:sts::123456789012:"
+        "assumed-role/PipelineExecutionRoleA23949A9/SageMaker is not authorized to perform: "
+        f"{action} on resource: \"{resource}"), failure
+    assert failure.endswith(f"because no identity-based policy allows the {action} action")
+    assert "Traceback" not in result.stdout + result.stderr
+
+
 def test_a_built_in_algorithm_is_refused_then_runs_from_its_given_outputs(assembly, tmp_path):
     refused = _run(str(assembly), "--pipeline", "Tabular/Pipeline",
                    "--workdir", str(tmp_path / "work"))
@@ -162,10 +226,11 @@ def test_a_built_in_algorithm_is_refused_then_runs_from_its_given_outputs(assemb
         "ModelArtifacts": {"S3ModelArtifacts": "s3://given-models/xgboost/model.tar.gz"},
         "FinalMetricDataList": [{"MetricName": "validation:auc", "Value": 0.91}]}))
     result = _run(str(assembly), "--pipeline", "Tabular/Pipeline", "--outputs",
-                  f"Train={outputs}", "--workdir", str(tmp_path / "work"),
+                  f"Train={outputs}", "--workdir", str(tmp_path / "work"), "--no-roles",
                   "--json", str(tmp_path / "report.json"))
     assert result.returncode == 0, result.stdout + result.stderr
     report = _report(tmp_path / "report.json")
+    assert "roles not checked: --no-roles" in report["notes"]
     assert [(s["name"], s["status"]) for s in report["steps"]][-1] == ("RegisterModel",
                                                                        "Succeeded")
     assert report["steps"][0] == {**report["steps"][0], "name": "Train", "status": "Given"}

@@ -12,14 +12,19 @@ interpreters ``--python`` names (here, this environment's, which has pip as v3's
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
+from tests.docs.blocks import blocks
 from tests.environments import IMAGE_CONFIG, require
+from tests.helpers import validate_envelope
 
 BUILD = Path(__file__).parent / "sdk_v3_build.py"
 IMAGES = ["pytorch", "huggingface", "sklearn", "xgboost",
@@ -237,3 +242,70 @@ def test_process_then_train_then_a_condition_on_the_property_file(built, tmp_pat
         assert result.returncode == 1
         assert statuses["Prepare"] == "Succeeded" and statuses["Train"] == "Failed"
         assert "the v3 team script failed" in report["failure"]
+
+
+GUIDE_SCRIPT = """import os, sys
+print("guide marker: the team's script ran")
+if os.path.exists(os.path.join(os.environ["SM_CHANNEL_TRAIN"], "fail")):
+    sys.exit("the guide's script failed")
+"""
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["runs", "fails"])
+def test_the_guides_v3_builder_writes_a_pipeline_that_runs(tmp_path, fails):
+    """The local-runs guide's SDK v3 example as written, in v3's environment, then its shell
+    block: the script the example names runs; its twin fails with the script's message."""
+    (builder,) = [b for b in blocks("python") if b.mode == "sdk-v3"]
+    (command,) = [b for b in blocks() if b.mode.startswith(
+        "run by tests/local/test_sdk_v3.py::test_the_guides_v3_builder")]
+    (tmp_path / "training").mkdir()
+    (tmp_path / "training" / "train.py").write_text(GUIDE_SCRIPT)
+    (tmp_path / "data" / "train").mkdir(parents=True)
+    (tmp_path / "data" / "train" / ("fail" if fails else "rows.csv")).write_text("1,2\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    built = subprocess.run([str(require(IMAGE_CONFIG).executable), "-c", builder.code],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+                           check=False)
+    assert built.returncode == 0, built.stderr[-3000:]
+
+    words = shlex.split(command.code.replace("\\\n", " "))
+    assert words[:2] == ["compiled-training", "run"] and ".venv/bin/python" in words
+    words = [sys.executable if w == ".venv/bin/python" else w for w in words[2:]]
+    result = subprocess.run([sys.executable, "-m", "compiled_training.tools.cli", "run", *words],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                            check=False)
+
+    assert result.returncode == (1 if fails else 0), result.stdout[-3000:] + result.stderr
+    log = (tmp_path / "work" / "steps" / "Train" / "training.log").read_text()
+    assert "guide marker: the team's script ran" in log
+    assert ("the guide's script failed" in result.stdout) is fails
+
+
+def test_every_v3_definition_passes_the_schema_with_v3s_additions(built):
+    """The published schema (April 2025) with v3's step types and EnumValues added
+    (tests/schemas/sdk-v3-additions.schema.json); each addition refuses what v3 refuses."""
+    definitions = {p.parent.name: json.loads(p.read_text())
+                   for p in sorted(built.glob("*/definition.json"))}
+    for definition in definitions.values():
+        validate_envelope(definition)
+    sweep = definitions["sweep"]
+    types = {s["Type"] for d in definitions.values() for s in d["Steps"]}
+    assert {"ForEach", "Cleanup", "Condition", "Processing", "Training"} <= types
+    for break_it in (
+            lambda d: d["Steps"][0]["Arguments"].update(MaxConcurrency=51),
+            lambda d: d["Steps"][0]["Arguments"]["Selector"].update(Pick="Best"),
+            lambda d: d["Steps"][0]["Arguments"]["ForEachBody"][0].update(Type="Fail"),
+            lambda d: d["Steps"][0]["Arguments"].update(IterableItems=[]),
+            lambda d: d["Steps"][0]["Arguments"].update(Extra=1)):
+        broken = json.loads(json.dumps(sweep))
+        break_it(broken)
+        with pytest.raises(jsonschema.ValidationError):
+            validate_envelope(broken)
+    flow = json.loads(json.dumps(definitions["flow"]))
+    flow["Parameters"][0]["EnumValues"] = []
+    with pytest.raises(jsonschema.ValidationError):
+        validate_envelope(flow)
+    cleanup = json.loads(json.dumps(definitions["cleanup"]))
+    cleanup["Steps"][-1]["Arguments"]["Resources"]["S3"] = []
+    with pytest.raises(jsonschema.ValidationError):
+        validate_envelope(cleanup)

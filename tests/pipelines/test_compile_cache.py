@@ -220,9 +220,10 @@ def test_a_source_dir_holding_the_runtime_keeps_its_own(tmp_path):
 
 def test_the_execution_role_reaches_its_cache_as_the_job_asks_and_nothing_beside(source_dir):
     """The job's own requests (ListObjectsV2 with the archive's key as Prefix, GetObject,
-    PutObject), evaluated as IAM evaluates the role's statements (`tests/iam_policy.py`)."""
+    PutObject), evaluated as IAM evaluates the role's statements
+    (`compiled_training.local.policy`)."""
+    from compiled_training.local.policy import ALLOW, IMPLICIT_DENY, decide
     from tests.helpers import render_tree
-    from tests.iam_policy import ALLOW, IMPLICIT_DENY, decide
 
     stack = new_stack()
     bucket = s3.Bucket.from_bucket_name(stack, "Given", "team-outputs")

@@ -1,4 +1,4 @@
-"""The pipeline role's tag permissions, evaluated as IAM evaluates them (`tests/iam_policy.py`):
+"""The pipeline role's tag permissions, evaluated as IAM evaluates them (`compiled_training.local.policy`):
 SageMaker Pipelines creates each job with the definition's tags, which IAM authorizes as
 ``sagemaker:CreateTrainingJob`` and, for the tags, ``sagemaker:AddTags`` with
 ``sagemaker:TaggingAction`` (tagging on creation). The role may tag its own jobs as they are
@@ -12,8 +12,8 @@ import pytest
 from aws_cdk.assertions import Template
 
 from compiled_training import Compiler, Framework, InputChannel, TrainingPipeline
+from compiled_training.local.policy import ALLOW, IMPLICIT_DENY, UnreadPolicy, decide
 from tests.helpers import ACCOUNT, REGION, definitions, new_stack, render_tree
-from tests.iam_policy import ALLOW, IMPLICIT_DENY, decide
 
 JOB = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:training-job/pipelines-abc123-train-x1y2z3"
 SAGEMAKERS_OWN = "sagemaker:pipeline-execution-arn"
@@ -84,6 +84,6 @@ def test_the_evaluator_reads_sets_as_iam_does():
     assert decide(allow_keys, "sagemaker:AddTags", JOB, {"aws:TagKeys": ["a", "b"]}) == \
         IMPLICIT_DENY
     assert decide(allow_keys, "sagemaker:AddTags", JOB, {}) == ALLOW  # no keys: all of none
-    with pytest.raises(AssertionError, match="NumericLessThan is not read here"):
+    with pytest.raises(UnreadPolicy, match="NumericLessThan is not read"):
         decide([{**allow_keys[0], "Condition": {"NumericLessThan": {"k": "1"}}}],
                "sagemaker:AddTags", JOB, {})

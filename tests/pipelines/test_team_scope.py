@@ -1,8 +1,8 @@
 """One role pair for a team: with a declared `TeamScope`, the roles take the team's statements
 once, so one pair serves 256 pipelines in one stack, and a pipeline after the first costs a
-few calls into the CDK; the roles' reach is evaluated as IAM evaluates it (`tests/iam_policy`):
-the team's jobs, outputs and data allowed, another team's refused. Without a scope, each
-pipeline's statements name it alone (the default, `test_given_roles.py`). No AWS account
+few calls into the CDK; the roles' reach is evaluated as IAM evaluates it
+(`compiled_training.local.policy`): the team's jobs, outputs and data allowed, another
+team's refused. Without a scope, each pipeline's statements name it alone (the default, `test_given_roles.py`). No AWS account
 here: the requests are built as SageMaker and S3 send them."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import pytest
 from aws_cdk import aws_iam as iam
 
 from compiled_training import Framework, InputChannel, TeamScope, TrainingPipeline
+from compiled_training.local.policy import ALLOW, IMPLICIT_DENY, decide
 from tests.helpers import ACCOUNT, REGION, new_stack, render_tree
-from tests.iam_policy import ALLOW, IMPLICIT_DENY, decide
 
 NLP = TeamScope(name_prefix="nlp-", data_uris=("s3://team-data/nlp/",))
 PIPELINE_TAG = "compiled-training:pipeline"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 from compiled_training.catalog.aws_names import split_s3
 from compiled_training.local.expressions import StepFailed
+from compiled_training.local.roles import Roles, guard
 
 
 @contextmanager
@@ -45,20 +47,28 @@ def local_aws(account: str, region: str) -> Iterator[Any]:
 
 
 @contextmanager
-def endpoint() -> Iterator[str]:
+def endpoint(roles: Roles | None = None) -> Iterator[str]:
     """The run's AWS over HTTP for the jobs' own processes (S3, SSM, SageMaker, ... through
     ``AWS_ENDPOINT_URL``): moto's server in a thread of this process, on the in-process mock's
-    state."""
-    from moto.server import ThreadedMotoServer
+    state, with ``roles`` deciding each role's S3 calls in front of it."""
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # its access log is not the run's
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
+    app = DomainDispatcherApplication(create_backend_app)
+    server = make_server("127.0.0.1", 0, guard(app, roles) if roles else app, threaded=True,
+                         request_handler=MotoRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
     try:
-        yield f"http://{host}:{port}"
+        yield f"http://127.0.0.1:{server.server_port}"
     finally:
-        server.stop()
+        server.shutdown()
+        thread.join()
 
 
 def carry(s3: Any, previous: Path, folders: tuple[str, ...]) -> tuple[int, int]:

@@ -3,7 +3,7 @@
     compiled-training run [cdk.out] --pipeline ID [--param NAME=VALUE]...
                           [--data S3_URI=LOCAL_DIR]... [--set STEP.HYPERPARAMETER=VALUE]...
                           [--outputs STEP=FILE]... [--python [KIND=]PYTHON]...
-                          [--processes N] [--workdir DIR] [--fresh] [--json FILE]
+                          [--processes N] [--workdir DIR] [--fresh] [--no-roles] [--json FILE]
     compiled-training run --definition FILE [--name NAME] [--lambda STEP=DIR:MODULE.FUNCTION]...
 
 Exit 0 when the execution succeeds, 1 when it fails (naming the step and its reason), 2 on
@@ -54,6 +54,7 @@ from compiled_training.local.aws import (
 from compiled_training.local.container import isolation_problem
 from compiled_training.local.expressions import Unsupported, parameter_values
 from compiled_training.local.images import KINDS
+from compiled_training.local.roles import CHECKED, Roles, read_roles
 from compiled_training.local.run import DEFAULT_IMAGE, Handler, Run
 from compiled_training.local.runner import all_steps, check_structure, execute, refuse_early
 
@@ -91,6 +92,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--fresh", action="store_true",
                      help="start without the last run's S3, model registry and SSM parameters "
                           "in this --workdir (its compile caches too)")
+    run.add_argument("--no-roles", action="store_true",
+                     help="let every job call S3 as it likes, not as its step's role would")
     run.add_argument("--json", type=Path, dest="json_path", metavar="FILE",
                      help="also write the report here, as JSON")
     return run
@@ -144,7 +147,8 @@ def _run(args: argparse.Namespace) -> int:
               f"the jobs. Run as root, or allow unprivileged user namespaces, to lift this.",
               file=sys.stderr)
     run.workdir = workdir = _workdir(args.workdir, fresh=args.fresh)
-    with local_aws(run.account, run.region) as s3, endpoint() as url:
+    run.roles = read_roles(stack) if stack and not args.no_roles else None
+    with local_aws(run.account, run.region) as s3, endpoint(run.roles) as url:
         run.s3, run.endpoint = s3, url
         # The last run's S3 first: this run's code and --data land over it, each --data
         # prefix holding what its folder holds now.
@@ -174,11 +178,23 @@ def _run(args: argparse.Namespace) -> int:
                         f"SSM parameters in ssm.json, its model registry in registry.json")
     report.notes.append("the jobs' and handlers' AWS calls go to the stand-in AWS, with "
                         "stand-in credentials")
+    report.notes += _roles_lines(run.roles, args.no_roles)
     print()
     print(report.table())
     if args.json_path:
         args.json_path.write_text(json.dumps(report.as_json(), indent=2, default=str) + "\n")
     return 0 if report.status == "Succeeded" else 1
+
+
+def _roles_lines(roles: Roles | None, turned_off: bool) -> list[str]:
+    """What the report says of the roles: what was checked, and what was not."""
+    if roles is None:
+        return ["roles not checked: " + ("--no-roles" if turned_off else
+                                         "a --definition file has no policies to check with")]
+    return [f"roles checked: {roles.decided} calls decided ({len(roles.denied)} denied), each "
+            f"job's {', '.join(CHECKED)} as its step's role would make them, with the stack's "
+            f"bucket and key policies; not the jobs' other calls (ECR, logs, SageMaker), nor "
+            f"the Lambda and registration steps'", *roles.not_checked()]
 
 
 def _request(args: argparse.Namespace) -> Request:

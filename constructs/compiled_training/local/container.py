@@ -135,10 +135,10 @@ class Job:
             (self.folder / name).mkdir(parents=True, exist_ok=True)
 
     def environment(self, *, python: str, region: str, endpoint: str | None,
-                    variables: Mapping[str, str]) -> dict[str, str]:
+                    variables: Mapping[str, str], access_key: str = "local") -> dict[str, str]:
         """The process's environment: this machine's, less its AWS set-up and the library's
-        switches (the step sets its own), with the job's own folders, the stand-in AWS and
-        ``variables`` (the step's and the image's)."""
+        switches (the step sets its own), with the job's own folders, the stand-in AWS (called
+        with ``access_key``, its role's) and ``variables`` (the step's and the image's)."""
         cache = self.folder / "cache"
         env = {key: value for key, value in os.environ.items()
                if key not in _HOST_AWS and not key.startswith(_LIBRARY_PREFIX)}
@@ -152,7 +152,7 @@ class Job:
             "MPLCONFIGDIR": str(cache / "matplotlib"), "HF_HOME": str(cache / "huggingface"),
             # A job's pip installs (a requirements.txt) stay in its folder, not in --python.
             "PIP_TARGET": str(cache / "site-packages"), "PIP_NO_CACHE_DIR": "1",
-            "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_ACCESS_KEY_ID": access_key, "AWS_SECRET_ACCESS_KEY": "local",
             "AWS_SESSION_TOKEN": "local", "AWS_DEFAULT_REGION": region, "AWS_REGION": region,
             "AWS_CONFIG_FILE": str(self.folder / "home" / "aws-config"),
             "AWS_SHARED_CREDENTIALS_FILE": str(self.folder / "home" / "aws-credentials"),

@@ -22,6 +22,12 @@ MESSAGE_FILE = f"{OPT_ML}/output/message"
 def process(name: str, step: Mapping[str, Any], arguments: Mapping[str, Any],
             run: Run) -> dict[str, Any]:
     """The job's properties, with its property files read, once its process succeeds."""
+    with run.transfers(arguments.get("RoleArn")) as s3:
+        return _process(name, step, arguments, run, s3)
+
+
+def _process(name: str, step: Mapping[str, Any], arguments: Mapping[str, Any], run: Run,
+             s3: Any) -> dict[str, Any]:
     job = run.job(name)
     inputs = [item["S3Input"] for item in arguments.get("ProcessingInputs", [])]
     outputs = {item["OutputName"]: item for item in
@@ -34,7 +40,7 @@ def process(name: str, step: Mapping[str, Any], arguments: Mapping[str, Any],
                              f"requires")
     job.make((f"{OPT_ML}/config", f"{OPT_ML}/output", *local_paths))
     for item, source in zip(arguments.get("ProcessingInputs", []), inputs, strict=True):
-        if not download_prefix(run.s3, source["S3Uri"], job.host_path(source["LocalPath"])):
+        if not download_prefix(s3, source["S3Uri"], job.host_path(source["LocalPath"])):
             raise StepFailed(f"ClientError: no S3 objects under {source['S3Uri']} (input "
                              f"{item['InputName']}){not_given(source['S3Uri'])}")
     config = job.host_path(f"{OPT_ML}/config")
@@ -50,6 +56,7 @@ def process(name: str, step: Mapping[str, Any], arguments: Mapping[str, Any],
                                        *app.get("ContainerArguments", [])]]
     variables = {str(k): text(v) for k, v in arguments.get("Environment", {}).items()}
     env = job.environment(python=python, region=run.region, endpoint=run.endpoint,
+                          access_key=run.access_key(arguments.get("RoleArn")),
                           variables=variables)
     log = job.folder / "processing.log"
     result = job.launch(command, env, log)
@@ -57,7 +64,7 @@ def process(name: str, step: Mapping[str, Any], arguments: Mapping[str, Any],
     if result != 0:
         raise StepFailed(job.failure(result, log, message))
     for item in outputs.values():
-        upload_tree(run.s3, job.host_path(item["S3Output"]["LocalPath"]),
+        upload_tree(s3, job.host_path(item["S3Output"]["LocalPath"]),
                     str(item["S3Output"]["S3Uri"]))
     files = {}
     for spec in step.get("PropertyFiles", []):

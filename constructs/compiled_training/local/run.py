@@ -3,7 +3,8 @@ for the images, the run's stand-in AWS, and what the command line gave."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,11 @@ from typing import Any
 from compiled_training.catalog.aws_names import arn_prefix
 from compiled_training.local.assembly import StackReader
 from compiled_training.local.container import Job
+from compiled_training.local.expressions import StepFailed
+from compiled_training.local.roles import Roles
+
+STAND_IN_KEY = "local"
+"""The access key of every call made as no role of the stack (not checked)."""
 
 DEFAULT_IMAGE = ""
 """The key of ``Run.pythons`` for every image kind not named with ``--python KIND=...``."""
@@ -54,6 +60,40 @@ class Run:
     """The execution's id: jobs are named after their step and it."""
     endpoint: str | None = None
     """The run's AWS over HTTP, where a job's own AWS calls go (`aws.endpoint`)."""
+    roles: Roles | None = None
+    """The stack's roles, deciding each job's S3 calls; None where the run does not check them."""
+    _clients: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def access_key(self, role: Any) -> str:
+        """The access key a job of ``role`` (its step's ``RoleArn``) calls AWS with."""
+        found = self.roles.access_key(str(role)) if self.roles else None
+        return found or STAND_IN_KEY
+
+    @contextmanager
+    def transfers(self, role: Any) -> Iterator[Any]:
+        """The run's S3 as SageMaker calls it for a job of ``role``: checked as that role,
+        where the run checks roles; AWS's AccessDenied fails the step, naming the action."""
+        from boto3.exceptions import S3UploadFailedError
+        from botocore.exceptions import ClientError
+
+        key = self.access_key(role)
+        if key == STAND_IN_KEY or not self.endpoint:
+            yield self.s3
+            return
+        if key not in self._clients:
+            import boto3
+
+            self._clients[key] = boto3.client(
+                "s3", endpoint_url=self.endpoint, region_name=self.region,
+                aws_access_key_id=key, aws_secret_access_key=STAND_IN_KEY)
+        denied = len(self.roles.denied) if self.roles else 0
+        try:
+            yield self._clients[key]
+        except (ClientError, S3UploadFailedError):
+            fresh = self.roles.denied[denied:] if self.roles else []
+            if not fresh:
+                raise
+            raise StepFailed(f"ClientError: AccessDenied: {fresh[0]}") from None
 
     def python(self, kind: str) -> str:
         return self.pythons.get(kind) or self.pythons[DEFAULT_IMAGE]

@@ -64,6 +64,11 @@ def compiles_through_xla(arguments: Mapping[str, Any]) -> bool:
 
 def train(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, Any]:
     """The job's properties, as DescribeTrainingJob gives them, once its process succeeds."""
+    with run.transfers(arguments.get("RoleArn")) as s3:
+        return _train(name, arguments, run, s3)
+
+
+def _train(name: str, arguments: Mapping[str, Any], run: Run, s3: Any) -> dict[str, Any]:
     job = run.job(name)
     checkpoint = arguments.get("CheckpointConfig", {})
     local_checkpoints = str(checkpoint.get("LocalPath") or CHECKPOINTS)
@@ -72,18 +77,18 @@ def train(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, Any]:
     code = hyperparameters.get("sagemaker_submit_directory")
     if code:
         local = job.folder / "sourcedir.tar.gz"
-        download(run.s3, hyperparameter_text(code), local)
+        download(s3, hyperparameter_text(code), local)
         hyperparameters["sagemaker_submit_directory"] = json.dumps(str(local))
     channels = {}
     for channel in arguments.get("InputDataConfig", []):
         uri = channel["DataSource"]["S3DataSource"]["S3Uri"]
         target = job.host_path(f"{OPT_ML}/input/data/{channel['ChannelName']}")
-        if not download_prefix(run.s3, uri, target):
+        if not download_prefix(s3, uri, target):
             raise StepFailed(f"ClientError: No S3 objects found under S3 URL \"{uri}\" given in "
                              f"input data source{not_given(uri)}")
         channels[channel["ChannelName"]] = {"TrainingInputMode": "File"}
     if checkpoint.get("S3Uri"):  # SageMaker fills the folder before the job starts
-        download_prefix(run.s3, checkpoint["S3Uri"], job.host_path(local_checkpoints))
+        download_prefix(s3, checkpoint["S3Uri"], job.host_path(local_checkpoints))
     instance_type = str(arguments.get("ResourceConfig", {}).get("InstanceType", ""))
     config = job.host_path(f"{OPT_ML}/input/config")
     (config / "hyperparameters.json").write_text(json.dumps(hyperparameters))
@@ -96,7 +101,7 @@ def train(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, Any]:
     seconds = max(1, round(time.monotonic() - began))
     output = str(arguments["OutputDataConfig"]["S3OutputPath"]).rstrip("/")
     if checkpoint.get("S3Uri"):  # synced as it writes them, failed or not
-        upload_tree(run.s3, job.host_path(local_checkpoints), checkpoint["S3Uri"])
+        upload_tree(s3, job.host_path(local_checkpoints), checkpoint["S3Uri"])
     written = job.written(FAILURE_FILE)
     if result != 0:
         raise StepFailed(job.failure(result, log, written))
@@ -108,13 +113,13 @@ def train(name: str, arguments: Mapping[str, Any], run: Run) -> dict[str, Any]:
         run.notes.append(f"{name}: warning: the job left {OPT_ML}/model empty, so model.tar.gz "
                          f"holds nothing; write the model to SM_MODEL_DIR")
     model_uri = f"{output}/{job.name}/output/model.tar.gz"
-    upload(run.s3, _pack(model, job.folder / "model.tar.gz"), model_uri)
+    upload(s3, _pack(model, job.folder / "model.tar.gz"), model_uri)
     data = job.host_path(f"{OPT_ML}/output/data")
     cache = compile_cache_summary(data)
     if cache:
         run.compile_caches[name] = cache
     if any(data.iterdir()):
-        upload(run.s3, _pack(data, job.folder / "output.tar.gz"),
+        upload(s3, _pack(data, job.folder / "output.tar.gz"),
                f"{output}/{job.name}/output/output.tar.gz")
     count = arguments.get("ResourceConfig", {}).get("InstanceCount", 1)
     return {"TrainingJobName": job.name, "TrainingJobStatus": "Completed",
@@ -245,6 +250,7 @@ def _job_environment(job: Job, arguments: Mapping[str, Any],
     if not job.isolated:
         variables["SAGEMAKER_BASE_DIR"] = str(job.opt_ml)
     env = job.environment(python=python, region=run.region, endpoint=run.endpoint,
+                          access_key=run.access_key(arguments.get("RoleArn")),
                           variables=variables)
     if instance_type.split(".")[1:2] and instance_type.split(".")[1][:1] in "gp":
         gpus = run.processes
