@@ -101,7 +101,8 @@ def write(spec: dict, out: Path, pipeline: object, s3: object) -> None:
 
 def flow(spec: dict, session: object) -> object:
     """Process, then train on what it wrote, then a condition on the processing step's
-    property file, with parameters (one held to its EnumValues): v3's own classes."""
+    property file that registers the model, with parameters (one held to its EnumValues):
+    v3's own classes."""
     from sagemaker.core.processing import ScriptProcessor
     from sagemaker.core.shapes import (
         ProcessingInput,
@@ -115,8 +116,10 @@ def flow(spec: dict, session: object) -> object:
     from sagemaker.core.workflow.properties import PropertyFile
     from sagemaker.mlops.workflow.condition_step import ConditionStep
     from sagemaker.mlops.workflow.fail_step import FailStep
+    from sagemaker.mlops.workflow.model_step import ModelStep
     from sagemaker.mlops.workflow.pipeline import Pipeline
     from sagemaker.mlops.workflow.steps import ProcessingStep, TrainingStep
+    from sagemaker.serve.model_builder import ModelBuilder
     from sagemaker.train import ModelTrainer
     from sagemaker.train.configs import Compute, InputData, SourceCode
 
@@ -143,10 +146,19 @@ def flow(spec: dict, session: object) -> object:
         hyperparameters=spec.get("hyperparameters", {}), base_job_name=spec["name"])
     train = TrainingStep(name="Train", depends_on=[process], step_args=trainer.train(
         input_data_config=[InputData(channel_name="train", data_source=f"{prepared}/rows")]))
+    model = ModelBuilder(s3_model_data_url=train.properties.ModelArtifacts.S3ModelArtifacts,
+                         image_uri=image({"image": "pytorch"}).replace("-training:",
+                                                                       "-inference:"),
+                         role_arn=ROLE, sagemaker_session=session)
+    register = ModelStep(name="Register", step_args=model.register(
+        model_package_group_name=f"{spec['name']}-models", content_types=["application/json"],
+        response_types=["application/json"], inference_instances=["ml.m5.large"],
+        approval_status="PendingManualApproval"))
     check = ConditionStep(name="EnoughRows", depends_on=[train], conditions=[
         ConditionGreaterThanOrEqualTo(left=JsonGet(step_name=process.name, property_file=stats,
                                                    json_path="rows"), right=floor)],
-        if_steps=[], else_steps=[FailStep(name="TooFewRows", error_message="too few rows")])
+        if_steps=[register],
+        else_steps=[FailStep(name="TooFewRows", error_message="too few rows")])
     return Pipeline(name=spec["name"], parameters=[split, floor],
                     steps=[process, train, check], sagemaker_session=session)
 

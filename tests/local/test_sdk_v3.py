@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -38,6 +39,22 @@ with open(os.path.join(os.environ["SM_MODEL_DIR"], "model.txt"), "w") as out:
     out.write(str(len(os.listdir(os.environ["SM_CHANNEL_TRAIN"]))))
 """
 
+# A team's PyTorch script with torch.compile: one compiled training step on CPU (Inductor
+# needs the machine's C compiler, as it needs the image's).
+COMPILED_SCRIPT = """
+import os, sys
+print("v3 marker: the compiled script ran", flush=True)
+if os.environ.get("SM_HP_FAIL") == "yes":
+    sys.exit("the v3 compiled script failed")
+import torch
+model = torch.compile(torch.nn.Linear(8, 2))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+loss = model(torch.randn(4, 8)).square().mean()
+loss.backward()
+optimizer.step()
+print(f"v3 marker: compiled step loss={loss.item():.4f}")
+torch.save(model.state_dict(), os.path.join(os.environ["SM_MODEL_DIR"], "model.pt"))
+"""
 
 PREPARE = """
 import argparse, json, os, shutil
@@ -86,6 +103,12 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     specs += [{"name": name, "image": "pytorch", "source_dir": str(source), "cleanup": True,
                "hyperparameters": {"epochs": 1, "fail": fail}}
               for name, fail in (("cleanup", "no"), ("cleanup-fails", "yes"))]
+    compiled = root / "compiled-source"
+    compiled.mkdir()
+    (compiled / "train.py").write_text(COMPILED_SCRIPT)
+    specs += [{"name": name, "image": "pytorch", "source_dir": str(compiled),
+               "hyperparameters": {"fail": fail}}
+              for name, fail in (("compiled", "no"), ("compiled-fails", "yes"))]
     (source / "prepare.py").write_text(PREPARE)
     specs += [{"name": name, "flow": True, "source_dir": str(source),
                "hyperparameters": {"epochs": 1, "fail": fail}}
@@ -191,6 +214,38 @@ def test_a_for_each_step_whose_item_fails_fails_with_the_scripts_message(built, 
     assert statuses["Train-0"] == "Succeeded" and statuses["GoodEnough"] == "Not reached"
 
 
+def test_outputs_given_for_a_for_each_body_step_stand_for_every_iteration(built, tmp_path):
+    """``--outputs Train=FILE`` for the body step: each iteration takes them and nothing
+    trains (the twin whose script fails would fail otherwise); the selector picks among them."""
+    given = tmp_path / "train.json"
+    given.write_text(json.dumps({"TrainingJobName": "given",
+                                 "FinalMetricDataList": [{"MetricName": "f1", "Value": 0.9}]}))
+
+    result, report = _run(built, "sweep-fails", tmp_path, "--outputs", f"Train={given}")
+
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    statuses = {step["name"]: step["status"] for step in report["steps"]}
+    assert statuses == {"Sweep": "Succeeded", "Train-0": "Given", "Train-1": "Given",
+                        "GoodEnough": "Succeeded", "BelowFloor": "Skipped"}
+    assert not (tmp_path / "work" / "steps" / "Train-0").exists()
+
+
+def test_a_step_named_as_an_iteration_runs_is_refused_before_anything_runs(built, tmp_path):
+    definition = json.loads((built / "sweep" / "definition.json").read_text())
+    definition["Steps"].append({"Name": "Train-1", "Type": "Fail", "Arguments": {}})
+    (tmp_path / "clash.json").write_text(json.dumps(definition))
+
+    result = subprocess.run([sys.executable, "-m", "compiled_training.tools.cli", "run",
+                             "--definition", str(tmp_path / "clash.json"),
+                             "--workdir", str(tmp_path / "work")],
+                            capture_output=True, text=True, timeout=120, check=False)
+
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "compiled-training run: step Train-1 has the name iteration 1 of ForEach step Sweep's "
+        "body step Train runs under; rename it")
+
+
 @pytest.mark.parametrize("name", ["cleanup", "cleanup-fails"])
 def test_a_cleanup_step_deletes_the_training_jobs_outputs_after_it(built, tmp_path, name):
     result, report = _run(built, name, tmp_path)
@@ -224,6 +279,25 @@ def test_a_step_function_runs_its_pickled_function_through_its_own_driver(built,
         assert "the v3 step function failed" in report["failure"]
 
 
+@pytest.mark.parametrize("name", ["compiled", "compiled-fails"])
+def test_a_pytorch_model_trainer_script_with_torch_compile_trains_a_compiled_step(
+        built, tmp_path, name):
+    """The job's Python is this environment's (torch, as the PyTorch image has it): the
+    script's torch.compile compiles and trains through v3's driver; the twin fails."""
+    result, report = _run(built, name, tmp_path)
+
+    log = (tmp_path / "work" / "steps" / "Train" / "training.log").read_text()
+    assert "v3 marker: the compiled script ran" in log
+    if name == "compiled":
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+        assert re.search(r"v3 marker: compiled step loss=\d+\.\d{4}", log)
+        (train,) = report["steps"]
+        assert train["status"] == "Succeeded"
+    else:
+        assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
+        assert "the script's last line: the v3 compiled script failed" in report["failure"]
+
+
 @pytest.mark.parametrize("name", ["flow", "flow-fails"])
 def test_process_then_train_then_a_condition_on_the_property_file(built, tmp_path, name):
     definition = json.loads((built / name / "definition.json").read_text())
@@ -237,10 +311,19 @@ def test_process_then_train_then_a_condition_on_the_property_file(built, tmp_pat
     if name == "flow":
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
         assert statuses == {"Prepare": "Succeeded", "Train": "Succeeded",
-                            "EnoughRows": "Succeeded", "TooFewRows": "Skipped"}
+                            "EnoughRows": "Succeeded", "Register": "Succeeded",
+                            "TooFewRows": "Skipped"}
+        # v3's ModelStep: the version, in the stand-in registry, with the model Train packed.
+        registered = {s["name"]: s for s in report["steps"]}["Register"]["outputs"]
+        assert registered["ModelPackageArn"].endswith(":model-package/flow-models/1")
+        registry = json.loads((tmp_path / "work" / "registry.json").read_text())
+        (package,) = registry["packages"]
+        (container,) = package["InferenceSpecification"]["Containers"]
+        assert container["ModelDataUrl"].endswith("/output/model.tar.gz")
     else:  # the twin: the training script fails after the processing step ran
         assert result.returncode == 1
         assert statuses["Prepare"] == "Succeeded" and statuses["Train"] == "Failed"
+        assert statuses["Register"] == "Not reached"
         assert "the v3 team script failed" in report["failure"]
 
 

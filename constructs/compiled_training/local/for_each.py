@@ -13,6 +13,8 @@ from typing import Any
 from compiled_training.local.expressions import Context, StepFailed, walk
 
 RunSteps = Callable[[list[Mapping[str, Any]]], None]
+BODY_STEP = "ForEachBodyStep"
+"""An iteration's step names the body step it runs (``--outputs`` gives that step's to each)."""
 _ITERATION_OUTPUT = re.compile(r"IterationOutput\.([^.\[]+)\.?(.*)")
 
 
@@ -92,4 +94,4 @@ def _child(step: Mapping[str, Any], body: list[str], index: int) -> Mapping[str,
     child = json.loads(text)
     child["DependsOn"] = [f"{entry}-{index}" if entry in body else entry
                           for entry in child.get("DependsOn", [])]
-    return {"Name": f"{step['Name']}-{index}", **child}
+    return {"Name": f"{step['Name']}-{index}", BODY_STEP: step["Name"], **child}

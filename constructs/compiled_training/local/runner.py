@@ -20,7 +20,7 @@ from compiled_training.local.expressions import (
     condition_holds,
     text,
 )
-from compiled_training.local.for_each import run_for_each
+from compiled_training.local.for_each import BODY_STEP, run_for_each
 from compiled_training.local.images import CUSTOM, classify, shown
 from compiled_training.local.run import Run
 from compiled_training.local.steps import refusals, run_step
@@ -156,8 +156,9 @@ def _run_steps(steps: list[Mapping[str, Any]], context: Context, run: Run, repor
         began = time.monotonic()
         outcome = StepOutcome(name, kind, "Executing")
         report.steps.append(outcome)
-        if name in run.outputs:
-            outcome.status, outcome.outputs = GIVEN, run.outputs[name]
+        given = run.outputs.get(name, run.outputs.get(str(step.get(BODY_STEP, ""))))
+        if given is not None:  # a ForEach body step's are every iteration's
+            outcome.status, outcome.outputs = GIVEN, given
             context.steps[name] = outcome.outputs
             say(f"{name} ({kind}): given with --outputs, not run")
             continue
@@ -291,6 +292,7 @@ def check_structure(steps: list[Mapping[str, Any]]) -> None:
             raise RunInputError(f"step {step['Name']} depends on {', '.join(missing)}, which the "
                                 f"pipeline does not have: SageMaker refuses this definition; "
                                 f"name steps it has in DependsOn")
+    _check_iteration_names(steps, names)
     failing = {str(step["Name"]) for step in all_steps(steps) if step.get("Type") == "Fail"}
     for step in all_steps(steps):
         # SageMaker refuses it at CreatePipeline ("CondStep can not depends on FailStep").
@@ -306,6 +308,22 @@ def check_structure(steps: list[Mapping[str, Any]]) -> None:
         if inside and step.get("Type") != "Condition":
             raise Unsupported(f"step {step['Name']} needs {', '.join(inside)}, which runs only "
                               f"in a condition's branch: not supported locally")
+
+
+def _check_iteration_names(steps: list[Mapping[str, Any]], names: list[str]) -> None:
+    """No step may take the name an iteration of a ForEach body step runs under
+    (``<body step>-<index>``): their properties would be one."""
+    for step in all_steps(steps):
+        if step.get("Type") != "ForEach":
+            continue
+        for body in step["Arguments"].get("ForEachBody", []):
+            pattern = re.compile(rf"{re.escape(str(body['Name']))}-\d+")
+            clash = sorted(name for name in names if pattern.fullmatch(name))
+            if clash:
+                raise RunInputError(f"step {clash[0]} has the name iteration "
+                                    f"{clash[0].rsplit('-', 1)[1]} of ForEach step "
+                                    f"{step['Name']}'s body step {body['Name']} runs under; "
+                                    f"rename it")
 
 
 def _settings(step: Mapping[str, Any]) -> list[str]:
