@@ -187,7 +187,8 @@ def definitions(template: dict[str, Any]) -> list[dict[str, Any]]:
 def _schema_validator() -> Any:
     """The schema's validator, with SDK v3's additions (``ForEach`` and ``Cleanup`` steps, a
     string parameter's ``EnumValues``, the experiment and MLflow settings, botocore's
-    ``StepDisplayName``: tests/schemas/sdk-v3-additions.schema.json), the
+    ``StepDisplayName``, run conditions in ``DependsOn``:
+    tests/schemas/sdk-v3-additions.schema.json), the
     schema itself checked once (jsonschema.validate checks it again on every call, about a
     second each)."""
     schema = json.loads(SCHEMA_PATH.read_text())
@@ -201,6 +202,9 @@ def _schema_validator() -> Any:
     for definition in schema["definitions"].values():
         if "DisplayName" in definition.get("properties", {}):
             definition["properties"]["DisplayName"] = {"$ref": "#/definitions/StepDisplayName"}
+        if "DependsOn" in definition.get("properties", {}):
+            definition["properties"]["DependsOn"] = {
+                "type": "array", "items": {"$ref": "#/definitions/DependsOnEntry"}}
     validator = jsonschema.validators.validator_for(schema)
     validator.check_schema(schema)
     return validator(schema)

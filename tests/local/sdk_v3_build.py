@@ -81,6 +81,12 @@ def build(spec: dict, out: Path) -> None:
         step = TrainingStep(name="Train", step_args=trainer.train(input_data_config=[
             InputData(channel_name="train", data_source=f"s3://{BUCKET}/data/train/")]))
         steps = sweep(spec, step) if spec.get("sweep") else [step]
+        if spec.get("notify"):  # a step run on the training step's failure (a run condition)
+            from sagemaker.mlops.workflow.fail_step import FailStep
+            from sagemaker.mlops.workflow.step_dependency import StepDependency, TriggerCondition
+
+            steps.append(FailStep(name="TrainingFailed", error_message="training failed",
+                                  depends_on=[StepDependency(step, TriggerCondition.FAILED)]))
         if spec.get("cleanup"):  # the training job's outputs deleted once it is done
             from sagemaker.mlops.workflow.cleanup_step import CleanupStep, S3CleanupSource
 

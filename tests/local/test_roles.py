@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -21,6 +23,7 @@ from botocore.exceptions import ClientError
 from compiled_training.local.assembly import read_assembly
 from compiled_training.local.aws import endpoint, ensure_bucket, local_aws
 from compiled_training.local.roles import Roles, read_roles
+from compiled_training.local.run import Run
 
 DOCUMENTS = "DocumentClassification/Pipeline"
 ROLE = "PipelineExecutionRoleA23949A9"
@@ -189,3 +192,37 @@ def test_a_policy_this_run_cannot_read_leaves_the_role_unchecked_and_says_so(sta
         f"roles: arn:aws:iam::{stack.account}:role/{ROLE} not checked (it has managed policies "
         f"this run cannot read)"]
     assert json.dumps(roles.denied) == "[]"
+
+
+JOB_CALL = """import boto3
+s3 = boto3.client("s3")  # as a team's script calls it: the job's environment decides
+s3.put_object(Bucket="{bucket}", Key="{prefix}from-the-job", Body=b"")
+try:
+    s3.put_object(Bucket="{bucket}", Key="Other-Pipeline/from-the-job", Body=b"")
+except s3.exceptions.ClientError as error:
+    print(error.response["Error"]["Code"], error.response["Error"]["Message"])
+"""
+
+
+def test_a_jobs_own_calls_are_made_as_its_steps_role(stack, prefix, tmp_path):
+    """The job's process, started with the environment the runner gives it: its boto3 calls
+    reach the guarded stand-in S3 with its role's key, so they are decided as that role."""
+    role = f"arn:aws:iam::{stack.account}:role/{ROLE}"
+    roles = read_roles(stack)
+    run = Run(tmp_path, {"": sys.executable}, 1, None, stack, stack.account, stack.region,
+              roles=roles)
+    bucket = stack.resolve({"Ref": OUTPUTS})
+    job = run.job("Train")
+    job.make(())
+    with local_aws(stack.account, stack.region) as s3, endpoint(roles) as url:
+        ensure_bucket(s3, bucket)
+        env = job.environment(python=sys.executable, region=stack.region, endpoint=url,
+                              access_key=run.access_key(role), variables={})
+        done = subprocess.run([sys.executable, "-c", JOB_CALL.format(bucket=bucket,
+                                                                     prefix=prefix)],
+                              env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith(f"AccessDenied User: arn:aws:sts::{stack.account}:assumed-role/"
+                                  f"{ROLE}/SageMaker is not authorized to perform: s3:PutObject")
+    assert roles.decided == 2
+    assert run.access_key("arn:aws:iam::999999999999:role/NotInTheStack") == "local"

@@ -103,6 +103,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     specs += [{"name": name, "image": "pytorch", "source_dir": str(source), "cleanup": True,
                "hyperparameters": {"epochs": 1, "fail": fail}}
               for name, fail in (("cleanup", "no"), ("cleanup-fails", "yes"))]
+    specs.append({"name": "notify", "image": "pytorch", "source_dir": str(source),
+                  "notify": True, "hyperparameters": {"fail": "yes"}})
     compiled = root / "compiled-source"
     compiled.mkdir()
     (compiled / "train.py").write_text(COMPILED_SCRIPT)
@@ -244,6 +246,22 @@ def test_a_step_named_as_an_iteration_runs_is_refused_before_anything_runs(built
     assert result.stderr.strip() == (
         "compiled-training run: step Train-1 has the name iteration 1 of ForEach step Sweep's "
         "body step Train runs under; rename it")
+
+
+def test_a_step_run_on_another_steps_failure_is_refused_before_anything_runs(built, tmp_path):
+    """v3's StepDependency(train, TriggerCondition.FAILED): SageMaker runs the step only when
+    Train fails, which the runner does not emulate; refused, never run on Train's success."""
+    definition = json.loads((built / "notify" / "definition.json").read_text())
+    assert definition["Steps"][1]["DependsOn"] == [{"Step": "Train", "Trigger": "Failed"}]
+
+    result, _ = _run(built, "notify", tmp_path)
+
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "compiled-training run: step TrainingFailed: runs when Train ends Failed (a DependsOn "
+        "run condition), which a local run does not emulate; give its properties with "
+        "--outputs TrainingFailed=FILE")
+    assert not (tmp_path / "work" / "steps" / "Train").exists()
 
 
 @pytest.mark.parametrize("name", ["cleanup", "cleanup-fails"])

@@ -249,8 +249,8 @@ def _ordered(steps: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 def depends_on(step: Mapping[str, Any]) -> set[str]:
     """The steps a step's ``DependsOn`` names: a name, or SDK v3's ``{"Step": name, "Trigger":
-    ...}`` (whose trigger, run on another step's failure, is not emulated: it waits on the
-    step's success)."""
+    ...}`` (a run condition other than ``Completed`` is refused before the run,
+    `steps.refusals`)."""
     return {str(entry.get("Step")) if isinstance(entry, Mapping) else str(entry)
             for entry in step.get("DependsOn", [])}
 

@@ -62,7 +62,13 @@ def refusals(steps: Iterator[Mapping[str, Any]], run: Run, given: Collection[str
         arguments = step.get("Arguments", {})
         if name in given:
             continue
-        if kind == "Training":
+        conditioned = [entry for entry in step.get("DependsOn", []) if isinstance(entry, Mapping)
+                       and entry.get("Trigger", "Completed") != "Completed"]
+        if conditioned:  # SDK v3's StepDependency: the step runs on another's failure
+            found.append(f"step {name}: runs when {conditioned[0].get('Step')} ends "
+                         f"{conditioned[0]['Trigger']} (a DependsOn run condition), which a "
+                         f"local run does not emulate{_outputs_hint(name)}")
+        elif kind == "Training":
             found.append(_training_refusal(name, arguments, run))
         elif kind == "Processing":
             found.append(_processing_refusal(name, arguments, run))

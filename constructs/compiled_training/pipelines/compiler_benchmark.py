@@ -54,11 +54,11 @@ from compiled_training.values.job import (
     ParameterValue,
     TrainingJob,
 )
-from compiled_training.wiring.assets import shared_archive_asset
+from compiled_training.wiring.assets import asset_location, shared_archive_asset
 from compiled_training.wiring.dlc_uri import dlc_image_uri
 from compiled_training.wiring.functions import step_function
 from compiled_training.wiring.policy import InlinePolicy
-from compiled_training.wiring.stack_reads import role_arn
+from compiled_training.wiring.stack_reads import aws_partition, role_arn
 from compiled_training_runtime import contract
 from constructs import Construct
 
@@ -167,6 +167,11 @@ class CompilerBenchmark(PipelineBase):
                           code: Sequence[s3_assets.Asset]) -> InlinePolicy:
         super()._execution_policy(policy, jobs, code)
         policy.allow_job_logs(self._stack, "ProcessingJobs")  # the comparison's
+        # A Processing input is an S3 prefix: SageMaker lists it (ListObjectsV2) before it
+        # downloads, so the comparison's code needs its one key listed too.
+        location = asset_location(self._comparison_code)
+        policy.allow(["s3:ListBucket"], [f"arn:{aws_partition()}:s3:::{location.bucket}"],
+                     conditions={"StringEquals": {"s3:prefix": [location.key]}})
         return policy
 
     def _run_jobs_as(self, arn: str) -> None:
