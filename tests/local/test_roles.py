@@ -11,6 +11,8 @@ import copy
 import json
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -22,6 +24,7 @@ from botocore.exceptions import ClientError
 
 from compiled_training.local.assembly import read_assembly
 from compiled_training.local.aws import endpoint, ensure_bucket, local_aws
+from compiled_training.local.policy import ALLOW, IMPLICIT_DENY, decide
 from compiled_training.local.roles import Roles, read_roles
 from compiled_training.local.run import Run
 
@@ -226,3 +229,118 @@ def test_a_jobs_own_calls_are_made_as_its_steps_role(stack, prefix, tmp_path):
                                   f"{ROLE}/SageMaker is not authorized to perform: s3:PutObject")
     assert roles.decided == 2
     assert run.access_key("arn:aws:iam::999999999999:role/NotInTheStack") == "local"
+
+
+def test_every_way_an_sdk_reads_writes_and_lists_is_decided(stack, prefix, call):
+    """HEAD, v1 lists, presigned URLs, copies, batch deletes, versions, multipart uploads and
+    keys beyond ASCII: each allowed under the prefix, each twin outside it denied."""
+    roles = read_roles(stack)
+    s3 = call(roles, ROLE)
+    bucket = stack.resolve({"Ref": OUTPUTS})
+    mine, other = f"{prefix}données/x.txt", "Other-Pipeline/données/x.txt"
+    s3.put_object(Bucket=bucket, Key=mine, Body=b"x")
+    assert s3.head_object(Bucket=bucket, Key=mine)["ContentLength"] == 1
+    with pytest.raises(ClientError, match=r"\(403\)"):
+        s3.head_object(Bucket=bucket, Key=other)
+    assert s3.list_objects(Bucket=bucket, Prefix=prefix)["Contents"]
+    assert "s3:ListBucket" in _denied(s3.list_objects, Bucket=bucket)  # v1, encoding-type=url
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": other})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(url)  # noqa: S310 (the stand-in S3 on this machine)
+    assert refused.value.code == 403
+    s3.copy_object(Bucket=bucket, Key=f"{prefix}copy", CopySource={"Bucket": bucket,
+                                                                    "Key": mine})
+    assert "s3:PutObject" in _denied(s3.copy_object, Bucket=bucket, Key=other,
+                                     CopySource={"Bucket": bucket, "Key": mine})
+    assert "s3:GetObjectVersion" in _denied(s3.get_object, Bucket=bucket, Key=mine,
+                                            VersionId="null")
+    assert "s3:DeleteObject" in _denied(s3.delete_objects, Bucket=bucket,
+                                        Delete={"Objects": [{"Key": other}]})
+    upload = s3.create_multipart_upload(Bucket=bucket, Key=f"{prefix}big")["UploadId"]
+    s3.abort_multipart_upload(Bucket=bucket, Key=f"{prefix}big", UploadId=upload)
+    assert "s3:PutObject" in _denied(s3.create_multipart_upload, Bucket=bucket, Key=other)
+    assert f"\"arn:aws:s3:::{bucket}/{other}\"" in _denied(s3.put_object, Bucket=bucket,
+                                                          Key=other, Body=b"")
+
+
+def test_a_multipart_upload_under_a_key_needs_decrypt_too(stack, prefix, call):
+    def write_only(template: dict[str, Any]) -> None:
+        _kms_bucket(template)
+        template["Resources"][ROLE]["Properties"]["Policies"][0]["PolicyDocument"][
+            "Statement"].append({"Effect": "Allow", "Action": "kms:GenerateDataKey*",
+                                 "Resource": {"Fn::GetAtt": [KEY, "Arn"]}})
+
+    s3 = call(read_roles(_changed(stack, write_only)), ROLE)
+    bucket = stack.resolve({"Ref": OUTPUTS})
+    s3.put_object(Bucket=bucket, Key=f"{prefix}small", Body=b"")
+    assert "kms:Decrypt on resource" in _denied(s3.create_multipart_upload, Bucket=bucket,
+                                                Key=f"{prefix}big")
+    # SSE-S3 asked for by the request itself needs no key.
+    s3.put_object(Bucket=bucket, Key=f"{prefix}plain", Body=b"", ServerSideEncryption="AES256")
+
+
+def test_a_deny_naming_the_account_denies_its_roles(stack, prefix, call):
+    def deny_account(template: dict[str, Any]) -> None:
+        policy = next(r for r in template["Resources"].values()
+                      if r["Type"] == "AWS::S3::BucketPolicy"
+                      and r["Properties"]["Bucket"] == {"Ref": OUTPUTS})
+        policy["Properties"]["PolicyDocument"]["Statement"].append({
+            "Effect": "Deny", "Principal": {"AWS": {"Ref": "AWS::AccountId"}},
+            "Action": "s3:GetObject", "Resource": "*"})
+
+    s3 = call(read_roles(_changed(stack, deny_account)), ROLE)
+    bucket = stack.resolve({"Ref": OUTPUTS})
+    s3.put_object(Bucket=bucket, Key=f"{prefix}x", Body=b"")
+    assert _denied(s3.get_object, Bucket=bucket, Key=f"{prefix}x").endswith(
+        "with an explicit deny in a resource-based policy")
+
+
+def test_a_malformed_batch_delete_is_answered_by_s3_not_the_check(stack, call):
+    """A body that is no XML names no key to decide: the stand-in S3 answers it as it answers
+    a caller the run does not check."""
+    bucket = stack.resolve({"Ref": OUTPUTS})
+    roles = read_roles(stack)
+    url = call(roles, ROLE).meta.endpoint_url
+    codes = []
+    for key in (roles.access_key(_role(stack)), "local"):
+        request = urllib.request.Request(
+            f"{url}/{bucket}?delete", data=b"not xml", method="POST",
+            headers={"Authorization": f"AWS4-HMAC-SHA256 Credential={key}/20260101/us-east-1/"
+                                      f"s3/aws4_request, SignedHeaders=host, Signature=x"})
+        with pytest.raises(urllib.error.HTTPError) as answered:
+            urllib.request.urlopen(request)  # noqa: S310 (the stand-in S3 on this machine)
+        codes.append(answered.value.code)
+    assert codes[0] == codes[1] and roles.decided == 0
+
+
+def test_a_permissions_boundary_or_a_policy_variable_leaves_the_role_unchecked(stack, call):
+    def bounded(template: dict[str, Any]) -> None:
+        template["Resources"][ROLE]["Properties"]["PermissionsBoundary"] = \
+            "arn:aws:iam::aws:policy/PowerUserAccess"
+
+    roles = read_roles(_changed(stack, bounded))
+    assert "permissions boundary" in roles.unread[_role(stack)]
+
+    def variable(template: dict[str, Any]) -> None:
+        template["Resources"][ROLE]["Properties"]["Policies"][0]["PolicyDocument"][
+            "Statement"].insert(0, {"Effect": "Allow", "Action": "s3:PutObject",
+                                    "Resource": "arn:aws:s3:::x/${aws:username}/*"})
+
+    roles = read_roles(_changed(stack, variable))
+    s3 = call(roles, ROLE)
+    s3.put_object(Bucket=stack.resolve({"Ref": OUTPUTS}), Key="Other-Pipeline/x", Body=b"")
+    assert "policy variables" in roles.unread[_role(stack)]
+    assert roles.decided == 0
+
+
+def test_condition_keys_are_read_in_any_case():
+    statement = {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": "*",
+                 "Condition": {"StringLike": {"S3:Prefix": ["team/*"]}}}
+    assert decide([statement], "s3:ListBucket", "arn:aws:s3:::b", {"s3:prefix": "team/x"}) == \
+        ALLOW
+    assert decide([statement], "s3:ListBucket", "arn:aws:s3:::b", {"s3:prefix": "other/"}) == \
+        IMPLICIT_DENY
+
+
+def _role(stack: Any) -> str:
+    return f"arn:aws:iam::{stack.account}:role/{ROLE}"

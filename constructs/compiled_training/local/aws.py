@@ -175,7 +175,9 @@ def download(s3: Any, uri: str, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         s3.download_file(bucket, key, str(target))
-    except Exception:
+    except Exception as error:
+        if "AccessDenied" in str(error) or "(403)" in str(error):
+            raise  # the role's refusal, which the step reports (`Run.transfers`)
         raise StepFailed(f"no object at {uri}{not_given(uri)}") from None
 
 

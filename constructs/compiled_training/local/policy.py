@@ -5,15 +5,17 @@ must allow too, directly or by naming the account, which lets the identity's pol
 
 A statement applies when its action, its resource (IAM's wildcards: ``*`` any run of
 characters, ``?`` one), its principal (resource policies) and every condition match.
-Conditions: every operator and every key must hold, any of a key's values may match. A
-single-valued operator on a key absent from the request fails (``...IfExists`` and the negated
-operators hold); ``ForAllValues:`` holds for an absent or empty key (every value of none),
-``ForAnyValue:`` does not. What this reader does not know (an operator, ``NotAction``,
-``NotPrincipal``, ``NotResource``) raises `UnreadPolicy`: it must never quietly allow."""
+Conditions: every operator and every key (its name in any case) must hold, any of a key's
+values may match. A single-valued operator on a key absent from the request fails
+(``...IfExists`` and the negated operators hold); ``ForAllValues:`` holds for an absent or
+empty key (every value of none), ``ForAnyValue:`` does not. What this reader does not know
+(an operator, ``NotAction``, ``NotPrincipal``, ``NotResource``, a policy variable) raises
+`UnreadPolicy`: it must never quietly allow."""
 
 from __future__ import annotations
 
 import fnmatch
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -29,15 +31,17 @@ def decide(statements: list[dict[str, Any]], action: str, resource: str,
     """``action`` on ``resource`` with the request's condition keys ``context`` (a list for
     multivalued keys such as ``aws:TagKeys``). ``principal``: the caller's ARN, for a resource
     policy's statements (each names its principals); None for an identity's own policies."""
-    applying = [s for s in statements if _matches(s, action, resource, context, principal)]
+    keys = {key.lower(): value for key, value in context.items()}  # IAM ignores their case
+    applying = [s for s in statements if _matches(s, action, resource, keys, principal)]
     if any(s["Effect"] == "Deny" for s in applying):
         return EXPLICIT_DENY
     return ALLOW if any(s["Effect"] == "Allow" for s in applying) else IMPLICIT_DENY
 
 
 def names(statement: dict[str, Any], principal: str) -> bool:
-    """Whether a resource policy's statement names ``principal`` (a role's ARN): itself,
-    or everyone. The account alone (``:root``) delegates to its identities' own policies."""
+    """Whether a resource policy's statement names ``principal`` (a role's ARN): itself, or
+    everyone. An Allow naming the account alone (``:root``) delegates to its identities' own
+    policies; a Deny naming it denies them all."""
     if "NotPrincipal" in statement:
         raise UnreadPolicy("NotPrincipal is not read")
     given = statement.get("Principal")
@@ -45,6 +49,8 @@ def names(statement: dict[str, Any], principal: str) -> bool:
         return True
     if not isinstance(given, dict):
         return False
+    if statement.get("Effect") == "Deny" and names_account(statement, principal.split(":")[4]):
+        return True
     return any(p in ("*", principal) for p in _listed(given.get("AWS", [])))
 
 
@@ -66,11 +72,13 @@ def _matches(statement: dict[str, Any], action: str, resource: str,
     unread = {"NotAction", "NotResource"} & set(statement)
     if unread:
         raise UnreadPolicy(f"{sorted(unread)[0]} is not read")
+    if "${" in json.dumps([statement.get("Resource"), statement.get("Condition")]):
+        raise UnreadPolicy("policy variables (${...}) are not read")
     return (any(fnmatch.fnmatchcase(action.lower(), a.lower())
                 for a in _listed(statement["Action"]))
             and any(_like(resource, r) for r in _listed(statement.get("Resource", "*")))
             and (principal is None or names(statement, principal))
-            and all(_holds(operator, key, _listed(values), context.get(key))
+            and all(_holds(operator, key, _listed(values), context.get(key.lower()))
                     for operator, tests in statement.get("Condition", {}).items()
                     for key, values in tests.items()))
 

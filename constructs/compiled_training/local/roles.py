@@ -18,7 +18,7 @@ from io import BytesIO
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
-from compiled_training.local.assembly import StackReader
+from compiled_training.local.assembly import RunInputError, StackReader
 from compiled_training.local.policy import (
     ALLOW,
     EXPLICIT_DENY,
@@ -27,14 +27,18 @@ from compiled_training.local.policy import (
     names_account,
 )
 
-CHECKED = ("s3:GetObject", "s3:PutObject", "s3:ListBucket", "s3:DeleteObject", "kms:Decrypt",
-           "kms:GenerateDataKey")
+CHECKED = ("s3:GetObject", "s3:PutObject", "s3:ListBucket", "s3:DeleteObject",
+           "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts", "s3:GetObjectVersion",
+           "s3:DeleteObjectVersion", "s3:ListBucketVersions", "s3:ListBucketMultipartUploads",
+           "kms:Decrypt", "kms:GenerateDataKey")
 """What a local run decides; every other call (ECR, CloudWatch Logs, SageMaker, the Lambda
 and registry steps) goes unchecked, and the report says so."""
 
-# S3's object operations that only read or write under another action's name (multipart
-# uploads are PutObject; HeadObject is GetObject).
-_SUBRESOURCES_OF_PUT = ("uploads", "uploadId", "partNumber")
+# Query parameters that shape a request without changing its action: listing's, a presigned
+# URL's signature, GetObject's response overrides, the SDKs' own.
+_NOT_SUBRESOURCES = {"prefix", "delimiter", "encoding-type", "max-keys", "marker", "list-type",
+                     "continuation-token", "start-after", "fetch-owner", "x-id", "partNumber",
+                     "optional-object-attributes"}
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,12 @@ class Call:
     key: str | None = None
     prefix: str | None = None
     """ListBucket's ``s3:prefix``."""
+    kms: tuple[str, ...] = ()
+    """What S3 asks KMS for, as the caller, where the object is under a KMS key."""
+    encryption: str | None = None
+    """The request's own ``x-amz-server-side-encryption`` (a write's)."""
+    key_id: str | None = None
+    """The request's own KMS key (``x-amz-server-side-encryption-aws-kms-key-id``)."""
 
 
 @dataclass
@@ -83,7 +93,6 @@ class Roles:
         """AWS's AccessDenied message for ``call`` by ``role``, or None where it is allowed."""
         if role in self.unread:
             return None
-        self.decided += 1
         resource = _arn(self.region, call.bucket, call.key)
         context = {"aws:SecureTransport": "true", "aws:PrincipalArn": role,
                    "aws:PrincipalAccount": self.account}
@@ -92,18 +101,30 @@ class Roles:
         action = call.action
         why = self._decision(role, action, resource, context,
                              self.bucket_policies.get(call.bucket, []), key=False)
-        key = self.bucket_keys.get(call.bucket)
-        if why is None and key and action in _KMS_FOR:  # S3 asks KMS as the caller
-            action, resource = _KMS_FOR[action], key
-            why = self._decision(role, action, key, {
-                **context, "kms:ViaService": f"s3.{self.region}.amazonaws.com",
-                "kms:CallerAccount": self.account}, self.key_policies[key], key=True)
+        key = self._key(call)
+        if key and why is None:
+            for kms_action in call.kms:  # S3 asks KMS as the caller
+                action, resource = kms_action, key
+                why = self._decision(role, action, key, {
+                    **context, "kms:ViaService": f"s3.{self.region}.amazonaws.com",
+                    "kms:CallerAccount": self.account}, self.key_policies[key], key=True)
+                if why:
+                    break
+        self.decided += 1
         if why is None:
             return None
         message = (f"User: {_session(role)} is not authorized to perform: {action} on resource: "
                    f"\"{resource}\" {why}")
         self.denied.append(message)
         return message
+
+    def _key(self, call: Call) -> str | None:
+        """The stack's KMS key S3 uses for the call: the request's own, else the bucket's
+        default (none for SSE-S3, or a key the stack does not define: not checked)."""
+        if call.encryption == "AES256":
+            return None
+        key = call.key_id if call.key_id else self.bucket_keys.get(call.bucket)
+        return key if key in self.key_policies else None
 
     def _decision(self, role: str, action: str, resource: str, context: dict[str, Any],
                   resource_policy: list[dict[str, Any]], *, key: bool) -> str | None:
@@ -132,45 +153,77 @@ class Roles:
             for role in sorted(self.used) if role in self.unread or role not in self.statements]
 
 
-_KMS_FOR = {"s3:GetObject": "kms:Decrypt", "s3:PutObject": "kms:GenerateDataKey"}
-
-
 def read_roles(stack: StackReader) -> Roles:
-    """The stack's roles and resource policies, resolved as its pipelines' definitions are."""
+    """The stack's roles and resource policies, resolved as its pipelines' definitions are; a
+    role whose policies cannot be read here is left unchecked, and says why."""
     roles = Roles(stack.account, stack.region)
     resources = stack.template.get("Resources", {})
     by_logical_id: dict[str, str] = {}
     for logical_id, resource in sorted(resources.items()):
         properties = resource.get("Properties", {})
         kind = resource["Type"]
-        if kind == "AWS::IAM::Role":
-            arn = stack.resolve({"Fn::GetAtt": [logical_id, "Arn"]})
-            by_logical_id[logical_id] = arn
-            roles.statements[arn] = [s for policy in properties.get("Policies", [])
-                                     for s in _statements(stack, policy["PolicyDocument"])]
-            if properties.get("ManagedPolicyArns"):
-                roles.unread[arn] = "it has managed policies this run cannot read"
-        elif kind == "AWS::S3::Bucket" and _bucket_key(properties):
-            roles.bucket_keys[stack.resolve({"Ref": logical_id})] = \
-                str(stack.resolve(_bucket_key(properties)))
-        elif kind == "AWS::S3::BucketPolicy":
-            roles.bucket_policies.setdefault(str(stack.resolve(properties["Bucket"])), []).extend(
-                _statements(stack, properties["PolicyDocument"]))
-        elif kind == "AWS::KMS::Key":
-            roles.key_policies[stack.resolve({"Fn::GetAtt": [logical_id, "Arn"]})] = \
-                _statements(stack, properties.get("KeyPolicy", {}))
-    for resource in resources.values():
+        try:
+            if kind == "AWS::IAM::Role":
+                arn = stack.resolve({"Fn::GetAtt": [logical_id, "Arn"]})
+                by_logical_id[logical_id] = arn
+                roles.statements[arn] = []
+                _read_role(stack, roles, arn, properties)
+            elif kind == "AWS::S3::Bucket" and _bucket_key(properties):
+                roles.bucket_keys[stack.resolve({"Ref": logical_id})] = \
+                    _key_arn(stack, _bucket_key(properties))
+            elif kind == "AWS::S3::BucketPolicy":
+                roles.bucket_policies.setdefault(str(stack.resolve(properties["Bucket"])),
+                                                 []).extend(_statements(
+                                                     stack, properties["PolicyDocument"]))
+            elif kind == "AWS::KMS::Key":
+                roles.key_policies[stack.resolve({"Fn::GetAtt": [logical_id, "Arn"]})] = \
+                    _statements(stack, properties.get("KeyPolicy", {}))
+        except RunInputError as problem:  # an intrinsic the runner does not resolve
+            if kind == "AWS::IAM::Role":
+                roles.unread[by_logical_id[logical_id]] = f"its policies: {problem}"
+    _attach_policies(stack, roles, by_logical_id)
+    return roles
+
+
+def _attach_policies(stack: StackReader, roles: Roles, by_logical_id: dict[str, str]) -> None:
+    """The stack's policies that name their roles (``AWS::IAM::Policy``'s ``Roles``)."""
+    for resource in stack.template["Resources"].values():
         if resource["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
             properties = resource.get("Properties", {})
             for ref in properties.get("Roles", []):
                 arn = by_logical_id.get(ref.get("Ref", "")) if isinstance(ref, dict) else None
                 if arn:
-                    roles.statements[arn].extend(
-                        _statements(stack, properties["PolicyDocument"]))
-    # A key named by ARN in a template is a stand-in name only where the stack defines the key.
-    roles.bucket_keys = {bucket: key for bucket, key in roles.bucket_keys.items()
-                         if key in roles.key_policies}
-    return roles
+                    try:
+                        roles.statements[arn].extend(
+                            _statements(stack, properties["PolicyDocument"]))
+                    except RunInputError as problem:
+                        roles.unread[arn] = f"its policies: {problem}"
+
+
+def _read_role(stack: StackReader, roles: Roles, arn: str, properties: dict[str, Any]) -> None:
+    """A role's inline policies and the stack's managed policies it names; an AWS managed
+    policy or a permissions boundary leaves it unchecked."""
+    roles.statements[arn] = [s for policy in properties.get("Policies", [])
+                             for s in _statements(stack, policy["PolicyDocument"])]
+    resources = stack.template["Resources"]
+    for managed in properties.get("ManagedPolicyArns", []):
+        ref = managed.get("Ref") if isinstance(managed, dict) else None
+        if ref in resources and resources[ref]["Type"] == "AWS::IAM::ManagedPolicy":
+            roles.statements[arn] += _statements(
+                stack, resources[ref]["Properties"]["PolicyDocument"])
+        else:
+            roles.unread[arn] = "it has managed policies this run cannot read"
+    if properties.get("PermissionsBoundary"):
+        roles.unread[arn] = "it has a permissions boundary, which this run does not read"
+
+
+def _key_arn(stack: StackReader, given: Any) -> str:
+    """A bucket's KMS key as the stack's key ARN (a ``Ref`` names the key by its id)."""
+    resolved = str(stack.resolve(given))
+    resources = stack.template["Resources"]
+    if resources.get(resolved, {}).get("Type") == "AWS::KMS::Key":
+        return str(stack.resolve({"Fn::GetAtt": [resolved, "Arn"]}))
+    return resolved
 
 
 def _bucket_key(properties: dict[str, Any]) -> Any:
@@ -207,51 +260,102 @@ def _arn(region: str, bucket: str, key: str | None) -> str:
     return f"arn:{partition}:s3:::{bucket}" + (f"/{key}" if key is not None else "")
 
 
-def s3_calls(method: str, path: str, query: str, headers: dict[str, str],
+def s3_calls(method: str, bucket: str, key: str, query: str, headers: dict[str, str],
              body: Callable[[], bytes]) -> Iterator[Call]:
-    """The checked calls one path-style S3 request makes (none for what is not checked)."""
-    bucket, _, key = unquote(path).lstrip("/").partition("/")
+    """The checked calls one S3 request makes (none for what is not checked)."""
     if not bucket:
         return
-    params = parse_qs(query, keep_blank_values=True)
+    params = {name: values[0] for name, values in parse_qs(query, keep_blank_values=True).items()
+              if not name.startswith(("X-Amz-", "response-")) and name not in _PRESIGNED_V2}
+    subresources = set(params) - _NOT_SUBRESOURCES
     if not key:
-        if method in ("GET", "HEAD") and (not params or "list-type" in params or
-                                          "prefix" in params or "marker" in params):
-            yield Call("s3:ListBucket", bucket, prefix=params.get("prefix", [None])[0])
-        elif method == "POST" and "delete" in params:
-            for name in _deleted_keys(body()):
-                yield Call("s3:DeleteObject", bucket, name)
+        yield from _bucket_calls(method, bucket, params, subresources, body)
         return
-    if params and not set(params) <= set(_SUBRESOURCES_OF_PUT) | {"versionId", "x-id"}:
-        return  # an object's ACL, tags, retention, ...: not checked
-    if method in ("GET", "HEAD"):
-        yield Call("s3:GetObject", bucket, key)
-    elif method in ("PUT", "POST"):
+    version = "Version" if "versionId" in subresources else ""
+    subresources -= {"versionId"}
+    if method in ("GET", "HEAD") and not subresources:
+        yield Call(f"s3:GetObject{version}", bucket, key,
+                   kms=("kms:Decrypt",) if method == "GET" else ())
+    elif method == "GET" and subresources == {"uploadId"}:
+        yield Call("s3:ListMultipartUploadParts", bucket, key)
+    elif method in ("PUT", "POST") and subresources <= {"uploads", "uploadId"}:
         source = headers.get("x-amz-copy-source")
         if source:
-            source_bucket, _, source_key = unquote(source).lstrip("/").partition("/")
-            yield Call("s3:GetObject", source_bucket, source_key.split("?")[0])
-        yield Call("s3:PutObject", bucket, key)
-    elif method == "DELETE" and "uploadId" not in params:
-        yield Call("s3:DeleteObject", bucket, key)
+            path, _, source_query = source.partition("?")
+            source_bucket, _, source_key = unquote(path).lstrip("/").partition("/")
+            version = "Version" if "versionId=" in source_query else ""
+            yield Call(f"s3:GetObject{version}", source_bucket, source_key,
+                       kms=("kms:Decrypt",))
+        # A multipart upload under a KMS key needs Decrypt too (S3 reads the parts' data key).
+        kms = ("kms:GenerateDataKey", "kms:Decrypt") if "uploads" in subresources else \
+            ("kms:GenerateDataKey",) if not subresources else ()
+        yield Call("s3:PutObject", bucket, key, kms=kms,
+                   encryption=headers.get("x-amz-server-side-encryption"),
+                   key_id=headers.get("x-amz-server-side-encryption-aws-kms-key-id"))
+    elif method == "DELETE" and subresources == {"uploadId"}:
+        yield Call("s3:AbortMultipartUpload", bucket, key)
+    elif method == "DELETE" and not subresources:
+        yield Call(f"s3:DeleteObject{version}", bucket, key)
+    # Anything else (an object's ACL, tags, retention, attributes, ...) is not checked.
+
+
+def _bucket_calls(method: str, bucket: str, params: dict[str, str], subresources: set[str],
+                  body: Callable[[], bytes]) -> Iterator[Call]:
+    if method in ("GET", "HEAD") and not subresources:  # HeadBucket needs ListBucket
+        yield Call("s3:ListBucket", bucket, prefix=params.get("prefix"))
+    elif method == "GET" and subresources == {"versions"}:
+        yield Call("s3:ListBucketVersions", bucket, prefix=params.get("prefix"))
+    elif method == "GET" and subresources == {"uploads"}:
+        yield Call("s3:ListBucketMultipartUploads", bucket)
+    elif method == "POST" and subresources == {"delete"}:
+        for name in _deleted_keys(body()):
+            yield Call("s3:DeleteObject", bucket, name)
+    # Anything else (creating the bucket, its location, policy, tags, ...) is not checked.
 
 
 def _deleted_keys(body: bytes) -> Iterable[str]:
-    root = ElementTree.parse(BytesIO(body)).getroot()
+    """The keys a DeleteObjects body names; none where it is not XML (S3 answers that)."""
+    try:
+        root = ElementTree.parse(BytesIO(body)).getroot()
+    except ElementTree.ParseError:
+        return []
     return [element.text or "" for element in root.iter() if element.tag.endswith("Key")]
 
 
+_PRESIGNED_V2 = ("AWSAccessKeyId", "Signature", "Expires")
 _CREDENTIAL = re.compile(r"Credential=([^/]+)/[^/]+/[^/]+/([^/]+)/")
+_SIGNATURE_V2 = re.compile(r"AWS ([^:\s]+):")
 
 
 def caller(headers: dict[str, str], query: str) -> tuple[str, str] | None:
-    """The access key and service a request is signed for (its header, or a presigned URL's
-    query)."""
-    found = _CREDENTIAL.search(headers.get("authorization", ""))
+    """The access key and service a request is signed for: its SigV4 header or presigned
+    query, or S3's SigV2 header or presigned query."""
+    authorization = headers.get("authorization", "")
+    found = _CREDENTIAL.search(authorization)
     if found:
         return found[1], found[2]
-    credential = parse_qs(query).get("X-Amz-Credential", [""])[0].split("/")
-    return (credential[0], credential[3]) if len(credential) >= 4 else None
+    found = _SIGNATURE_V2.match(authorization)
+    if found:
+        return found[1], "s3"
+    params = parse_qs(query)
+    credential = params.get("X-Amz-Credential", [""])[0].split("/")
+    if len(credential) >= 4:
+        return credential[0], credential[3]
+    return (params["AWSAccessKeyId"][0], "s3") if "AWSAccessKeyId" in params else None
+
+
+def _bucket_and_key(environ: dict[str, Any]) -> tuple[str, str]:
+    """The request's bucket and key, from its path as sent (once decoded, as UTF-8), or from
+    its host where it names the bucket (virtual-hosted style)."""
+    raw = str(environ.get("RAW_URI") or environ.get("REQUEST_URI") or "")
+    path = unquote(raw.split("?", 1)[0]) if raw.startswith("/") else \
+        str(environ.get("PATH_INFO", "/")).encode("latin-1").decode("utf-8", "replace")
+    host = str(environ.get("HTTP_HOST", "")).rsplit(":", 1)[0]
+    hosted = re.fullmatch(r"(.+)\.(?:localhost|127\.0\.0\.1)", host)
+    if hosted:
+        return hosted[1], path.lstrip("/")
+    bucket, _, key = path.lstrip("/").partition("/")
+    return bucket, key
 
 
 def guard(app: Callable[..., Any], roles: Roles) -> Callable[..., Any]:
@@ -275,7 +379,7 @@ def guard(app: Callable[..., Any], roles: Roles) -> Callable[..., Any]:
             return body[0]
 
         try:
-            for call in s3_calls(environ["REQUEST_METHOD"], environ.get("PATH_INFO", "/"),
+            for call in s3_calls(environ["REQUEST_METHOD"], *_bucket_and_key(environ),
                                  environ.get("QUERY_STRING", ""), headers, read):
                 message = roles.refusal(role, call)
                 if message:

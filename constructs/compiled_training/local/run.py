@@ -89,11 +89,12 @@ class Run:
         denied = len(self.roles.denied) if self.roles else 0
         try:
             yield self._clients[key]
-        except (ClientError, S3UploadFailedError):
+        except (ClientError, S3UploadFailedError) as error:
             fresh = self.roles.denied[denied:] if self.roles else []
-            if not fresh:
+            if not fresh or "AccessDenied" not in str(error) and "403" not in str(error):
                 raise
-            raise StepFailed(f"ClientError: AccessDenied: {fresh[0]}") from None
+            # The runner's own transfer is the last call denied (the job's ran before it).
+            raise StepFailed(f"ClientError: AccessDenied: {fresh[-1]}") from None
 
     def python(self, kind: str) -> str:
         return self.pythons.get(kind) or self.pythons[DEFAULT_IMAGE]
