@@ -54,7 +54,7 @@ from compiled_training.local.aws import (
 from compiled_training.local.container import isolation_problem
 from compiled_training.local.expressions import Unsupported, parameter_values
 from compiled_training.local.images import KINDS
-from compiled_training.local.roles import CHECKED, Roles, read_roles
+from compiled_training.local.roles import Roles, read_roles
 from compiled_training.local.run import DEFAULT_IMAGE, Handler, Run
 from compiled_training.local.runner import all_steps, check_structure, execute, refuse_early
 
@@ -191,10 +191,11 @@ def _roles_lines(roles: Roles | None, turned_off: bool) -> list[str]:
     if roles is None:
         return ["roles not checked: " + ("--no-roles" if turned_off else
                                          "a --definition file has no policies to check with")]
-    return [f"roles checked: {roles.decided} calls decided ({len(roles.denied)} denied), each "
-            f"job's {', '.join(CHECKED)} as its step's role would make them, with the stack's "
-            f"bucket and key policies; not the jobs' other calls (ECR, logs, SageMaker), nor "
-            f"the Lambda and registration steps'", *roles.not_checked()]
+    return [f"roles checked: {roles.decided} calls decided ({len(roles.denied)} denied): each "
+            f"job's S3 calls and the KMS calls S3 makes for them, as its step's role would "
+            f"make them, against the stack's bucket and key policies; not the jobs' other "
+            f"calls (ECR, logs, SageMaker), nor the Lambda and registration steps'",
+            *roles.not_checked()]
 
 
 def _request(args: argparse.Namespace) -> Request:

@@ -27,15 +27,8 @@ from compiled_training.local.policy import (
     names_account,
 )
 
-CHECKED = ("s3:GetObject", "s3:PutObject", "s3:ListBucket", "s3:DeleteObject",
-           "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts", "s3:GetObjectVersion",
-           "s3:DeleteObjectVersion", "s3:ListBucketVersions", "s3:ListBucketMultipartUploads",
-           "kms:Decrypt", "kms:GenerateDataKey")
-"""What a local run decides; every other call (ECR, CloudWatch Logs, SageMaker, the Lambda
-and registry steps) goes unchecked, and the report says so."""
-
-# Query parameters that shape a request without changing its action: listing's, a presigned
-# URL's signature, GetObject's response overrides, the SDKs' own.
+# Query parameters that shape a request without changing its action (a listing's, a part's
+# number, the SDKs' own); a presigned URL's and GetObject's response overrides go by prefix.
 _NOT_SUBRESOURCES = {"prefix", "delimiter", "encoding-type", "max-keys", "marker", "list-type",
                      "continuation-token", "start-after", "fetch-owner", "x-id", "partNumber",
                      "optional-object-attributes"}
