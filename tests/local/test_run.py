@@ -116,7 +116,7 @@ def test_document_classification_trains_passes_its_gate_and_registers(assembly, 
     # The job's and the runner's S3 calls for it, decided as its execution role's.
     (roles,) = [n for n in report["notes"] if n.startswith("roles checked: ")]
     decided = int(roles.split()[2])
-    assert decided >= 8 and " calls decided (0 denied), " in roles
+    assert decided >= 8 and " calls decided (0 denied): " in roles
 
 
 def test_a_gate_it_cannot_pass_fails_the_execution_with_its_message(assembly, tmp_path):
