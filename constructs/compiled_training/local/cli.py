@@ -93,7 +93,9 @@ def parser() -> argparse.ArgumentParser:
                      help="start without the last run's S3, model registry and SSM parameters "
                           "in this --workdir (its compile caches too)")
     run.add_argument("--no-roles", action="store_true",
-                     help="let every job call S3 as it likes, not as its step's role would")
+                     help="do not check the jobs' S3 and KMS calls against each step role's "
+                          "policies and the stack's bucket and key policies (checked by "
+                          "default from an assembly; a --definition run is never checked)")
     run.add_argument("--json", type=Path, dest="json_path", metavar="FILE",
                      help="also write the report here, as JSON")
     return run
