@@ -176,9 +176,14 @@ def download(s3: Any, uri: str, target: Path) -> None:
     try:
         s3.download_file(bucket, key, str(target))
     except Exception as error:
-        if "AccessDenied" in str(error) or "(403)" in str(error):
+        if access_denied(error):
             raise  # the role's refusal, which the step reports (`Run.transfers`)
         raise StepFailed(f"no object at {uri}{not_given(uri)}") from None
+
+
+def access_denied(error: Exception) -> bool:
+    """Whether S3 refused a transfer (AccessDenied; a HEAD's bare 403)."""
+    return "AccessDenied" in str(error) or "(403)" in str(error)
 
 
 def not_given(uri: str) -> str:

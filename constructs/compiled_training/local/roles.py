@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from io import BytesIO
 from typing import Any
 from urllib.parse import parse_qs, unquote
+from xml.sax.saxutils import escape
 
+from compiled_training.catalog.aws_names import partition
 from compiled_training.local.assembly import RunInputError, StackReader
 from compiled_training.local.policy import (
     ALLOW,
@@ -71,6 +73,7 @@ class Roles:
     """How many calls were decided."""
     used: set[str] = field(default_factory=set)
     """The roles the run's jobs ran as."""
+    _by_key: dict[str, str] = field(default_factory=dict, repr=False)
 
     def access_key(self, role: str) -> str | None:
         """The stand-in access key a job of ``role`` calls with; None for a role the stack
@@ -79,8 +82,10 @@ class Roles:
         return _access_key(role) if role in self.statements or role in self.unread else None
 
     def role_of(self, access_key: str) -> str | None:
-        return next((r for r in (*self.statements, *self.unread) if _access_key(r) == access_key),
-                    None)
+        """The role an access key is ``access_key``'s (every request asks: a table, made once)."""
+        if not self._by_key:
+            self._by_key.update({_access_key(r): r for r in (*self.statements, *self.unread)})
+        return self._by_key.get(access_key)
 
     def refusal(self, role: str, call: Call) -> str | None:
         """AWS's AccessDenied message for ``call`` by ``role``, or None where it is allowed."""
@@ -248,9 +253,7 @@ def _session(role: str) -> str:
 
 
 def _arn(region: str, bucket: str, key: str | None) -> str:
-    partition = "aws-cn" if region.startswith("cn-") else \
-        "aws-us-gov" if region.startswith("us-gov-") else "aws"
-    return f"arn:{partition}:s3:::{bucket}" + (f"/{key}" if key is not None else "")
+    return f"arn:{partition(region)}:s3:::{bucket}" + (f"/{key}" if key is not None else "")
 
 
 def s3_calls(method: str, bucket: str, key: str, query: str, headers: dict[str, str],
@@ -385,9 +388,8 @@ def guard(app: Callable[..., Any], roles: Roles) -> Callable[..., Any]:
 
 
 def _access_denied(message: str, start_response: Callable[..., Any]) -> list[bytes]:
-    escaped = message.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&quot;")
     body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
-            f"<Message>{escaped}</Message></Error>").encode()
+            f"<Message>{escape(message)}</Message></Error>").encode()
     start_response("403 Forbidden", [("Content-Type", "application/xml"),
                                      ("Content-Length", str(len(body)))])
     return [body]

@@ -11,6 +11,7 @@ from typing import Any
 
 from compiled_training.catalog.aws_names import arn_prefix
 from compiled_training.local.assembly import StackReader
+from compiled_training.local.aws import access_denied
 from compiled_training.local.container import Job
 from compiled_training.local.expressions import StepFailed
 from compiled_training.local.roles import Roles
@@ -91,7 +92,7 @@ class Run:
             yield self._clients[key]
         except (ClientError, S3UploadFailedError) as error:
             fresh = self.roles.denied[denied:] if self.roles else []
-            if not fresh or "AccessDenied" not in str(error) and "403" not in str(error):
+            if not fresh or not access_denied(error):
                 raise
             # The runner's own transfer is the last call denied (the job's ran before it).
             raise StepFailed(f"ClientError: AccessDenied: {fresh[-1]}") from None
