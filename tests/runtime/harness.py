@@ -50,13 +50,64 @@ def direct_env(base: Path, hyperparameters: dict[str, Any], *,
     return env
 
 
+ABORT_GRACE_SECONDS = 5
+"""How long a process aborted for its stacks gets to pass them to its parent's pipe."""
+
+
+def run_bounded(command: list[str], env: dict[str, str], timeout: int
+                ) -> subprocess.CompletedProcess[str]:
+    """Runs ``command`` to its end; past ``timeout`` it fails with every Python stack of the
+    process tree (faulthandler's dump on SIGABRT, deepest process first), so that a hang says
+    where it hung."""
+    with subprocess.Popen(command, env={**env, "PYTHONFAULTHANDLER": "1"}, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          start_new_session=True) as process:
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for pid in [*reversed(_descendants(process.pid)), process.pid]:
+                _abort(pid)
+            try:
+                out, err = process.communicate(timeout=ABORT_GRACE_SECONDS * 4)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                out, err = process.communicate()
+            raise AssertionError(f"{' '.join(command)[:200]} ran past {timeout} s; the stacks "
+                                 f"of its processes:\n{err[-20000:]}\n--- stdout ---\n"
+                                 f"{out[-4000:]}") from None
+    return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+
+def _descendants(root: int) -> list[int]:
+    """``root``'s processes, breadth first (parents before their children), from /proc."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # it ended while being read
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    order, queue = [], [root]
+    while queue:
+        order += (found := [c for pid in queue for c in children.get(pid, [])])
+        queue = found
+    return order
+
+
+def _abort(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGABRT)
+    except ProcessLookupError:
+        return
+    time.sleep(ABORT_GRACE_SECONDS / 5)
+
+
 def run_direct(base: Path, hyperparameters: dict[str, Any], *, timeout: int = 600,
                python: str = sys.executable, environment: dict[str, str] | None = None
                ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([python, str(RUNTIME / "train.py")],
-                          env=direct_env(base, hyperparameters, python=python,
-                                         environment=environment),
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    return run_bounded([python, str(RUNTIME / "train.py")],
+                       direct_env(base, hyperparameters, python=python,
+                                  environment=environment), timeout)
 
 
 def run_until_step_then_sigterm(base: Path, hyperparameters: dict[str, Any], step: int,
@@ -117,8 +168,7 @@ def run_with_toolkit(base: Path, timeout: int = 900, *, gpus: int = 0,
     if neuron is not None:
         env["NEURON_SHIM_RECORD"] = str(neuron)
     code = "from sagemaker_training import trainer; trainer.train()"
-    return subprocess.run([python, "-c", code], env=env, capture_output=True,
-                          text=True, timeout=timeout, check=False)
+    return run_bounded([python, "-c", code], env, timeout)
 
 
 def run_torchrun(base: Path, hyperparameters: dict[str, Any], workers: int,
@@ -128,8 +178,7 @@ def run_torchrun(base: Path, hyperparameters: dict[str, Any], workers: int,
     command = [python, "-m", "torch.distributed.run", f"--nproc_per_node={workers}",
                "--master_addr=127.0.0.1", f"--master_port={free_port()}",
                str(RUNTIME / "train.py")]
-    return subprocess.run(command, env=direct_env(base, hyperparameters, python=python),
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    return run_bounded(command, direct_env(base, hyperparameters, python=python), timeout)
 
 
 # torch.compile switched on as the constructs switch it: the library's variable.
