@@ -83,6 +83,13 @@ def test_a_template_made_by_0_2_0_still_switches_torch_compile_on(value):
                            old) == "false"  # the environment wins
 
 
+def test_a_switch_added_after_0_2_0_is_read_from_the_environment_alone():
+    # A registered compiler's own variable has no 0.2.0 hyperparameter behind it.
+    new = "COMPILED_TRAINING_TOY_JIT"
+    assert contract.switch(new, {new: "true"}, {}) == "true"
+    assert contract.switch(new, {}, {"toy_jit": "true"}) is None
+
+
 def test_a_switch_that_is_not_a_boolean_names_its_variable():
     with pytest.raises(ValueError, match="environment variable 'COMPILED_TRAINING_TORCH_COMPILE' "
                                          "must be true or false, got 'yes'"):

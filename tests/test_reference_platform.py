@@ -257,7 +257,7 @@ def test_two_synths_are_byte_identical(tmp_path):
         ("Creative", "benchmark", {"speedup_threshold": "20%"},
          r"Creative: benchmark.speedup_threshold must be a float, got str '20%'"),
         ("Creative", "benchmark", {"threshold": 0.2},
-         r"Creative: benchmark.threshold is not a known key; allowed: compiler, large_batch_size, prices, quality_metric, speedup_threshold, quality_tolerance, baseline_distribution, comparison_instance_type, decision_parameter_name, spot, arms$"),
+         r"Creative: benchmark.threshold is not a known key; allowed: compiler, compiler_options, large_batch_size, prices, quality_metric, speedup_threshold, quality_tolerance, baseline_distribution, comparison_instance_type, decision_parameter_name, spot, arms$"),
         ("DocumentClassification", "benchmark", {"arms": [{"name": "trainium",
                                                            "compiler": "neuron-xla"}]},
          r"DocumentClassification: benchmark.arms\[0\].instance_type is required$"),
@@ -266,6 +266,10 @@ def test_two_synths_are_byte_identical(tmp_path):
              "precompile": True}]},
          r"DocumentClassification: benchmark.arms\[0\].precompile is for compiler 'neuron-xla', "
          r"got 'torch-compile'$"),
+        ("Creative", "benchmark", {"compiler": "torch-compile",
+                                   "compiler_options": {"mode": "fastest"}},
+         r"Creative: benchmark.compiler_options: Compiler.torch_compile mode must be one of "
+         r"default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs, got 'fastest'$"),
         ("DocumentClassification", "framework_version", "2.1.0",
          r"DocumentClassification: .*Training Compiler does not support PyTorch 2.1.0.*PyTorch 1.13.1.*Compiler.torch_compile"),
         ("Tabular", "instance_count", "two", r"Tabular: instance_count must be an int, got str 'two'"),
@@ -289,3 +293,33 @@ def test_fails_on_a_wrong_value_in_cdk_json_naming_team_and_key(tmp_path, team, 
     context["compiled-training:teams"][team][key] = value
     with pytest.raises(ValueError, match=message):
         synth_reference_app(tmp_path, context)
+
+
+def _creative(tmp_path: Path, **changes: object) -> tuple[bytes, list[dict]]:
+    """The Creative team's stack alone on PyTorch 2.9 without its benchmark, with ``changes``
+    to its cdk.json entry."""
+    context = cdk_json_context()
+    team = {key: value for key, value in context["compiled-training:teams"]["Creative"].items()
+            if key != "benchmark"}
+    context["compiled-training:teams"] = {"Creative": {**team, "framework_version": "2.9.0",
+                                                      **changes}}
+    assembly = synth_reference_app(tmp_path, context)
+    stack = assembly.get_stack_by_name("Creative")
+    return Path(stack.template_full_path).read_bytes(), definitions(stack.template)
+
+
+def test_a_compilers_options_come_from_cdk_json_as_its_own_keys_give_them(tmp_path):
+    options, found = _creative(tmp_path / "options", compiler="torch-compile",
+                               compiler_options={"mode": "max-autotune"})
+    own_key, _ = _creative(tmp_path / "own-key", compiler="torch-compile",
+                           torch_compile_mode="max-autotune")
+    assert options == own_key
+    training = [step for definition in found for step in definition["Steps"]
+                if step["Type"] == "Training"]
+    assert training and {step["Arguments"]["Environment"][
+        "COMPILED_TRAINING_TORCH_COMPILE_MODE"] for step in training} == {"max-autotune"}
+    # The twin: an option the compiler does not take fails, naming the key.
+    with pytest.raises(ValueError, match=r"Creative: compiler_options: compiler 'torch-compile' "
+                                         r"takes the options mode, got model_type$"):
+        _creative(tmp_path / "wrong", compiler="torch-compile",
+                  compiler_options={"model_type": "transformer"})

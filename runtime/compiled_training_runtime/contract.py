@@ -92,9 +92,10 @@ SWITCHES = {HP_TORCH_COMPILE: ENV_TORCH_COMPILE, HP_TORCH_COMPILE_MODE: ENV_TORC
 def switch(variable: str, environment: Mapping[str, object],
            hyperparameters: Mapping[str, object]) -> str | None:
     """One of the library's switches as a job sets it (``"true"``, a mode, a backend): its
-    environment variable, else the hyperparameter a 0.2.0 template gave it; None if neither."""
-    old = next(name for name, new in SWITCHES.items() if new == variable)
-    value = environment.get(variable, hyperparameters.get(old))
+    environment variable, else the hyperparameter a 0.2.0 template gave it (a switch added
+    since has none); None if neither."""
+    old = next((name for name, new in SWITCHES.items() if new == variable), None)
+    value = environment.get(variable, hyperparameters.get(old) if old else None)
     return None if value is None else plain(value)
 
 

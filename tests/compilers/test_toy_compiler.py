@@ -39,12 +39,22 @@ TrainingPipeline(stack, "Toy", pipeline_name="toy-jit", framework=Framework.pyto
 assembly = app.synth()
 template = assembly.get_stack_by_name("Toy").template
 step = next(s for s in definitions(template)[0]["Steps"] if s["Type"] == "Training")
+# A workload the library recorded for the step: short runs, dynamic shapes, fp32, on XGBoost's
+# image; the workload and framework rules judge a registered compiler's steps as any other's.
+workload = {"name": "toy", "framework": "pytorch", "model_family": "toy-net",
+            "instance_type": sys.argv[2], "instance_count": 1, "hours_per_run": 0.05,
+            "runs_per_week": 1, "static_shapes": False, "precision": "fp32"}
+judged = TrainingStep({**step["Arguments"], "AlgorithmSpecification": {
+    "TrainingImage": "123.dkr.ecr.us-east-1.amazonaws.com/sagemaker-xgboost:1.7-1"}},
+    {"workload": workload})
 print(json.dumps({"names": list(compiler_names()), "describe": compiler.describe(),
                   "environment": step["Arguments"]["Environment"],
                   "rule_pack_sees": TrainingStep(step["Arguments"], {}).compiler.name,
                   "rules": [rule.id for rule in RULES],
                   "verdicts": {rule.id: rule.check(TrainingStep(step["Arguments"], {}))
-                               for rule in RULES if rule.id in ("TOY1", "CT4", "CT15")}}))
+                               for rule in RULES if rule.id in ("TOY1", "CT4", "CT15")},
+                  "workload_verdicts": {rule.id: rule.check(judged) for rule in RULES
+                                        if rule.id in ("CT5", "CT6", "CT7", "CT10")}}))
 """
 
 
@@ -123,6 +133,8 @@ def test_a_registered_compiler_synthesizes_and_the_rule_pack_recognizes_it(tmp_p
     # Its own rule joins the pack after the built-in ones, asked of its steps alone.
     assert seen["rules"][-1] == "TOY1" and seen["rules"][0] == "CT1"
     assert seen["verdicts"] == {"TOY1": True, "CT4": None, "CT15": None}
+    # CT5-CT7 and CT10 judge its step as they judge torch.compile's: each finds it wanting.
+    assert seen["workload_verdicts"] == {"CT5": False, "CT6": False, "CT7": False, "CT10": False}
 
 
 def test_a_registered_compilers_own_rule_finds_its_step_non_compliant(tmp_path):

@@ -16,7 +16,6 @@ from compiled_training.advice.priors import (
 from compiled_training.advice.workload import WorkloadProfile
 from compiled_training.catalog.prices import price_per_hour
 from compiled_training.compilers import Prior, compiler_module
-from compiled_training_runtime import contract
 
 
 def speedup(profile: WorkloadProfile, prior: Prior | None) -> tuple[float, float]:
@@ -60,17 +59,14 @@ def compile_minutes(profile: WorkloadProfile, compiler: str) -> CompileMinutes:
         return CompileMinutes((0.0, 0.0), (0.0, 0.0), False, "no compiler")
     version = profile.framework_version
     # The version is PyTorch's for a pytorch workload (a Hugging Face one's is Transformers').
-    since = contract.COMPILE_CACHE_SINCE
-    # Only torch.compile's caches follow PyTorch's version; Neuron's have always persisted.
-    cached = (not module.inductor or profile.framework != "pytorch"
+    since = overhead.warm_since
+    cached = (since is None or profile.framework != "pytorch"
               or version is None or minor(version) >= minor(since))
     if overhead.warm is None:
         cold_because = overhead.source
     elif not cached:
         cold_because = f"PyTorch {version} predates the compile caches carried ({since} and later)"
-    elif (module.inductor
-          and profile.runs_per_week * CACHE_EXPIRY_DAYS / 7 < 1):
-        # The library's lifecycle rule expires torch.compile's caches only: Neuron's stays.
+    elif overhead.expires and profile.runs_per_week * CACHE_EXPIRY_DAYS / 7 < 1:
         cold_because = f"runs further apart than the {CACHE_EXPIRY_DAYS} days a cache is kept"
     else:
         return CompileMinutes(overhead.warm, overhead.first, True, overhead.source)

@@ -29,7 +29,7 @@ from compiled_training.advice.workload import PYTORCH_FRAMEWORKS, Verdict
 from compiled_training.catalog.instances import accelerator, gpus_left_idle, is_gpu
 from compiled_training.catalog.neuron import is_trainium
 from compiled_training.catalog.prices import PRICES_SOURCE
-from compiled_training.compilers import gpu_compilers, no_compiler
+from compiled_training.compilers import compiler_module, gpu_compilers, no_compiler
 from compiled_training_runtime import contract
 
 
@@ -174,6 +174,10 @@ class OnGpu(Judge):
                          "to match")
         notes += self.module.notes(profile, self.category, verdict is Verdict.ENABLE,
                                    verdict is Verdict.SKIP)
+        successor = self.module.successor
+        if successor and verdict is not Verdict.SKIP and (
+                move := self.module.move_note(compiler_module(successor), self.category)):
+            notes.append(move)
         if launcher := self._launcher_note():
             notes.append(launcher)
         return notes + self._trainium_notes(decision, options)

@@ -10,6 +10,9 @@ from importlib import resources
 from typing import Any
 
 _CATALOG = resources.files(__package__) / "training-arguments.json"
+TORCH_COMPILE = "torch_compile"
+TORCH_COMPILE_MODE = "torch_compile_mode"
+"""``TrainingArguments``' own fields for torch.compile (transformers' training_args.py)."""
 
 
 @functools.cache

@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from compiled_training.catalog.api_shapes import is_token
-from compiled_training.catalog.dlc import FrameworkRelease
+from compiled_training.catalog.dlc import DlcImage, FrameworkRelease, resolve_dlc
 from compiled_training.catalog.instances import accelerator
 from compiled_training_runtime import contract
 
@@ -117,6 +117,10 @@ class CompileOverhead:
     warm: tuple[float, float] | None
     """None: nothing persists, every run pays ``first``."""
     source: str
+    warm_since: str | None = None
+    """The PyTorch version from which a run starts warm (None: any)."""
+    expires: bool = False
+    """Whether the library's bucket expires the cache of a job that stops running."""
 
 
 @dataclass(frozen=True)
@@ -214,18 +218,13 @@ class CompilerModule:
     """Its name in prose ("torch.compile")."""
     enabled: bool = True
     """Whether it compiles anything (False only for no compiler)."""
-    training_compiler_images: bool = False
-    """Whether its jobs run on SageMaker Training Compiler's own images."""
-    inductor: bool = False
-    """Whether it compiles with Inductor on GPUs, whose caches the runtime's warm start
-    carries between runs."""
     through_xla: bool = False
     """Whether its graphs run through torch-xla (the local runner then needs torch-xla)."""
-    neuron_sdk: bool = False
-    """Whether it compiles through the Neuron SDK's PyTorch/XLA (neuronx-cc), whose cache
-    lives in S3 and which a pre-compilation step can fill."""
     dockerfile: str = "torch-compile"
     """`RuntimeImage`'s Dockerfile folder (``images/<dockerfile>``)."""
+    accelerators: frozenset[str] = frozenset({"nvidia"})
+    """The accelerators its jobs train on (`catalog.instances.accelerator`'s names); the local
+    runner and ``bench`` stand in for NVIDIA's on CPU."""
     default_instance_type: str = "ml.g5.xlarge"
     """The instance a `RuntimeImage` resolves its base image for when given none."""
     distributions_checked: frozenset[str] = frozenset()
@@ -252,8 +251,19 @@ class CompilerModule:
     fp32_reason: str = FP32_REASON
     warning_ids: tuple[str, ...] = ()
     """The ids of the warnings its `checks` raise, which an app acknowledges."""
+    image_checked: bool = False
+    """Whether its `checks` refuse a job whose image cannot be resolved (the generic image
+    check then leaves the job to them)."""
+    config_keys: Mapping[str, str] = MappingProxyType({})
+    """The cdk.json keys of a team's pipeline or benchmark arm that set one of its options
+    (``torch_compile_mode``), beside ``compiler_options``."""
     step_rules: tuple[StepRule, ...] = ()
     """Its rules in the rule pack (`CompiledTrainingChecks`), for templates of any origin."""
+    successor: str | None = None
+    """The compiler a job moves to when it leaves this one (AWS froze it), or None."""
+    acknowledged_when_chosen: Mapping[str, str] = MappingProxyType({})
+    """Its rules that a team choosing it acknowledges (the reference platform does), and why,
+    after "Team <name> "."""
 
     def options(self, **given: Any) -> dict[str, Any]:
         """The fields of a `Compiler` of this kind, from the options given (checked): its
@@ -302,8 +312,9 @@ class CompilerModule:
         return None
 
     def compiles_with_inductor(self, instance_type: str | None) -> bool:
-        """Whether a job on ``instance_type`` (None: any) compiles with Inductor."""
-        return self.inductor
+        """Whether a job on ``instance_type`` (None: any) compiles with Inductor, whose caches
+        the runtime's warm start carries between runs."""
+        return False
 
     def image_problem(self, instance_type: str) -> str | None:
         """Why no SageMaker image can be resolved for it on ``instance_type``, or None."""
@@ -312,6 +323,25 @@ class CompilerModule:
     def runtime_image_problem(self, instance_type: str) -> str | None:
         """Why `RuntimeImage` cannot build it for ``instance_type``, or None."""
         return None
+
+    def image(self, framework: Framework, instance_type: str) -> DlcImage:
+        """The AWS Deep Learning Container its jobs run on: the framework's own by default."""
+        return resolve_dlc(framework, False, instance_type)
+
+    def precompile_step_count(self, choice: Choice) -> int | None:
+        """How many training steps a pre-compilation step runs before the training step (a
+        job of its own), or None for no such step."""
+        return None
+
+    def trainer_arguments(self, choice: Choice) -> dict[str, bool | str]:
+        """Its switches as a Hugging Face ``TrainingArguments`` parses them from the command
+        line, for a Trainer script that does not read the environment."""
+        return {}
+
+    def workload_rules_apply(self) -> bool:
+        """Whether the rule pack's workload and framework rules (CT5-CT7, CT10) judge its
+        steps: those of any compiler that compiles, unless it says otherwise."""
+        return self.enabled
 
     def checks(self, job: Job) -> tuple[list[Finding], list[Finding]]:
         """What SageMaker would refuse of a job with it (errors), and what would waste the
@@ -337,6 +367,10 @@ class CompilerModule:
     def notes(self, workload: Workload, category: str, enabled: bool, skipped: bool) -> list[str]:
         """What to do next, given the advisor's verdict (ENABLE, or SKIP, or neither)."""
         return []
+
+    def move_note(self, successor: CompilerModule, category: str) -> str | None:
+        """What moving a job to its `successor` brings, for the advisor's notes, or None."""
+        return None
 
     def recognizes(self, hyperparameters: Mapping[str, Any], environment: Mapping[str, Any],
                    image: str = "") -> bool:

@@ -5,6 +5,7 @@ each graph."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from compiled_training.catalog import neuron
@@ -121,8 +122,8 @@ class NeuronXla(CompilerModule):
     name = CompilerKind.NEURON_XLA
     title = "Neuron PyTorch/XLA"
     through_xla = True
-    neuron_sdk = True
     dockerfile = "neuron-xla"
+    accelerators = frozenset({"trainium"})
     default_instance_type = TRAINIUM_EXAMPLE
     settings = ("model_type", "precompile", "precompile_steps")
     options_as_fields = True
@@ -134,6 +135,7 @@ class NeuronXla(CompilerModule):
     trains_on_trainium = True
     warning_ids = ("NeuronXlaInstanceToken",)
     step_rules = STEP_RULES
+    config_keys = MappingProxyType({"precompile": "precompile"})
 
     def choose_on_trainium(self, workload: Workload, family: str, image: str) -> Pick:
         native = neuron.native_families()
@@ -162,6 +164,12 @@ class NeuronXla(CompilerModule):
                              f"{steps}")
         return {**fields, "model_type": model_type,
                 "precompile_steps": steps if precompile else None}
+
+    def precompile_step_count(self, choice: Choice) -> int | None:
+        return choice.precompile_steps
+
+    def workload_rules_apply(self) -> bool:
+        return False  # its rules are CT11-CT13, and the advisor's Trainium claims
 
     def switches(self, choice: Choice) -> dict[str, str]:
         return {contract.ENV_NEURON_XLA: "true",

@@ -8,10 +8,15 @@ family rules) follows from the instance type, which every rule here is handed.""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from compiled_training.catalog import neuron
 from compiled_training.catalog.instances import instance_family
+from compiled_training.catalog.training_arguments import (
+    TORCH_COMPILE,
+    TORCH_COMPILE_MODE,
+)
 from compiled_training.compilers.base import (
     FIRST_COMPILE_MINUTES,
     Choice,
@@ -87,17 +92,19 @@ class TorchCompile(CompilerModule):
 
     name = CompilerKind.TORCH_COMPILE
     title = "torch.compile"
-    inductor = True
+    accelerators = frozenset({"nvidia", "trainium"})  # TorchNeuron's backend on trn2
     settings = ("mode",)
     options_as_fields = True
     priors = PRIORS
     compile_overhead = CompileOverhead(
         FIRST_COMPILE_MINUTES, (0.5, round(FIRST_COMPILE_MINUTES[1] * WARM_RATIO, 1)),
         "the library's warm-start bench, 2026-11-26: warm 30 % of cold (torch 2.9, CPU); "
-        "a PyTorch maintainer's 30-40 s warm recompile (gpt-fast issue 43, 2023-12)")
+        "a PyTorch maintainer's 30-40 s warm recompile (gpt-fast issue 43, 2023-12)",
+        warm_since=contract.COMPILE_CACHE_SINCE, expires=True)
     trainium_claims = (TRN2_CLAIM,)
     preference = 20
     step_rules = STEP_RULES
+    config_keys = MappingProxyType({"torch_compile_mode": "mode"})
     fp32_reason = ("fp32 only: torch.compile works without mixed precision but gains less "
                    "(PyTorch 2.0: 21 % in fp32, 51 % in AMP on average)")
 
@@ -141,6 +148,9 @@ class TorchCompile(CompilerModule):
 
     def describe(self, choice: Choice) -> str:
         return f"torch.compile (mode={choice.mode})"
+
+    def trainer_arguments(self, choice: Choice) -> dict[str, bool | str]:
+        return {TORCH_COMPILE: True, TORCH_COMPILE_MODE: str(choice.mode)}
 
     def compiles_with_inductor(self, instance_type: str | None) -> bool:
         return not trainium(instance_type)  # TorchNeuron compiles with neuronx-cc instead

@@ -6,10 +6,11 @@ Hugging Face estimators)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from compiled_training.catalog.api_shapes import is_token
-from compiled_training.catalog.dlc import resolve_dlc, training_compiler_releases
+from compiled_training.catalog.dlc import DlcImage, resolve_dlc, training_compiler_releases
 from compiled_training.catalog.instances import (
     EFA_INSTANCE_TYPES,
     TRAINING_COMPILER_FAMILIES,
@@ -36,7 +37,6 @@ from compiled_training.compilers.base import (
     option,
     value_of,
 )
-from compiled_training.compilers.torch_compile import TorchCompile
 from compiled_training_runtime import contract
 
 PYTORCHXLA = "pytorchxla"
@@ -71,8 +71,6 @@ PRIORS = {
 BATCH_GROWTH = 1.5
 
 
-SUCCESSOR = TorchCompile()
-"""The compiler a job moves to when it leaves Training Compiler for PyTorch 2.x."""
 
 
 def releases(framework: str) -> list[str]:
@@ -165,7 +163,6 @@ class TrainingCompiler(CompilerModule):
 
     name = CompilerKind.TRAINING_COMPILER
     title = "Training Compiler"
-    training_compiler_images = True
     through_xla = True
     dockerfile = "training-compiler"
     distributions_checked = frozenset({PYTORCHXLA, SMDISTRIBUTED})
@@ -180,6 +177,11 @@ class TrainingCompiler(CompilerModule):
     batch_growth = BATCH_GROWTH
     warning_ids = ("DebuggerProfiler", "NonEfa")
     step_rules = STEP_RULES
+    image_checked = True
+    successor = CompilerKind.TORCH_COMPILE  # on PyTorch 2.x
+    acknowledged_when_chosen = MappingProxyType({
+        "CT9": "runs Training Compiler's last release on purpose; the move to torch.compile is "
+               "decided by a CompilerBenchmark, not by this stack."})
 
     def choose_on_gpu(self, workload: Workload, category: str) -> Pick:
         version, family = workload.framework_version, instance_family(workload.instance_type)
@@ -203,17 +205,20 @@ class TrainingCompiler(CompilerModule):
                            f"({families} only)" if release else
                            f"Training Compiler has no release for PyTorch {version} ({known})")
 
-    def notes(self, workload: Workload, category: str, enabled: bool, skipped: bool) -> list[str]:
-        move = SUCCESSOR.prior(category)
-        if skipped or move is None:
-            return []
-        return ["Training Compiler is frozen (AWS publishes no new releases): moving the job to "
-                "PyTorch 2.x makes torch.compile its compiler (about "
+    def move_note(self, successor: CompilerModule, category: str) -> str | None:
+        move = successor.prior(category)
+        if move is None:
+            return None
+        return ("Training Compiler is frozen (AWS publishes no new releases): moving the job to "
+                f"PyTorch 2.x makes {successor.title} its compiler (about "
                 f"{move.speedup[0]:g}-{move.speedup[1]:g}x for {category} in PyTorch 2.0's "
-                "figures) on current DLCs"]
+                "figures) on current DLCs")
 
     def fields(self, **given: Any) -> dict[str, Any]:
         return {**super().fields(**given), "debug": option(given, "debug", False, bool)}
+
+    def image(self, framework: Framework, instance_type: str) -> DlcImage:
+        return resolve_dlc(framework, True, instance_type)
 
     def hyperparameters(self, choice: Choice) -> dict[str, bool | str]:
         return {contract.HP_TRAINING_COMPILER_ENABLED: True,

@@ -130,7 +130,7 @@ def _compare_step(arms: Mapping[str, TrainingJob], job: ComparisonJob) -> dict[s
         arguments += ["--arm", _timings(name, arm.step_name),
                       "--fleet", f"{name}={arm.instance_type}:{arm.instance_count}:"
                                  f"{'unknown' if price is None else _decimal(price)}"]
-        if arm.compiler.precompile_steps:
+        if arm.compiler.module.precompile_step_count(arm.compiler):
             # The arm's pre-compilation runs on its instances for it: its time and cost too.
             arguments += ["--precompile", _timings(name, precompile_job(arm).step_name)]
     cluster: dict[str, Any] = {"InstanceType": job.instance_type, "InstanceCount": 1,

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from compiled_training.catalog import neuron
 from compiled_training.catalog.api_shapes import api_shape, is_token, shape_problems, shown
 from compiled_training.catalog.aws_names import s3_uri_problem, split_s3
-from compiled_training.catalog.dlc import resolve_dlc
 from compiled_training.catalog.instances import instance_type_problem, training_instance_types
 from compiled_training.compilers.base import trainium
 from compiled_training.definition import compile_cache
@@ -163,11 +162,11 @@ def image(job: TrainingJob) -> Iterator[Finding]:
     """A Deep Learning Container for the framework, version and instance (Training Compiler's
     own images, and an image the compiler cannot have, are the compiler's rules)."""
     module = job.compiler.module
-    if (job.image_uri or module.training_compiler_images or module.image_problem(
+    if (job.image_uri or module.image_checked or module.image_problem(
             job.instance_type) or not known_instance_type(job.instance_type)):
         return
     try:
-        resolve_dlc(job.framework, False, job.instance_type)
+        module.image(job.framework, job.instance_type)
     except ValueError as no_image:
         yield Finding("Image", str(no_image))
 

@@ -12,13 +12,9 @@ import functools
 from enum import Enum
 from pathlib import Path
 
-from compiled_training.catalog.training_arguments import argument_fields
+from compiled_training.catalog.training_arguments import TORCH_COMPILE, argument_fields
 from compiled_training.definition import compile_cache
 from compiled_training.values.job import HyperparameterValue, TrainingJob
-
-# TrainingArguments' own fields for torch.compile (transformers' training_args.py).
-TORCH_COMPILE = "torch_compile"
-TORCH_COMPILE_MODE = "torch_compile_mode"
 
 
 class TrainerScript(Enum):
@@ -74,8 +70,7 @@ def trainer_hyperparameters(job: TrainingJob) -> dict[str, HyperparameterValue]:
     if not compile_cache.applies(job) or trainer_script(
             job.entry_point, job.source_dir) is not TrainerScript.PARSED:
         return {}
-    switches: dict[str, HyperparameterValue] = {TORCH_COMPILE: True,
-                                                TORCH_COMPILE_MODE: str(job.compiler.mode)}
+    switches = job.compiler.module.trainer_arguments(job.compiler)
     return {name: value for name, value in switches.items() if name not in job.hyperparameters}
 
 

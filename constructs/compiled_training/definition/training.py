@@ -54,7 +54,7 @@ def build_definition(job: TrainingJob) -> dict[str, Any]:
 
 def training_steps(job: TrainingJob) -> list[dict[str, Any]]:
     """The training step, preceded by `precompile_job`'s step when the compiler has one."""
-    if not job.compiler.precompile_steps:
+    if not job.compiler.module.precompile_step_count(job.compiler):
         return [training_step(job)]
     precompile = precompile_job(job)
     return [training_step(precompile),
@@ -72,7 +72,8 @@ def precompile_job(job: TrainingJob) -> TrainingJob:
         job, step_name=step_name, checkpoint_s3_uri=None,
         output_s3_uri=f"{job.output_s3_uri}/precompile",
         hyperparameters={**job.hyperparameters,
-                         contract.HP_MAX_STEPS: job.compiler.precompile_steps or 1},
+                         contract.HP_MAX_STEPS: job.compiler.module.precompile_step_count(
+                             job.compiler) or 1},
         environment={**job.environment, contract.ENV_RUN_NEURON_PARALLEL_COMPILE: "1"})
 
 

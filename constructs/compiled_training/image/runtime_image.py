@@ -27,7 +27,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3_assets as s3_assets
 
-from compiled_training.catalog.dlc import DlcImage, resolve_dlc
+from compiled_training.catalog.dlc import DlcImage
 from compiled_training.image._builder import ImageBuilder
 from compiled_training.image.runtime_wheel import runtime_wheel
 from compiled_training.typecheck import check_arguments
@@ -123,8 +123,7 @@ class RuntimeImage(Construct):
         if problem := module.runtime_image_problem(instance_type):
             raise ValueError(f"{where}: {problem}")
         try:
-            self.dlc: DlcImage = resolve_dlc(framework, compiler.is_training_compiler,
-                                             instance_type)
+            self.dlc: DlcImage = module.image(framework, instance_type)
         except ValueError as error:
             raise ValueError(f"{where}: {error}") from None
         folder = Path(dockerfile_dir) if dockerfile_dir else IMAGES_DIR / module.dockerfile

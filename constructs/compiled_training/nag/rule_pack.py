@@ -76,9 +76,9 @@ class TrainingStep:
         return next(iter(self.compilers), no_compiler())
 
     @property
-    def any_compiler(self) -> bool:
-        """Whether a GPU compiler compiles it (the workload and framework rules' compilers)."""
-        return any(m.training_compiler_images or m.inductor for m in self.compilers)
+    def judged_by_workload_rules(self) -> bool:
+        """Whether a compiler the workload and framework rules judge compiles it."""
+        return any(m.workload_rules_apply() for m in self.compilers)
 
     @property
     def instance_type(self) -> str:
@@ -142,7 +142,7 @@ def _workload_rule(
 ) -> Callable[[TrainingStep], bool | None]:
     def check(step: TrainingStep) -> bool | None:
         workload = step.workload
-        if not step.any_compiler or workload is None:
+        if not step.judged_by_workload_rules or workload is None:
             return None
         return test(workload)
 
@@ -150,7 +150,7 @@ def _workload_rule(
 
 
 def _deep_learning(step: TrainingStep) -> bool | None:
-    if not step.any_compiler:
+    if not step.judged_by_workload_rules:
         return None
     built_in = any(f"/{repo}:" in step.image
                    for repo in ("sagemaker-xgboost", "sagemaker-scikit-learn"))

@@ -315,7 +315,7 @@ class CompilerBenchmark(PipelineBase):
         """Every arm uses every accelerator: torchrun without a compiler and under
         torch.compile, the compiler's own launcher for Training Compiler, torchrun (one
         process per NeuronCore) on Trainium."""
-        if arm.compiler.is_training_compiler or is_trainium(arm.instance_type):
+        if arm.compiler.module.sets_own_launcher or is_trainium(arm.instance_type):
             return launchers.default_distribution(arm.compiler, framework,
                                                    arm.instance_type, arm.instance_count)
         multi_gpu = arm.instance_count > 1 or (

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from aws_cdk import Annotations
 
-from compiled_training.catalog.dlc import DlcImage, resolve_dlc
+from compiled_training.catalog.dlc import DlcImage
 from compiled_training.definition import validation
 from compiled_training.typecheck import check_arguments
 from compiled_training.values.compiler import Compiler
@@ -128,7 +128,7 @@ def try_resolve_dlc(framework: Framework, compiler: Compiler, instance_type: str
     if compiler.module.image_problem(instance_type):
         return None
     try:
-        return resolve_dlc(framework, compiler.is_training_compiler, instance_type)
+        return compiler.module.image(framework, instance_type)
     except ValueError:
         return None
 

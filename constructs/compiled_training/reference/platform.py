@@ -89,7 +89,8 @@ _TRANSLATED: dict[str, Any] = {
     "transformers_version": str,
     "py_version": str,
     "compiler": str,
-    "torch_compile_mode": str,
+    "compiler_options": dict,  # the compiler's options by name, as Compiler.named takes them
+    "torch_compile_mode": str,  # torch.compile's mode, for the team's pipeline and benchmark
     "source_dir": str,  # relative to the app's folder
     "channels": dict,  # name -> S3 URI, each a parameter
     "parameters": dict,  # hyperparameters a schedule may override
@@ -109,15 +110,17 @@ _PIPELINE_ENUMS = {k: e for k, e in _enums(TrainingPipelineProps).items() if k i
 # comes from the team's pipeline (same framework, instances, code, data and hyperparameters).
 _BENCHMARK_KEYS: dict[str, Any] = {
     "compiler": str,
+    "compiler_options": dict,
     **_keys(CompilerBenchmarkProps, set(prop_names(TrainingJobOptions))),
     "spot": bool,
     "arms": list,  # BenchmarkArm entries, below
 }
-# A ``benchmark.arms`` entry: a `BenchmarkArm`, its compiler by name, its framework the team's
-# on another PyTorch version (a Neuron image's), ``precompile`` for ``neuron-xla``.
+# A ``benchmark.arms`` entry: a `BenchmarkArm`, its compiler by name and options, its framework
+# the team's on another PyTorch version (a Neuron image's), ``precompile`` for ``neuron-xla``.
 _ARM_KEYS: dict[str, Any] = {
     "name": str,
     "compiler": str,
+    "compiler_options": dict,
     "instance_type": str,
     "instance_count": int,
     "framework_version": str,
@@ -213,8 +216,7 @@ def _props(config: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
     else:
         framework = Framework.xgboost(version)
 
-    compiler = _compiler("compiler", config.get("compiler", "none"),
-                         config.get("torch_compile_mode", "default"))
+    compiler = _compiler("", config.get("compiler", "none"), config)
 
     hyperparameters: dict[str, Any] = dict(config.get("hyperparameters", {}))
     for key, default in config.get("parameters", {}).items():
@@ -243,38 +245,31 @@ def _props(config: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
 
 
 def benchmark_props(benchmark: Mapping[str, Any], pipeline: Mapping[str, Any],
-                    torch_compile_mode: str = "default") -> dict[str, Any]:
+                    team: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """`CompilerBenchmark` keyword arguments: the team's pipeline, on trial with a compiler.
 
     Arms run on demand unless ``benchmark.spot`` says otherwise: spot interruptions add to
-    wall-clock time and would distort the comparison.
+    wall-clock time and would distort the comparison. A compiler's own keys the ``team``
+    entry gives (``torch_compile_mode``) hold for the benchmark's compilers too.
     """
+    team = team or {}
     props = {key: value for key, value in pipeline.items()
              if key in prop_names(TrainingJobOptions) and key not in _NOT_SHARED
              and value is not None}
     if "compiler" in benchmark:  # else CompilerBenchmark's own default
-        props["compiler"] = _compiler("benchmark.compiler", benchmark["compiler"],
-                                      torch_compile_mode)
+        props["compiler"] = _compiler("benchmark.", benchmark["compiler"], benchmark, team)
     props.update({key: value for key, value in benchmark.items()
-                  if key not in ("compiler", "arms")})
+                  if key not in ("compiler", "compiler_options", "arms")})
     props.update(_enum_values(benchmark, _BENCHMARK_ENUMS, "benchmark."))
     if "arms" in benchmark:
-        props["arms"] = [_arm(f"benchmark.arms[{index}]", arm, pipeline["framework"],
-                              torch_compile_mode)
+        props["arms"] = [_arm(f"benchmark.arms[{index}]", arm, pipeline["framework"], team)
                          for index, arm in enumerate(benchmark["arms"])]
     return props
 
 
 def _arm(where: str, arm: Mapping[str, Any], framework: Framework,
-         torch_compile_mode: str) -> BenchmarkArm:
-    compiler = _compiler(f"{where}.compiler", arm["compiler"], torch_compile_mode)
-    if arm.get("precompile"):
-        if "precompile" not in compiler.module.settings:
-            takers = [repr(name) for name in compiler_names()
-                      if "precompile" in compiler_module(name).settings]
-            raise ValueError(f"{where}.precompile is for compiler {' or '.join(takers)}, got "
-                             f"{arm['compiler']!r}")
-        compiler = Compiler.named(compiler.kind, precompile=True)
+         team: Mapping[str, Any]) -> BenchmarkArm:
+    compiler = _compiler(f"{where}.", arm["compiler"], arm, team)
     version = arm.get("framework_version")
     return BenchmarkArm(arm["name"], compiler, arm["instance_type"],
                         arm.get("instance_count", 1),
@@ -295,11 +290,24 @@ def _enum_values(config: Mapping[str, Any], enums: Mapping[str, type[Enum]],
     return values
 
 
-def _compiler(key: str, name: str, torch_compile_mode: str) -> Compiler:
-    """The compiler a team names, with the team's ``torch_compile_mode`` where it takes one."""
-    module = compiler_module(name, key)
-    return Compiler.named(name, **({"mode": torch_compile_mode} if "mode" in module.settings
-                                   else {}))
+def _compiler(where: str, name: str, entry: Mapping[str, Any],
+              team: Mapping[str, Any] | None = None) -> Compiler:
+    """The compiler an entry names (``where`` prefixes its keys), with the options its
+    ``compiler_options`` gives and its compiler's own keys (``torch_compile_mode``), from the
+    entry or the ``team`` entry. A compiler's own key set on the entry for another fails."""
+    module = compiler_module(name, f"{where}compiler")
+    for key, value in entry.items():
+        takers = [repr(other) for other in compiler_names()
+                  if key in compiler_module(other).config_keys]
+        if team is not None and value and takers and key not in module.config_keys:
+            raise ValueError(f"{where}{key} is for compiler {' or '.join(takers)}, got {name!r}")
+    options = {option: scope[key] for scope in (team or {}, entry)
+               for key, option in module.config_keys.items() if key in scope}
+    options.update(entry.get("compiler_options", {}))
+    try:
+        return Compiler.named(name, **options)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{where}compiler_options: {error}") from None
 
 
 def schedule_props(schedule: Mapping[str, Any]) -> dict[str, Any]:
@@ -345,9 +353,8 @@ class TeamStack(Stack):
             self.benchmark = None
             if "benchmark" in team_config:
                 self.benchmark = CompilerBenchmark(
-                    self, "Benchmark", **benchmark_props(
-                        team_config["benchmark"], props,
-                        team_config.get("torch_compile_mode", "default")))
+                    self, "Benchmark", **benchmark_props(team_config["benchmark"], props,
+                                                         team_config))
             for pipeline in (self.pipeline, self.benchmark):
                 if pipeline is None:
                     continue
@@ -355,12 +362,10 @@ class TeamStack(Stack):
                     f"compiled-training:{type(pipeline).__name__}:NamedByPath",
                     "A team's stack fixes these construct ids in code; cdk.json cannot rename "
                     "them, so the derived pipeline names stay.")
-                if pipeline.compiler.is_training_compiler:
-                    # cdk-nag 3 fails a synth on any unacknowledged finding, informational too.
-                    acknowledge(pipeline.resource, "CompiledTraining-CT9",
-                                f"Team {construct_id} runs Training Compiler's last release on "
-                                "purpose; the move to torch.compile is decided by a "
-                                "CompilerBenchmark, not by this stack.", pack=PACK)
+                # cdk-nag 3 fails a synth on any unacknowledged finding, informational too.
+                for rule, reason in pipeline.compiler.module.acknowledged_when_chosen.items():
+                    acknowledge(pipeline.resource, f"{PACK}-{rule}",
+                                f"Team {construct_id} {reason}", pack=PACK)
             for warning, reason in team_config.get("acknowledge_warnings", {}).items():
                 Annotations.of(self).acknowledge_warning(warning.removeprefix(CLI_PREFIX), reason)
             self.schedule = None

@@ -1,4 +1,4 @@
-"""The command line (`advise`, `bench`, `bench --ab`) and the synth summary.
+"""The command line (``advise``, ``bench``, ``bench --ab``) and the synth summary.
 
-May import: anything below the rule pack and tools; not `teams`, and not the rule pack.
+May import: anything below the rule pack and tools; not `reference`, and not the rule pack.
 """

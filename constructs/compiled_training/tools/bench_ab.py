@@ -36,7 +36,7 @@ def check_compiler(compiler: str, field: str = "compiler") -> str:
     """``compiler`` when it can be put on trial here: any compiler but none and those that
     need Trainium."""
     runnable = tuple(name for name in compiler_names()
-                     if (m := compiler_module(name)).enabled and not m.neuron_sdk)
+                     if (m := compiler_module(name)).enabled and "nvidia" in m.accelerators)
     return contract.check_compiler(compiler, field, runnable)
 
 

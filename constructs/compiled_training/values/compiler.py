@@ -127,10 +127,6 @@ class Compiler:
         return compiler_module(self.kind)
 
     @property
-    def is_training_compiler(self) -> bool:
-        return self.module.training_compiler_images
-
-    @property
     def is_enabled(self) -> bool:
         return self.module.enabled
 
