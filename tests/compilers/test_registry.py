@@ -171,7 +171,7 @@ def test_a_registered_compilers_options_are_kept_as_given_and_read_back():
 
 def test_a_step_rule_of_an_unknown_level_or_a_taken_id_is_refused(monkeypatch):
     from compiled_training.compilers import StepRule
-    from compiled_training.nag import rule_pack
+    from compiled_training.nag import rules
 
     with pytest.raises(ValueError, match=r"^StepRule TOY1: level must be one of error, warning, "
                                          r"info, got 'warn'$"):
@@ -181,9 +181,9 @@ def test_a_step_rule_of_an_unknown_level_or_a_taken_id_is_refused(monkeypatch):
         name = "clashing-jit"
         step_rules = (StepRule("CT4", "warning", "what", "why", lambda step: True),)
 
-    monkeypatch.setattr(rule_pack, "all_compilers", lambda: (*BUILT_IN, _Clashing()))
+    monkeypatch.setattr(rules, "all_compilers", lambda: (*BUILT_IN, _Clashing()))
     with pytest.raises(ValueError, match=r"^compiler 'clashing-jit': rule id CT4 is taken by "
                                          r"compiler 'training-compiler'; give its StepRule"):
-        rule_pack._rules()
-    monkeypatch.setattr(rule_pack, "all_compilers", lambda: BUILT_IN)
-    assert [rule.id for rule in rule_pack._rules()] == [f"CT{i}" for i in range(1, 16)]
+        rules.all_rules()
+    monkeypatch.setattr(rules, "all_compilers", lambda: BUILT_IN)
+    assert [rule.id for rule in rules.all_rules()] == [f"CT{i}" for i in range(1, 16)]

@@ -135,12 +135,6 @@ NON_COMPLIANT = {
 }
 
 
-def test_every_rule_has_id_info_explanation_and_level():
-    assert [r.id for r in RULES] == [f"CT{i}" for i in range(1, 16)]
-    for rule in RULES:
-        assert rule.info and rule.explanation and rule.level
-
-
 @pytest.mark.parametrize("rule_id", sorted(NON_COMPLIANT))
 def test_non_compliant_pipeline_is_reported(tmp_path, rule_id):
     findings = _findings(tmp_path, NON_COMPLIANT[rule_id])
@@ -325,8 +319,81 @@ def test_each_compilers_rules_come_from_its_module():
     from compiled_training.nag.rule_pack import TrainingStep
 
     owners = {rule.id: name for name in ("training-compiler", "torch-compile", "neuron-xla")
-              for rule in compiler_module(name).step_rules}
+              for rule in (*compiler_module(name).step_rules, *compiler_module(name).notices)}
     assert sorted(owners, key=lambda i: int(i[2:])) == [
         "CT1", "CT2", "CT3", "CT4", "CT8", "CT9", "CT11", "CT12", "CT13", "CT15"]
     eager = TrainingStep(EAGER_STEP, {})
     assert all(rule.check(eager) is None for rule in RULES if rule.id in owners)
+
+
+# --- the pack by property: its ids, and each rule both ways ---------------------------------
+
+def _step(base: dict, changes: dict | None = None, metadata: dict | None = None,
+          **flags: bool):
+    from compiled_training.nag.step import TrainingStep
+
+    return TrainingStep({**json.loads(json.dumps(base)), **(changes or {})}, metadata or {},
+                        **flags)
+
+
+# Each rule's step that keeps it and step that breaks it (CT9, a notice, is kept by no step of
+# Training Compiler: an eager step is where it does not apply).
+BOTH_WAYS = {
+    "CT1": (_step(COMPLIANT_STEP), _step(COMPLIANT_STEP, {"ResourceConfig": {
+        **COMPLIANT_STEP["ResourceConfig"], "InstanceType": "ml.m5.xlarge"}})),
+    "CT2": (_step(COMPLIANT_STEP), _step(COMPLIANT_STEP, {"HyperParameters": {
+        **COMPLIANT_STEP["HyperParameters"], "sagemaker_mpi_enabled": "true"}})),
+    "CT3": (_step(COMPLIANT_STEP), _step(COMPLIANT_STEP, {"DebugHookConfig": {}})),
+    "CT4": (_step(COMPLIANT_STEP), _step(COMPLIANT_STEP, {"HyperParameters": {
+        "sagemaker_training_compiler_enabled": "true"}})),
+    "CT5": (_step(TORCH_COMPILE_STEP, metadata={"workload": BERT_PROFILE}),
+            _step(TORCH_COMPILE_STEP, metadata={"workload": {**BERT_PROFILE,
+                                                              "hours_per_run": 0.2}})),
+    "CT6": (_step(TORCH_COMPILE_STEP, metadata={"workload": BERT_PROFILE}),
+            _step(TORCH_COMPILE_STEP, metadata={"workload": {**BERT_PROFILE,
+                                                              "static_shapes": False}})),
+    "CT7": (_step(TORCH_COMPILE_STEP, metadata={"workload": BERT_PROFILE}),
+            _step(TORCH_COMPILE_STEP, metadata={"workload": {**BERT_PROFILE,
+                                                              "precision": "fp32"}})),
+    "CT8": (_step(COMPLIANT_STEP, metadata={"frameworkName": "pytorch",
+                                            "frameworkVersion": "1.13.1"}),
+            _step(COMPLIANT_STEP, metadata={"frameworkName": "pytorch",
+                                            "frameworkVersion": "2.1.0"})),
+    "CT9": (_step(EAGER_STEP), _step(COMPLIANT_STEP)),
+    "CT10": (_step(TORCH_COMPILE_STEP), _step(TORCH_COMPILE_STEP, {"AlgorithmSpecification": {
+        "TrainingImage": "683313688378.dkr.ecr.us-east-1.amazonaws.com/sagemaker-xgboost:1.7-1"}})),
+    "CT11": (_step(NEURON_STEP), _step(NEURON_STEP, {"Environment": {
+        "NEURON_CC_FLAGS": "--model-type=transformer"}})),
+    "CT12": (_step(NEURON_STEP, {"ResourceConfig": {**NEURON_STEP["ResourceConfig"],
+                                                    "InstanceCount": 2}}, precompiled=True),
+             _step(NEURON_STEP, {"ResourceConfig": {**NEURON_STEP["ResourceConfig"],
+                                                    "InstanceCount": 2}})),
+    "CT13": (_step(NEURON_STEP), _step(NEURON_STEP, {"HyperParameters": {
+        **NEURON_STEP["HyperParameters"], "global_batch_size": "100"}})),
+    "CT14": (_step(EAGER_STEP, {"HyperParameters": {**EAGER_STEP["HyperParameters"],
+                                                    "sagemaker_torch_distributed_enabled": "true"}}),
+             _step(EAGER_STEP)),
+    "CT15": (_step(TORCH_COMPILE_STEP, {"Environment": {
+                 **TORCH_COMPILE_STEP["Environment"],
+                 "COMPILED_TRAINING_COMPILE_CACHE_URL": "s3://b/p/compile-cache/Train/"}},
+                   {"frameworkName": "pytorch"}, scheduled=True),
+             _step(TORCH_COMPILE_STEP, metadata={"frameworkName": "pytorch"}, scheduled=True)),
+}
+
+
+def test_the_built_in_rule_ids_are_unique_and_run_from_ct1_without_a_gap():
+    ids = [rule.id for rule in RULES if rule.id.startswith("CT")]
+    assert ids == [f"CT{n}" for n in range(1, len(ids) + 1)]
+    assert all(rule.info and rule.explanation for rule in RULES)
+
+
+def test_every_rule_has_a_step_that_keeps_it_and_one_that_breaks_it():
+    from compiled_training.compilers import all_compilers
+
+    notices = {notice.id for module in all_compilers() for notice in module.notices}
+    assert set(BOTH_WAYS) == {rule.id for rule in RULES}
+    for rule in RULES:
+        keeps, breaks = BOTH_WAYS[rule.id]
+        # A notice holds of every step of its compiler, so none keeps it: elsewhere it is mute.
+        assert rule.check(keeps) is (None if rule.id in notices else True), rule.id
+        assert rule.check(breaks) is False, rule.id

@@ -26,6 +26,7 @@ from compiled_training.compilers.base import (
     Finding,
     Framework,
     Job,
+    Notice,
     Pick,
     Prior,
     Step,
@@ -41,10 +42,10 @@ from compiled_training.compilers.training_compiler import TrainingCompiler
 from compiled_training_runtime import contract
 
 __all__ = ["BUILT_IN", "ENTRY_POINT_GROUP", "FIRST_COMPILE_MINUTES", "Choice", "CompileOverhead",
-           "CompilerKind", "CompilerModule", "Finding", "Framework", "Job", "Pick", "Prior",
-           "Step", "StepRule", "TrainiumClaim", "Workload", "all_compilers", "compiler_module",
-           "compiler_names", "gpu_compilers", "no_compiler", "recognize", "recognized",
-           "trainium_compiler"]
+           "CompilerKind", "CompilerModule", "Finding", "Framework", "Job", "Notice", "Pick",
+           "Prior", "Step", "StepRule", "TrainiumClaim", "Workload", "all_compilers",
+           "compiler_module", "compiler_names", "gpu_compilers", "no_compiler", "recognize",
+           "recognized", "trainium_compiler"]
 
 BUILT_IN: tuple[CompilerModule, ...] = (TrainingCompiler(), TorchCompile(), NeuronXla(),
                                         NoCompiler())

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from compiled_training.catalog.api_shapes import is_token
 from compiled_training.catalog.dlc import DlcImage, FrameworkRelease, resolve_dlc
@@ -181,9 +181,13 @@ class Step(Protocol):
 STEP_RULE_LEVELS = ("error", "warning", "info")
 
 
+StepT = TypeVar("StepT", bound=Step, contravariant=True)
+
+
 @dataclass(frozen=True)
-class StepRule:
-    """A rule-pack rule a compiler brings, asked only of the steps that use it."""
+class StepRule(Generic[StepT]):
+    """A rule of the rule pack: a compiler's (asked only of the steps that use it) or the
+    pack's own (which read the pack's richer step)."""
 
     id: str
     """``CT<n>`` for the built-in compilers; a package's compiler its own prefix."""
@@ -191,13 +195,23 @@ class StepRule:
     """``error`` (fails the synth), ``warning`` or ``info``."""
     info: str
     explanation: str
-    check: Callable[[Step], bool | None]
+    check: Callable[[StepT], bool | None]
     """True when compliant, False when not, None when the rule does not apply."""
 
     def __post_init__(self) -> None:
         if self.level not in STEP_RULE_LEVELS:
             raise ValueError(f"StepRule {self.id}: level must be one of "
                              f"{', '.join(STEP_RULE_LEVELS)}, got {self.level!r}")
+
+
+@dataclass(frozen=True)
+class Notice:
+    """What the rule pack tells of every step that uses a compiler (an informational finding,
+    acknowledged by its id): a fact about the compiler, not a check of the step."""
+
+    id: str
+    info: str
+    explanation: str
 
 
 SETTING_TYPES = (str, int, float, bool)
@@ -257,8 +271,10 @@ class CompilerModule:
     config_keys: Mapping[str, str] = MappingProxyType({})
     """The cdk.json keys of a team's pipeline or benchmark arm that set one of its options
     (``torch_compile_mode``), beside ``compiler_options``."""
-    step_rules: tuple[StepRule, ...] = ()
+    step_rules: tuple[StepRule[Step], ...] = ()
     """Its rules in the rule pack (`CompiledTrainingChecks`), for templates of any origin."""
+    notices: tuple[Notice, ...] = ()
+    """What the rule pack tells of each of its steps."""
     successor: str | None = None
     """The compiler a job moves to when it leaves this one (AWS froze it), or None."""
     acknowledged_when_chosen: Mapping[str, str] = MappingProxyType({})

@@ -28,6 +28,7 @@ from compiled_training.compilers.base import (
     Finding,
     Framework,
     Job,
+    Notice,
     Pick,
     Prior,
     Step,
@@ -150,11 +151,10 @@ STEP_RULES = (
              "Training Compiler is enabled for a framework version it never supported.",
              "Training Compiler DLCs exist only for its published releases; use torch.compile "
              "on PyTorch 2.x.", _supported_version),
-    StepRule("CT9", "info", "Training Compiler is frozen: AWS publishes no new releases.",
-             "The last releases are PyTorch 1.12.0 and 1.13.1 and Hugging Face PyTorch "
-             "1.9-1.11; plan the move to torch.compile on a current PyTorch DLC.",
-             lambda step: False),
 )
+FROZEN = Notice("CT9", "Training Compiler is frozen: AWS publishes no new releases.",
+                "The last releases are PyTorch 1.12.0 and 1.13.1 and Hugging Face PyTorch "
+                "1.9-1.11; plan the move to torch.compile on a current PyTorch DLC.")
 
 
 class TrainingCompiler(CompilerModule):
@@ -177,6 +177,7 @@ class TrainingCompiler(CompilerModule):
     batch_growth = BATCH_GROWTH
     warning_ids = ("DebuggerProfiler", "NonEfa")
     step_rules = STEP_RULES
+    notices = (FROZEN,)
     image_checked = True
     successor = CompilerKind.TORCH_COMPILE  # on PyTorch 2.x
     acknowledged_when_chosen = MappingProxyType({
