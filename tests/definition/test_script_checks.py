@@ -147,7 +147,7 @@ def test_a_trainer_built_in_code_is_warned_it_will_not_read_them(tmp_path):
 ])
 def test_which_jobs_run_behind_the_launcher(tmp_path, changes, launched):
     job = _job(tmp_path, NEW_SWITCHES, **changes)
-    assert compile_cache.launched(job) is launched
+    assert compile_cache.plan(job).launched is launched
     arguments = _arguments(job)
     assert (arguments["HyperParameters"]["sagemaker_program"] == f'"{contract.LAUNCHER}"') is \
         launched
@@ -157,7 +157,7 @@ def test_which_jobs_run_behind_the_launcher(tmp_path, changes, launched):
 
 def test_a_script_that_imports_the_runtime_keeps_control(tmp_path):
     job = _job(tmp_path, "from compiled_training_runtime.warm_start import compile_cache\n")
-    assert not compile_cache.launched(job)
+    assert not compile_cache.plan(job).launched
     assert _arguments(job)["HyperParameters"]["sagemaker_program"] == '"train.py"'
 
 
@@ -171,7 +171,25 @@ def test_a_source_dir_the_launcher_cannot_front_gets_none_and_a_warning(tmp_path
     (tmp_path / made).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / made).write_text("")
     job = _job(tmp_path, NEW_SWITCHES)
-    assert not compile_cache.launched(job)
+    assert not compile_cache.plan(job).launched
     assert _arguments(job)["HyperParameters"]["sagemaker_program"] == '"train.py"'
     ((rule, message),) = script_warnings(job)
     assert rule == "CompileCacheUnused" and why in message
+
+
+def test_a_request_decides_its_compile_cache_once_and_every_section_reads_it(tmp_path,
+                                                                           monkeypatch):
+    from compiled_training.definition.training import training_job_arguments
+
+    job = _job(tmp_path, PARSED)
+    planned = []
+    plan = compile_cache.plan
+    monkeypatch.setattr(compile_cache, "plan", lambda j: planned.append(j) or plan(j))
+    arguments = training_job_arguments(job)
+    assert planned == [job]
+    # What the one plan decided reached the sections that read it: the launcher's entry point,
+    # its cache prefix, and the Trainer's own switch.
+    assert arguments["HyperParameters"]["sagemaker_program"] == f'"{contract.LAUNCHER}"'
+    assert arguments["HyperParameters"]["torch_compile"] == "true"
+    assert arguments["Environment"][contract.ENV_COMPILE_CACHE_URL] == (
+        "s3://b/team/compile-cache/Train/")

@@ -4,7 +4,10 @@ runtime's launcher goes in front of a team's script to carry the cache for it.""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from compiled_training.advice.priors import CACHE_EXPIRY_DAYS
 from compiled_training.catalog.api_shapes import is_token
@@ -26,17 +29,47 @@ saves it again, so only a cache no run uses any more (an old image or instance t
 advisor counts a workload that runs less often than this as cold every run)."""
 
 
-def applies(job: TrainingJob) -> bool:
-    """Whether the job compiles with Inductor, whose caches this carries (the native
-    TorchNeuron backend on Trainium compiles with neuronx-cc instead)."""
-    return job.compiler.module.compiles_with_inductor(job.instance_type)
+@dataclass(frozen=True)
+class CachePlan:
+    """One job's compile-cache decision, made once (`plan`) and read by every part of its
+    request: where its cache lives, or why it starts cold, and who carries it."""
+
+    inductor: bool
+    """Whether the job compiles with Inductor, whose caches this carries (the native TorchNeuron
+    backend on Trainium compiles with neuronx-cc instead)."""
+    cold_because: str | None
+    """Why an Inductor job starts cold every run; None where its cache is on (or no Inductor)."""
+    uri: str | None
+    """The job's cache prefix, one per step (so per benchmark arm; the runtime keys it further
+    by compiler mode, backend, versions and instance type), or None where it starts cold."""
+    launched: bool
+    """Whether the job's entry point is the runtime's launcher, which restores the compile
+    cache, runs the team's script and saves the cache (`contract.LAUNCHER`)."""
+    environment: Mapping[str, str]
+    """What the runtime's warm start reads: the prefix and the key it encrypts with; and the
+    team's script, where the launcher runs it."""
 
 
-def cold_start_reason(job: TrainingJob) -> str | None:
-    """Why the job's torch.compile starts cold every run, or None where its cache is on (or
-    the job does not compile with Inductor)."""
-    if not applies(job):
-        return None
+def plan(job: TrainingJob) -> CachePlan:
+    """The job's compile-cache decision."""
+    inductor = job.compiler.module.compiles_with_inductor(job.instance_type)
+    cold_because = _cold_start_reason(job) if inductor else None
+    uri = (f"{job.torch_compile_cache_s3_uri}{job.step_name}/"
+           if inductor and cold_because is None else None)
+    launched = (uri is not None and job.source_dir is not None
+                and job.distribution in LAUNCHED_DISTRIBUTIONS
+                and ships_launcher(job.compiler, job.entry_point, job.source_dir))
+    environment: dict[str, str] = {}
+    if uri is not None:
+        environment[contract.ENV_COMPILE_CACHE_URL] = uri
+        if job.kms_key_id:
+            environment[contract.ENV_COMPILE_CACHE_KMS_KEY_ID] = job.kms_key_id
+        if launched:
+            environment[contract.ENV_ENTRY_POINT] = str(job.entry_point)
+    return CachePlan(inductor, cold_because, uri, launched, MappingProxyType(environment))
+
+
+def _cold_start_reason(job: TrainingJob) -> str | None:
     if job.torch_compile_cache_s3_uri is None:
         return "compile_cache is off"
     version = job.framework.pytorch_version or "0"
@@ -50,16 +83,6 @@ def cold_start_reason(job: TrainingJob) -> str | None:
                 "(a channel over a first run's empty prefix fails the job; checkpoints and "
                 "outputs land under one execution's keys)")
     return None
-
-
-def cache_uri(job: TrainingJob) -> str | None:
-    """The job's cache prefix, one per step (so per benchmark arm; the runtime keys it further
-    by compiler mode, backend, versions and instance type), or None where it starts cold."""
-    if not applies(job) or cold_start_reason(job) is not None:
-        return None
-    return f"{job.torch_compile_cache_s3_uri}{job.step_name}/"
-
-
 
 
 # The launchers the warm start's launcher runs under: one process, or torchrun's processes
@@ -84,25 +107,3 @@ def ships_launcher(compiler: Compiler, entry_point: str | None, source_dir: Path
             and not is_token(entry_point) and str(entry_point).endswith(".py")
             and launcher_refusal(source_dir) is None
             and imports_runtime(str(entry_point), source_dir) is False)
-
-
-def launched(job: TrainingJob) -> bool:
-    """Whether the job's entry point is the runtime's launcher, which restores the compile
-    cache, runs the team's script and saves the cache (`contract.LAUNCHER`)."""
-    return (cache_uri(job) is not None and job.source_dir is not None
-            and job.distribution in LAUNCHED_DISTRIBUTIONS
-            and ships_launcher(job.compiler, job.entry_point, job.source_dir))
-
-
-def environment(job: TrainingJob) -> dict[str, str]:
-    """What the runtime's warm start reads: the prefix and the key it encrypts with; and the
-    team's script, where the launcher runs it."""
-    uri = cache_uri(job)
-    if uri is None:
-        return {}
-    variables = {contract.ENV_COMPILE_CACHE_URL: uri}
-    if job.kms_key_id:
-        variables[contract.ENV_COMPILE_CACHE_KMS_KEY_ID] = job.kms_key_id
-    if launched(job):
-        variables[contract.ENV_ENTRY_POINT] = str(job.entry_point)
-    return variables

@@ -221,7 +221,7 @@ def idle_gpus(job: TrainingJob) -> Iterator[Finding]:
 
 
 def compile_cache_cold(job: TrainingJob) -> Iterator[Finding]:
-    cold = compile_cache.cold_start_reason(job)
+    cold = compile_cache.plan(job).cold_because
     if cold and job.torch_compile_cache_s3_uri is not None:  # not when switched off on purpose
         yield Finding("CompileCacheCold", f"torch.compile compiles from nothing every run, on "
                                           f"the instances it pays for: {cold}; acknowledge this "

@@ -33,7 +33,7 @@ def script_warnings(job: TrainingJob) -> list[tuple[str, str]]:
         return []
     entry_point, found = job.entry_point, []
     refusal = compile_cache.launcher_refusal(job.source_dir) if job.source_dir else None
-    if compile_cache.cache_uri(job) and refusal and imports_runtime(
+    if compile_cache.plan(job).uri and refusal and imports_runtime(
             entry_point, job.source_dir) is False:
         found.append(("CompileCacheUnused", f"{refusal}, so the warm start's launcher is not put "
                       f"in front of entry_point {entry_point!r}, which does not import "

@@ -64,10 +64,11 @@ def _name(function: ast.AST) -> str:
     return function.id if isinstance(function, ast.Name) else ""
 
 
-def trainer_hyperparameters(job: TrainingJob) -> dict[str, HyperparameterValue]:
-    """torch.compile's switches as ``TrainingArguments`` takes them, for a script that parses
+def trainer_hyperparameters(job: TrainingJob, cache: compile_cache.CachePlan
+                            ) -> dict[str, HyperparameterValue]:
+    """The compiler's switches as ``TrainingArguments`` takes them, for a script that parses
     them from the command line; a value the job sets itself stays."""
-    if not compile_cache.applies(job) or trainer_script(
+    if not cache.inductor or trainer_script(
             job.entry_point, job.source_dir) is not TrainerScript.PARSED:
         return {}
     switches = job.compiler.module.trainer_arguments(job.compiler)
@@ -76,7 +77,7 @@ def trainer_hyperparameters(job: TrainingJob) -> dict[str, HyperparameterValue]:
 
 def ignores_switches(job: TrainingJob) -> bool:
     """Whether the script builds its ``TrainingArguments`` in code, out of the job's reach."""
-    return compile_cache.applies(job) and trainer_script(
+    return compile_cache.plan(job).inductor and trainer_script(
         job.entry_point, job.source_dir) is TrainerScript.IN_CODE
 
 

@@ -9,12 +9,13 @@ Training Compiler DLC is allowed.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 from compiled_training.catalog.neuron import EFA_ENVIRONMENT, is_trainium
 from compiled_training.definition import compile_cache
+from compiled_training.definition.compile_cache import CachePlan
 from compiled_training.definition.trainer_script import trainer_hyperparameters
 from compiled_training.values.job import (
     Distribution,
@@ -77,12 +78,12 @@ def precompile_job(job: TrainingJob) -> TrainingJob:
         environment={**job.environment, contract.ENV_RUN_NEURON_PARALLEL_COMPILE: "1"})
 
 
-def job_environment(job: TrainingJob) -> dict[str, str]:
+def job_environment(job: TrainingJob, cache: CachePlan | None = None) -> dict[str, str]:
     """The container's environment: the compiler's (its switches; Neuron's flags; Neuron's or
     torch.compile's compile cache in S3), EFA for a multi-node Trainium job (the toolkit sets
     it on trn1.32xlarge only), and the job's own."""
     environment = job.compiler.module.environment(job)
-    environment.update(compile_cache.environment(job))
+    environment.update((cache or compile_cache.plan(job)).environment)
     if job.instance_count > 1 and is_trainium(job.instance_type):
         environment.update(EFA_ENVIRONMENT)
     environment.update(job.environment)
@@ -120,58 +121,113 @@ def retry_policies(max_attempts: int) -> list[dict[str, Any]]:
 
 
 def training_job_arguments(job: TrainingJob) -> dict[str, Any]:
-    """The ``CreateTrainingJob`` request, less the job name that Pipelines sets."""
+    """The ``CreateTrainingJob`` request, less the job name that Pipelines sets: one render
+    function per section, each None where the job leaves its section out, all reading one
+    compile-cache plan."""
+    cache = compile_cache.plan(job)
+    return {section: value for section, render in REQUEST_SECTIONS
+            if (value := render(job, cache)) is not None}
+
+
+def render_algorithm_specification(job: TrainingJob, cache: CachePlan) -> dict[str, Any]:
     algorithm: dict[str, Any] = {"TrainingInputMode": "File", "TrainingImage": job.image_uri}
     if job.metric_definitions:
         algorithm["MetricDefinitions"] = [dict(m) for m in job.metric_definitions]
         algorithm["EnableSageMakerMetricsTimeSeries"] = True
+    return algorithm
+
+
+def render_output_data_config(job: TrainingJob, cache: CachePlan) -> dict[str, Any]:
     output: dict[str, Any] = {"S3OutputPath": job.output_s3_uri}
-    resources: dict[str, Any] = {
-        "VolumeSizeInGB": job.volume_size_gib,
-        "InstanceCount": job.instance_count,
-        "InstanceType": job.instance_type,
-    }
-    stopping: dict[str, Any] = {"MaxRuntimeInSeconds": job.max_runtime_seconds}
     if job.kms_key_id:
         output["KmsKeyId"] = job.kms_key_id
-        resources["VolumeKmsKeyId"] = job.kms_key_id
-    args: dict[str, Any] = {
-        "AlgorithmSpecification": algorithm,
-        "OutputDataConfig": output,
-        "StoppingCondition": stopping,
-        "ResourceConfig": resources,
-        "RoleArn": job.role_arn,
-    }
-    if job.channels:
-        args["InputDataConfig"] = [_channel(c) for c in job.channels]
-    args["HyperParameters"] = hyperparameters(job)
-    environment = job_environment(job)
-    if environment:
-        args["Environment"] = environment
-    args.update(debugger_and_profiler(job))
+    return output
+
+
+def render_stopping_condition(job: TrainingJob, cache: CachePlan) -> dict[str, Any]:
+    stopping: dict[str, Any] = {"MaxRuntimeInSeconds": job.max_runtime_seconds}
     if job.spot:
-        args["EnableManagedSpotTraining"] = True
         stopping["MaxWaitTimeInSeconds"] = job.max_wait_seconds or job.max_runtime_seconds
-    if job.checkpoint_s3_uri:
-        args["CheckpointConfig"] = {
-            "S3Uri": job.checkpoint_s3_uri,
-            "LocalPath": contract.CHECKPOINT_LOCAL_PATH,
-        }
-    if job.subnet_ids:
-        args["VpcConfig"] = {
-            "Subnets": list(job.subnet_ids),
-            "SecurityGroupIds": list(job.security_group_ids),
-        }
-    if job.network_isolation:
-        args["EnableNetworkIsolation"] = True
-    if job.inter_container_encryption:
-        args["EnableInterContainerTrafficEncryption"] = True
-    if job.tags:
-        args["Tags"] = [{"Key": k, "Value": v} for k, v in sorted(job.tags.items())]
-    return args
+    return stopping
 
 
-def hyperparameters(job: TrainingJob) -> dict[str, Any]:
+def render_resource_config(job: TrainingJob, cache: CachePlan) -> dict[str, Any]:
+    resources: dict[str, Any] = {"VolumeSizeInGB": job.volume_size_gib,
+                                 "InstanceCount": job.instance_count,
+                                 "InstanceType": job.instance_type}
+    if job.kms_key_id:
+        resources["VolumeKmsKeyId"] = job.kms_key_id
+    return resources
+
+
+def render_input_data_config(job: TrainingJob, cache: CachePlan) -> list[dict[str, Any]] | None:
+    return [_channel(c) for c in job.channels] if job.channels else None
+
+
+def render_environment(job: TrainingJob, cache: CachePlan) -> dict[str, str] | None:
+    return job_environment(job, cache) or None
+
+
+def render_debug_hook_config(job: TrainingJob, cache: CachePlan) -> dict[str, Any] | None:
+    """Debugger off means no hook config."""
+    if not job.debugger:
+        return None
+    return {"S3OutputPath": job.output_s3_uri, "CollectionConfigurations": []}
+
+
+def render_profiler_config(job: TrainingJob, cache: CachePlan) -> dict[str, Any]:
+    """Profiler off is an explicit ``DisableProfiler``."""
+    if job.profiler:
+        return {"S3OutputPath": job.output_s3_uri, "DisableProfiler": False}
+    return {"DisableProfiler": True}
+
+
+def render_checkpoint_config(job: TrainingJob, cache: CachePlan) -> dict[str, Any] | None:
+    if not job.checkpoint_s3_uri:
+        return None
+    return {"S3Uri": job.checkpoint_s3_uri, "LocalPath": contract.CHECKPOINT_LOCAL_PATH}
+
+
+def render_vpc_config(job: TrainingJob, cache: CachePlan) -> dict[str, Any] | None:
+    if not job.subnet_ids:
+        return None
+    return {"Subnets": list(job.subnet_ids), "SecurityGroupIds": list(job.security_group_ids)}
+
+
+def render_tags(job: TrainingJob, cache: CachePlan) -> list[dict[str, str]] | None:
+    return [{"Key": k, "Value": v} for k, v in sorted(job.tags.items())] if job.tags else None
+
+
+def _only_true(value: bool) -> Literal[True] | None:
+    """A switch SageMaker reads as off when absent: sent only when on."""
+    return True if value else None
+
+
+RenderSection = Callable[[TrainingJob, CachePlan], Any]
+REQUEST_SECTIONS: tuple[tuple[str, RenderSection], ...] = (
+    ("AlgorithmSpecification", render_algorithm_specification),
+    ("OutputDataConfig", render_output_data_config),
+    ("StoppingCondition", render_stopping_condition),
+    ("ResourceConfig", render_resource_config),
+    ("RoleArn", lambda job, cache: job.role_arn),
+    ("InputDataConfig", render_input_data_config),
+    ("HyperParameters", lambda job, cache: hyperparameters(job, cache)),
+    ("Environment", render_environment),
+    ("DebugHookConfig", render_debug_hook_config),
+    ("ProfilerConfig", render_profiler_config),
+    ("EnableManagedSpotTraining", lambda job, cache: _only_true(job.spot)),
+    ("CheckpointConfig", render_checkpoint_config),
+    ("VpcConfig", render_vpc_config),
+    ("EnableNetworkIsolation", lambda job, cache: _only_true(job.network_isolation)),
+    ("EnableInterContainerTrafficEncryption",
+     lambda job, cache: _only_true(job.inter_container_encryption)),
+    ("Tags", render_tags),
+)
+"""The request's sections in the order the template writes them (a reorder changes every
+template's bytes)."""
+
+
+def hyperparameters(job: TrainingJob, cache: CachePlan | None = None) -> dict[str, Any]:
     """Hyperparameters as the SDK encodes them.
 
     Framework images (script mode) JSON-encode every value and receive the toolkit's
@@ -179,31 +235,16 @@ def hyperparameters(job: TrainingJob) -> dict[str, Any]:
     """
     if not job.framework.runs_script:
         return {k: _encode(v, json_encoded=False) for k, v in job.hyperparameters.items()}
-    values: dict[str, HyperparameterValue] = {**trainer_hyperparameters(job),
+    cache = cache or compile_cache.plan(job)
+    values: dict[str, HyperparameterValue] = {**trainer_hyperparameters(job, cache),
                                                **job.hyperparameters}
     values["sagemaker_submit_directory"] = job.source_s3_uri or ""
-    values["sagemaker_program"] = (contract.LAUNCHER if compile_cache.launched(job)
-                                   else job.entry_point or "")
+    values["sagemaker_program"] = contract.LAUNCHER if cache.launched else job.entry_point or ""
     values["sagemaker_container_log_level"] = CONTAINER_LOG_LEVEL
     values["sagemaker_region"] = job.region
     values.update(_distribution_hyperparameters(job))
     values.update(job.compiler.hyperparameters())
     return {k: _encode(v, json_encoded=True) for k, v in values.items()}
-
-
-def debugger_and_profiler(job: TrainingJob) -> dict[str, Any]:
-    """Debugger off means no hook config; Profiler off is an explicit ``DisableProfiler``."""
-    settings: dict[str, Any] = {}
-    if job.debugger:
-        settings["DebugHookConfig"] = {
-            "S3OutputPath": job.output_s3_uri,
-            "CollectionConfigurations": [],
-        }
-    if job.profiler:
-        settings["ProfilerConfig"] = {"S3OutputPath": job.output_s3_uri, "DisableProfiler": False}
-    else:
-        settings["ProfilerConfig"] = {"DisableProfiler": True}
-    return settings
 
 
 def _distribution_hyperparameters(job: TrainingJob) -> dict[str, HyperparameterValue]:

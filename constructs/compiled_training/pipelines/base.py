@@ -340,7 +340,7 @@ class PipelineBase(NamedPipeline):
                                     "(in a team scope, the team's data URIs), and only there.")
         # The compile caches are under this prefix too: Neuron needs it "readable and
         # writeable" (its caching guide), the warm start gets and puts one archive.
-        if self._own_bucket and any(compile_cache.cache_uri(job) for job in jobs):
+        if self._own_bucket and any(compile_cache.plan(job).uri for job in jobs):
             expire_compile_cache(self.bucket, self.pipeline_name)
         policy.allow_prefix(bucket_name(self.bucket), self._reach.output_prefix,
                             ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
