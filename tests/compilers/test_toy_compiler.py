@@ -174,3 +174,37 @@ def test_a_local_run_fails_when_the_script_gets_another_level(tmp_path, data):
     assert run.returncode != 0
     assert "toy-jit switch missing: TOY_JIT_LEVEL='1'" in run.stdout + run.stderr
     assert "Succeeded" not in run.stdout.splitlines()[-1]
+
+
+CDK_JSON_SYNTH = """
+import json, sys
+import aws_cdk as cdk
+from app import build_app
+from tests.helpers import cdk_json_context, definitions
+
+context = cdk_json_context()
+team = {k: v for k, v in context["compiled-training:teams"]["Creative"].items()
+        if k != "benchmark"}
+team.update(framework_version="2.9.0", compiler="toy-jit",
+            compiler_options={"level": int(sys.argv[2])})
+context["compiled-training:teams"] = {"Creative": team}
+assembly = build_app(cdk.App(outdir=sys.argv[1], context=context)).synth()
+template = assembly.get_stack_by_name("Creative").template
+steps = [s for d in definitions(template) for s in d["Steps"] if s["Type"] == "Training"]
+print(json.dumps([step["Arguments"]["Environment"].get("TOY_JIT_LEVEL") for step in steps]))
+"""
+
+
+def test_a_team_sets_a_registered_compilers_option_in_cdk_json(tmp_path):
+    result = subprocess.run([sys.executable, "-c", CDK_JSON_SYNTH, str(tmp_path / "out"), "3"],
+                            env=_env(), cwd=ROOT, capture_output=True, text=True, timeout=600,
+                            check=False)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == ["3"]
+    # The twin: an option the toy does not take is refused, naming the cdk.json key.
+    wrong = subprocess.run([sys.executable, "-c", CDK_JSON_SYNTH.replace(
+        '{"level": int(sys.argv[2])}', '{"speed": int(sys.argv[2])}'), str(tmp_path / "x"), "3"],
+        env=_env(), cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert wrong.returncode != 0
+    assert ("Creative: compiler_options: compiler 'toy-jit' takes the options level, got speed"
+            in wrong.stderr)
