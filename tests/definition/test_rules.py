@@ -110,7 +110,7 @@ COMPILER_CASES = [
     ({"compiler": Compiler.neuron_xla()}, "NeuronXlaInstance", "runs on AWS Trainium"),
     ({**NEURON, "instance_type": "${Token[TOKEN.1]}"}, "NeuronXlaInstanceToken",
      "instance_type is a token"),
-    ({**NEURON, "network_isolation": True}, "TrainiumNetwork", "cuts the job off from S3"),
+    ({**NEURON, "network_isolation": True}, "TrainiumNetwork", "off from its compile cache in S3"),
     ({**NEURON, "hyperparameters": {"precision": "fp16"}}, "TrainiumPrecision", "'bf16'"),
     ({"instance_type": "ml.trn1.32xlarge", "distribution": Distribution.TORCH_DISTRIBUTED},
      "TrainiumCompiler", "runs compiled graphs only"),

@@ -66,8 +66,9 @@ def _arguments(job: TrainingJob) -> dict:
 def test_a_script_reading_the_old_switches_is_warned_that_it_now_runs_eager(tmp_path):
     ((rule, message),) = script_warnings(_job(tmp_path, OLD_SWITCHES))
     assert rule == "ReadsOldSwitches"
-    assert "entry_point 'train.py' reads compiled_training_torch_compile as an argument, which " \
-           "the job no longer passes" in message and "COMPILED_TRAINING_TORCH_COMPILE" in message
+    assert message == ("entry_point 'train.py' reads compiled_training_torch_compile, which arrive "
+                       "as environment variables now (COMPILED_TRAINING_TORCH_COMPILE), so it "
+                       "trains eager; read os.environ (docs/guides/runtime.md)")
     # The warning is right: run with what the job passes, the script finds it off.
     result = subprocess.run([sys.executable, "-c", OLD_SWITCHES + "print(compiled)"],
                             env={"COMPILED_TRAINING_TORCH_COMPILE": "true"},
@@ -130,7 +131,7 @@ def test_a_trainer_script_not_compiled_with_inductor_gets_no_switches(tmp_path, 
 
 def test_a_trainer_built_in_code_is_warned_it_will_not_read_them(tmp_path):
     ((rule, message),) = script_warnings(_job(tmp_path, IN_CODE))
-    assert rule == "TrainerIgnoresSwitches" and "pass torch_compile=True there" in message
+    assert rule == "TrainerIgnoresSwitches" and "trains eager; pass torch_compile=True" in message
     assert "torch_compile" not in _arguments(_job(tmp_path, IN_CODE))["HyperParameters"]
     assert _rules(_job(tmp_path, IN_CODE, compiler=Compiler.none())) == []  # the twin
 
@@ -165,7 +166,7 @@ def test_a_script_that_imports_the_runtime_keeps_control(tmp_path):
     ("compiled_training_runtime/__init__.py", "holds a compiled_training_runtime folder"),
     # The toolkit runs a package's entry point as `python -m <program>`: the launcher's path
     # would be no module name.
-    ("setup.py", "holds a setup.py, so the toolkit runs the entry point as a module"),
+    ("setup.py", "holds a setup.py (the toolkit runs its entry point with python -m)"),
 ])
 def test_a_source_dir_the_launcher_cannot_front_gets_none_and_a_warning(tmp_path, made, why):
     (tmp_path / made).parent.mkdir(parents=True, exist_ok=True)

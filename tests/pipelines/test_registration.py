@@ -834,9 +834,9 @@ def test_an_imported_bucket_cannot_grant_the_read_and_says_so(source_dir):
         registration=ModelRegistration(model_package_group_name="bert-classifier",
                                        deployment_account=DEPLOYMENT))
     Annotations.from_stack(stack).has_warning("/Team/Bert", Match.string_like_regexp(
-        r"deployment_account 210987654321 may read the group's versions but not their "
-        r"artifacts: the output bucket \(or its KMS key\) is imported.*grant s3:GetObject on "
-        r"bert-training/output/\*/output/model.tar.gz and bert-training/model-metrics/\*"))
+        r"deployment_account 210987654321 cannot read the artifacts of an imported bucket: "
+        r"grant it s3:GetObject on bert-training/output/\*/output/model.tar.gz and "
+        r"bert-training/model-metrics/\*"))
 
 
 def test_synth_with_reports_and_a_deployment_account_is_clean_under_the_scanners(

@@ -70,8 +70,7 @@ def test_a_registry_uri_is_run_as_given_grants_nothing_and_says_so(source_dir):
     statements = json.dumps(_statements(Template.from_stack(stack), "BertExecutionRole"))
     assert "ecr:GetAuthorizationToken" not in statements
     Annotations.from_stack(stack).has_warning("/Team/Bert", Match.string_like_regexp(
-        rf"image {uri} comes from TrainingImage.from_registry, so the execution role is "
-        r"granted no pull of it"))
+        rf"image {uri} \(TrainingImage.from_registry\) gets no pull grant"))
 
 
 def test_fails_on_a_training_compiler_version_that_has_no_dlc_to_extend(source_dir):

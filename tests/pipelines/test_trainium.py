@@ -152,8 +152,8 @@ def test_torch_compile_on_trn2_is_the_native_neuron_backend_on_the_teams_image(s
      r"\(2026-10-19\) on trn2 and trn3.*no SageMaker repository or tag \(read 2026-11-26\); "
      r"pass your TorchNeuron image as image=TrainingImage.from_ecr_repository"),
     ({"compiler": Compiler.none()}, r"runs compiled graphs only: use Compiler.neuron_xla\(\)"),
-    ({"network_isolation": True}, r"network_isolation cuts the job off from S3, where "
-                                  r"Compiler.neuron_xla\(\) keeps its compile cache"),
+    ({"network_isolation": True}, r"network_isolation cuts Compiler.neuron_xla\(\) off from its "
+                                  r"compile cache in S3"),
     ({"instance_type": "ml.trn1.2xlarge", "instance_count": 2},
      r"instance_count must be 1 on ml.trn1.2xlarge, which has no EFA.*ml.trn1.32xlarge"),
     ({"framework": Framework.pytorch("2.10.0")},
@@ -174,8 +174,8 @@ def test_torch_compile_on_trn2_is_the_native_neuron_backend_on_the_teams_image(s
      r"Transformers 4.55.4 with PyTorch 2.8.0's Neuron training images serve trn1, not "
      r"'ml.trn2.48xlarge'"),
     ({"hyperparameters": {"precision": "fp16"}},
-     r"precision 'fp16' needs a loss scaler, which torch-xla 2.9 \(the newest Neuron images\) "
-     r"no longer has.*set hyperparameters\['precision'\] to 'bf16'"),
+     r"precision 'fp16' needs a loss scaler, which torch-xla 2.9 lacks; Trainium trains in "
+     r"bf16: set hyperparameters\['precision'\] to 'bf16'"),
 ])
 def test_what_cannot_run_on_trainium_is_refused_naming_the_way(source_dir, overrides, message):
     with pytest.raises(ValueError, match=message):

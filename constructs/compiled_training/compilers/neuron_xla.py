@@ -216,15 +216,11 @@ class NeuronXla(CompilerModule):
                                           f"Compiler.torch_compile()")], []
         errors: list[Finding] = []
         if job.network_isolation:
-            errors.append(("TrainiumNetwork", "network_isolation cuts the job off from S3, where "
-                           "Compiler.neuron_xla() keeps its compile cache "
-                           "(NEURON_COMPILE_CACHE_URL): every run would compile everything "
-                           "again; turn network_isolation off (a VPC with an S3 gateway endpoint "
-                           "keeps the traffic private)"))
+            errors.append(("TrainiumNetwork", "network_isolation cuts Compiler.neuron_xla() off "
+                           "from its compile cache in S3, so every run compiles everything; turn "
+                           "it off (docs/guides/trainium.md)"))
         if job.hyperparameters.get("precision") == "fp16":
             errors.append(("TrainiumPrecision", "precision 'fp16' needs a loss scaler, which "
-                           "torch-xla 2.9 (the newest Neuron images) no longer has, and "
-                           "Trainium computes in bf16 natively (Neuron's training guides "
-                           "autocast to bf16, no scaler needed): set hyperparameters"
-                           "['precision'] to 'bf16'"))
+                           "torch-xla 2.9 lacks; Trainium trains in bf16: set hyperparameters"
+                           "['precision'] to 'bf16' (docs/guides/trainium.md)"))
         return errors, []

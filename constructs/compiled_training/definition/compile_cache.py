@@ -95,8 +95,7 @@ def launcher_refusal(source_dir: Path) -> str | None:
     if (source_dir / RUNTIME_PACKAGE).exists():
         return f"source_dir holds a {RUNTIME_PACKAGE} folder of its own"
     if (source_dir / "setup.py").exists():
-        return ("source_dir holds a setup.py, so the toolkit runs the entry point as a module "
-                "of that package (python -m), which the launcher cannot stand in front of")
+        return "source_dir holds a setup.py (the toolkit runs its entry point with python -m)"
     return None
 
 

@@ -35,45 +35,36 @@ def script_warnings(job: TrainingJob) -> list[tuple[str, str]]:
     refusal = compile_cache.launcher_refusal(job.source_dir) if job.source_dir else None
     if compile_cache.plan(job).uri and refusal and imports_runtime(
             entry_point, job.source_dir) is False:
-        found.append(("CompileCacheUnused", f"{refusal}, so the warm start's launcher is not put "
-                      f"in front of entry_point {entry_point!r}, which does not import "
-                      f"{RUNTIME_PACKAGE} either: every run compiles from nothing. Train inside "
-                      f"`with compile_cache(...)` (docs/guides/warm-starts.md)"))
+        found.append(("CompileCacheUnused", f"{refusal}: no launcher carries the compile cache "
+                      f"for entry_point {entry_point!r}, so every run compiles cold; train "
+                      f"inside `with compile_cache(...)` (docs/guides/warm-starts.md)"))
     old = old_switches_read(entry_point, job.source_dir)
     if old and set(contract.SWITCHES.values()) & set(job.compiler.environment()):
         found.append(("ReadsOldSwitches", f"entry_point {entry_point!r} reads "
-                      f"{', '.join(old)} as an argument, which the job no longer passes: the "
-                      f"library's switches are environment variables now "
-                      f"({', '.join(contract.SWITCHES[name] for name in old)}), so the script "
-                      f"runs eager. Read them from os.environ (docs/guides/runtime.md)"))
+                      f"{', '.join(old)}, which arrive as environment variables now "
+                      f"({', '.join(contract.SWITCHES[name] for name in old)}), so it trains "
+                      f"eager; read os.environ (docs/guides/runtime.md)"))
     passed = [name for name in hyperparameters(job) if not name.startswith("sagemaker_")]
     refused = refused_arguments(entry_point, job.source_dir, passed)
     if refused:
-        found.append(("ParserRefuses", f"entry_point {entry_point!r} reads its arguments with "
-                      f"parse_args(), which stops the job at its start on any it does not "
-                      f"define, and the job passes it "
-                      f"{', '.join('--' + name for name in refused)}: define them with "
-                      f"add_argument, or call parse_known_args()"))
+        found.append(("ParserRefuses", f"entry_point {entry_point!r} calls parse_args(), which "
+                      f"stops the job on {', '.join('--' + name for name in refused)}: define "
+                      f"them with add_argument, or call parse_known_args()"))
     hf_refused = parser_refuses(entry_point, job.source_dir, passed)
     if hf_refused and hf_refused[0]:
         names, classes = hf_refused
-        found.append(("ParserRefuses", f"entry_point {entry_point!r} parses its arguments "
-                      f"into {', '.join(classes)} with HfArgumentParser, which stops the job at "
-                      f"its start on any none of them defines (transformers "
-                      f"{transformers_version()}'s fields), and the job passes it "
-                      f"{', '.join('--' + name for name in names)}: name a field, add one to "
-                      f"your own dataclass, or pass return_remaining_strings=True"))
+        found.append(("ParserRefuses", f"entry_point {entry_point!r}: HfArgumentParser("
+                      f"{', '.join(classes)}) of transformers {transformers_version()} stops the "
+                      f"job on {', '.join('--' + name for name in names)}: add the field, or "
+                      f"pass return_remaining_strings=True"))
     if ignores_switches(job):
-        found.append(("TrainerIgnoresSwitches", f"entry_point {entry_point!r} builds its "
-                      f"TrainingArguments in code, so the job's torch.compile settings never "
-                      f"reach Trainer and it trains eager: pass torch_compile=True there, or "
-                      f"parse them with HfArgumentParser (docs/guides/runtime.md)"))
+        found.append(("TrainerIgnoresSwitches", f"entry_point {entry_point!r} builds "
+                      f"TrainingArguments in code, out of the compiler switches' reach, so it "
+                      f"trains eager; pass torch_compile=True (docs/guides/runtime.md)"))
     if job.spot and checkpoints_named(entry_point, job.source_dir) is False:
-        found.append(("SpotWithoutCheckpoints", f"spot is on, and no file of source_dir names "
-                      f"the checkpoint folder ({CHECKPOINT_NAMES[0]}, synced to S3) or imports "
-                      f"{RUNTIME_PACKAGE}: a spot interruption restarts the job from its first "
-                      f"step, paying again for every step done; save checkpoints there and "
-                      f"resume from them, or acknowledge this warning for short jobs"))
+        found.append(("SpotWithoutCheckpoints", f"spot is on but no file of source_dir names "
+                      f"{CHECKPOINT_NAMES[0]} or imports {RUNTIME_PACKAGE}: an interruption "
+                      f"restarts the job from step 0; save and resume checkpoints there"))
     return found
 
 

@@ -56,7 +56,6 @@ def let_deployment_account_read(scope: Construct, bucket: s3.IBucket, pipeline_n
     if not added:
         Annotations.of(scope).add_warning_v2(
             "compiled-training:ModelRegistration:DeploymentAccountRead",
-            f"deployment_account {account} may read the group's versions but not their "
-            f"artifacts: the output bucket (or its KMS key) is imported, so this stack cannot "
-            f"add to its policy; grant s3:GetObject on {pipeline_name}/output/*/output/"
-            f"model.tar.gz and {pipeline_name}/{REPORT_FOLDER}/* (and kms:Decrypt) there")
+            f"deployment_account {account} cannot read the artifacts of an imported bucket: "
+            f"grant it s3:GetObject on {pipeline_name}/output/*/output/model.tar.gz and "
+            f"{pipeline_name}/{REPORT_FOLDER}/* (and kms:Decrypt) there")

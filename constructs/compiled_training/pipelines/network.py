@@ -46,10 +46,8 @@ def vpc_config(
     if isolated & set(selected.subnet_ids):
         Annotations.of(pipeline).add_warning_v2(
             f"compiled-training:{type(pipeline).__name__}:IsolatedSubnets",
-            "the jobs run in isolated subnets, which have no route out: they reach S3, ECR, "
-            "CloudWatch Logs, STS and the SageMaker API only through VPC endpoints "
-            "(gateway: s3; interface: ecr.api, ecr.dkr, logs, sts, sagemaker.api). "
-            "Acknowledge this once the vpc has them.")
+            "the jobs run in isolated subnets: they need VPC endpoints for s3, ecr.api, "
+            "ecr.dkr, logs, sts and sagemaker.api; acknowledge this once the vpc has them")
     if not groups:
         group = ec2.SecurityGroup(pipeline, "SecurityGroup", vpc=vpc,
                                   description=held_to(f"Training jobs of {pipeline.pipeline_name}",

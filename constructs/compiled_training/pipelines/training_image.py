@@ -104,10 +104,9 @@ class TrainingImage:
         if self._image_uri is not None:
             Annotations.of(scope).add_warning_v2(
                 "compiled-training:TrainingImage:NoPullGranted",
-                f"image {self._image_uri} comes from TrainingImage.from_registry, so the "
-                "execution role is granted no pull of it: allow it (ecr:BatchGetImage, "
-                "ecr:GetDownloadUrlForLayer on its repository) or use "
-                "TrainingImage.from_ecr_repository")
+                f"image {self._image_uri} (TrainingImage.from_registry) gets no pull grant: "
+                "allow ecr:BatchGetImage and ecr:GetDownloadUrlForLayer on its repository, "
+                "or use TrainingImage.from_ecr_repository")
             return BoundImage(self._image_uri, "custom image")
         dlc = try_resolve_dlc(framework, compiler, instance_type)
         if dlc is None:

@@ -184,10 +184,9 @@ class RetrainingSchedule(Construct):
         if overrides and not isinstance(pipeline, PipelineBase):
             Annotations.of(self).add_warning_v2(
                 "compiled-training:RetrainingSchedule:UncheckedParameters",
-                f"pipeline {pipeline.pipeline_name} was not built by this library, so its "
-                f"parameters are not known here: {', '.join(sorted(overrides))} are passed as "
-                "given; a name it does not declare or a value of the wrong type fails each "
-                "scheduled start (retried, then sent to the dead-letter queue)")
+                f"pipeline {pipeline.pipeline_name} is not this library's, so "
+                f"{', '.join(sorted(overrides))} go unchecked: a name it lacks or a wrong type "
+                "fails each scheduled start")
         if end_date is not None and end_date.tzinfo is not None and end_date <= datetime.now(
                 timezone.utc):
             # The synth clock decides only this warning, never the template.
