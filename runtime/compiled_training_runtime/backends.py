@@ -1,19 +1,26 @@
-"""Where the graph runs, one backend per compiler (`contract.COMPILERS`): eager PyTorch for
-``none``, ``torch-compile``, and XLA for ``training-compiler`` (Training Compiler's mechanism)."""
+"""Where the graph runs, one backend per compiler, found by the compiler's name (`create`):
+eager PyTorch for ``none``, ``torch-compile``, XLA for ``training-compiler`` (Training
+Compiler's mechanism) and ``neuron-xla``, and a package's through the entry-point group
+`contract.BACKENDS_ENTRY_POINT_GROUP`."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from . import compat, contract, xla
-from .env import InputError
+from .env import InputError, TrainingConfig
+
+if TYPE_CHECKING:
+    from .warm_start import CompileCache
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -35,6 +42,21 @@ class Backend:
     """
 
     compiler = contract.COMPILER_NONE
+
+    @classmethod
+    def from_config(cls, config: TrainingConfig) -> Backend:
+        """The backend for a job's checked hyperparameters and switches."""
+        return cls()
+
+    @classmethod
+    def switched_on(cls, environ: Mapping[str, str]) -> bool:
+        """Whether a job's environment switches this compiler on: a package's backend says,
+        from its compiler's own variables (the built-in ones are read into the config)."""
+        return False
+
+    def compile_cache(self, environ: Mapping[str, str] | None = None) -> CompileCache | None:
+        """The compile cache the job carries from run to run under this backend, or None."""
+        return None
 
     def __init__(self) -> None:
         self.device = self._device()
@@ -119,6 +141,15 @@ class TorchCompileBackend(Backend):
         self.mode = mode
         self.backend = backend
         super().__init__()
+
+    @classmethod
+    def from_config(cls, config: TrainingConfig) -> Backend:
+        return cls(config.torch_compile_mode, config.torch_compile_backend)
+
+    def compile_cache(self, environ: Mapping[str, str] | None = None) -> CompileCache | None:
+        from .warm_start import CompileCache
+
+        return CompileCache.from_environ(mode=self.mode, backend=self.backend, environ=environ)
 
     def _device(self) -> torch.device:
         if self.backend != contract.TORCH_COMPILE_NEURON_BACKEND:
@@ -243,17 +274,38 @@ class NeuronXlaBackend(XlaBackend):
         super().__init__()
 
 
-def create(compiler: str, *, torch_compile_mode: str = "default",
-           torch_compile_backend: str = "inductor") -> Backend:
-    """The backend that runs ``compiler``'s graph (one of `contract.COMPILERS`)."""
-    contract.check_compiler(compiler, "compiler")
-    if compiler == contract.COMPILER_TRAINING_COMPILER:
-        return XlaBackend()
-    if compiler == contract.COMPILER_NEURON_XLA:
-        return NeuronXlaBackend()
-    if compiler == contract.COMPILER_TORCH_COMPILE:
-        return TorchCompileBackend(torch_compile_mode, torch_compile_backend)
-    return Backend()
+@functools.cache
+def registry() -> Mapping[str, type[Backend]]:
+    """Every backend by its compiler's name, the built-in ones first."""
+    found: dict[str, type[Backend]] = {cls.compiler: cls for cls in (
+        XlaBackend, TorchCompileBackend, NeuronXlaBackend, Backend)}
+    group = contract.BACKENDS_ENTRY_POINT_GROUP
+    for entry in sorted(entry_points(group=group), key=lambda e: e.name):
+        backend = entry.load()
+        if not (isinstance(backend, type) and issubclass(backend, Backend)) or (
+                backend.compiler != entry.name or entry.name in found):
+            raise TypeError(f"entry point {entry.name!r} of {group} must name a new Backend "
+                            f"subclass whose compiler is {entry.name!r}, got {entry.value}")
+        found[entry.name] = backend
+    return found
+
+
+def compiler_of(config: TrainingConfig, environ: Mapping[str, str] | None = None) -> str:
+    """The compiler a job switched on: a built-in one's switch, else the first package's
+    backend whose switch its environment sets, else none."""
+    if config.compiler != contract.COMPILER_NONE:
+        return config.compiler
+    env = os.environ if environ is None else environ
+    return next((name for name, cls in registry().items() if cls.switched_on(env)),
+                contract.COMPILER_NONE)
+
+
+def create(compiler: str, config: TrainingConfig | None = None) -> Backend:
+    """The backend that runs ``compiler``'s graph, for the job's ``config``."""
+    backends = registry()
+    if compiler not in backends:  # a package's compiler whose backend is not installed here
+        raise InputError(contract.not_one_of("compiler", compiler, tuple(backends)))
+    return backends[compiler].from_config(config or TrainingConfig())
 
 
 class Stopwatch:

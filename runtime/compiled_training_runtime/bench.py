@@ -33,15 +33,12 @@ def run(compiler: str, steps: int, config: TrainingConfig,
     """``compile_cache``: a cache URL (``file://`` or ``s3://``) the run restores before its
     first step and saves after its last, as a job's warm start does (torch-compile only)."""
     torch.manual_seed(config.seed)
-    backend = backends.create(compiler)
+    backend = backends.create(compiler, config)
     built = models.build(config)  # imports Transformers: before the clock, cold or warm
     began = time.perf_counter()
-    cache = None
-    if compile_cache and compiler == contract.COMPILER_TORCH_COMPILE:
-        from .warm_start import CompileCache
-
-        cache = CompileCache.from_environ(environ={
-            **os.environ, contract.ENV_COMPILE_CACHE_URL: compile_cache})
+    cache = backend.compile_cache({**os.environ, contract.ENV_COMPILE_CACHE_URL: compile_cache}
+                                  ) if compile_cache else None
+    if cache is not None:
         cache.restore()
     model = backend.prepare(built)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
@@ -104,7 +101,7 @@ def _waiter(backend: backends.Backend) -> Callable[[], None]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--compiler", choices=contract.COMPILERS, required=True)
+    parser.add_argument("--compiler", choices=contract.backend_names(), required=True)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--config", default="{}", help="TrainingConfig fields as JSON")
     parser.add_argument("--compile-cache", metavar="URL",

@@ -25,6 +25,18 @@ COMPILER_NEURON_XLA = "neuron-xla"
 COMPILER_NONE = "none"
 COMPILERS = (COMPILER_TRAINING_COMPILER, COMPILER_TORCH_COMPILE, COMPILER_NEURON_XLA,
              COMPILER_NONE)
+BACKENDS_ENTRY_POINT_GROUP = "compiled_training_runtime.backends"
+"""The entry-point group through which a package adds a runtime backend (a `backends.Backend`
+subclass named for its compiler), beside its compiler's ``compiled_training.compilers``."""
+
+
+def backend_names() -> tuple[str, ...]:
+    """Every compiler the runtime has a backend for, the built-in ones first (read from the
+    installed packages' metadata: nothing is imported)."""
+    from importlib.metadata import entry_points
+
+    added = sorted(entry.name for entry in entry_points(group=BACKENDS_ENTRY_POINT_GROUP))
+    return (*COMPILERS, *(name for name in added if name not in COMPILERS))
 
 
 def did_you_mean(value: object, allowed: Iterable[str]) -> str:

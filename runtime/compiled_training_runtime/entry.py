@@ -25,14 +25,9 @@ def main(environ: dict[str, str] | None = None) -> int:
         config = parse_hyperparameters({**env.framework_params, **env.hyperparameters}, environ)
         from . import backends, loop  # torch loads only once the input is known to be good
 
-        backend = backends.create(config.compiler, torch_compile_mode=config.torch_compile_mode,
-                                  torch_compile_backend=config.torch_compile_backend)
-        cache = None
-        if config.compiler == contract.COMPILER_TORCH_COMPILE:
-            from .warm_start import CompileCache
-
-            cache = CompileCache.from_environ(mode=config.torch_compile_mode,
-                                              backend=config.torch_compile_backend)
+        backend = backends.create(backends.compiler_of(config, environ), config)
+        cache = backend.compile_cache(environ)
+        if cache is not None:
             cache.restore()  # after the process group exists: the ranks wait for it
         summary = loop.run(env, config, backend)
         if cache is not None:

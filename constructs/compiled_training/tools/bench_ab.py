@@ -33,11 +33,16 @@ BATCH_SIZE = int(DIGITS_MLP[contract.HP_BATCH_SIZE])
 
 
 def check_compiler(compiler: str, field: str = "compiler") -> str:
-    """``compiler`` when it can be put on trial here: any compiler but none and those that
-    need Trainium."""
+    """``compiler`` when it can be put on trial here: a compiler (not none) of NVIDIA's GPUs,
+    for which the runtime has a backend."""
     runnable = tuple(name for name in compiler_names()
                      if (m := compiler_module(name)).enabled and "nvidia" in m.accelerators)
-    return contract.check_compiler(compiler, field, runnable)
+    contract.check_compiler(compiler, field, runnable)
+    if compiler not in contract.backend_names():
+        raise ValueError(f"{field}: compiler {compiler!r} has no runtime backend to train with; "
+                         f"install the package that adds one "
+                         f"({contract.BACKENDS_ENTRY_POINT_GROUP})")
+    return compiler
 
 
 def arms(compiler: str, epochs: int = 1) -> dict[str, tuple[dict[str, Any], dict[str, str]]]:
