@@ -44,7 +44,9 @@ class HostBarrier:
         self.ranks = int(environ.get("LOCAL_WORLD_SIZE", "1"))
         run = f"{environ.get('TORCHELASTIC_RUN_ID', 'none')}-" \
               f"{environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"
-        self.folder = Path(tempfile.gettempdir()) / f"compiled-training-ranks-{os.getppid()}-{run}"
+        parent = os.getppid()
+        self.folder = Path(tempfile.gettempdir()) / (
+            f"compiled-training-ranks-{parent}-{_started(parent)}-{run}")
         self.wait_seconds = wait_seconds
         self.meetings = 0
 
@@ -64,6 +66,15 @@ class HostBarrier:
                 return False
             time.sleep(POLL_SECONDS)
         return True
+
+
+def _started(pid: int) -> str:
+    """When a process started (clock ticks since boot, from /proc), so that a later launcher
+    given the same process id never meets in an old one's folder; "0" without /proc."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return "0"
 
 
 def run_script(script: Path, arguments: Sequence[str]) -> None:

@@ -5,6 +5,7 @@ without a process group. (Its runs through the toolkit and torchrun are in
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -124,6 +125,26 @@ def test_a_rank_that_never_comes_is_waited_for_no_longer_than_the_limit(tmp_path
     barrier = HostBarrier({"LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2"}, wait_seconds=0.2)
     assert barrier() is False
     assert HostBarrier({"LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"})() is True  # alone
+
+
+def test_a_launcher_that_had_this_process_id_before_leaves_no_meeting_behind(tmp_path,
+                                                                            monkeypatch):
+    """A host runs many jobs: a folder an earlier launcher of the same process id left, its
+    meetings held, must not let a rank through before the others come."""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    from compiled_training_runtime.launch import _started
+
+    barrier = HostBarrier({"LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2"}, wait_seconds=0.2)
+    parent, started = os.getppid(), int(_started(os.getppid()))
+    assert started > 0 and str(started) in barrier.folder.name
+    # Both ranks met twice there: as the folder was named before (by the process id alone),
+    # and by the same id with another start.
+    for earlier in (f"{parent}-none-0", f"{parent}-{started - 1}-none-0"):
+        folder = tmp_path / f"compiled-training-ranks-{earlier}"
+        folder.mkdir()
+        for meeting in ("1.0", "1.1", "2.0", "2.1"):
+            (folder / meeting).touch()
+    assert barrier() is False
 
 
 def test_a_device_that_cannot_be_named_turns_the_cache_off_not_the_job(tmp_path, monkeypatch):
