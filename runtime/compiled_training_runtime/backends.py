@@ -11,7 +11,6 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -274,13 +273,13 @@ class NeuronXlaBackend(XlaBackend):
         super().__init__()
 
 
-@functools.cache
+@functools.lru_cache(maxsize=None)  # noqa: UP033 (functools.cache: 3.9+; 3.8 runs this)
 def registry() -> Mapping[str, type[Backend]]:
     """Every backend by its compiler's name, the built-in ones first."""
     found: dict[str, type[Backend]] = {cls.compiler: cls for cls in (
         XlaBackend, TorchCompileBackend, NeuronXlaBackend, Backend)}
     group = contract.BACKENDS_ENTRY_POINT_GROUP
-    for entry in sorted(entry_points(group=group), key=lambda e: e.name):
+    for entry in sorted(contract.entry_points_of(group), key=lambda e: e.name):
         backend = entry.load()
         if not (isinstance(backend, type) and issubclass(backend, Backend)) or (
                 backend.compiler != entry.name or entry.name in found):

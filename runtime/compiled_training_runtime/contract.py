@@ -14,6 +14,7 @@ import math
 import os
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 # --- The compiler: one vocabulary for the API (`CompilerKind`, cdk.json), the runtime, the
 # CLI and the documents they write. Training Compiler runs the graph through XLA; that is its
@@ -30,12 +31,21 @@ BACKENDS_ENTRY_POINT_GROUP = "compiled_training_runtime.backends"
 subclass named for its compiler), beside its compiler's ``compiled_training.compilers``."""
 
 
+def entry_points_of(group: str) -> list[Any]:
+    """The installed packages' entry points of ``group`` (Python 3.8 and 3.9, on Training
+    Compiler's images, have no ``entry_points(group=...)``)."""
+    from importlib.metadata import entry_points
+
+    found = entry_points()
+    if hasattr(found, "select"):
+        return list(found.select(group=group))
+    return list(found.get(group, ()))  # type: ignore[attr-defined]
+
+
 def backend_names() -> tuple[str, ...]:
     """Every compiler the runtime has a backend for, the built-in ones first (read from the
     installed packages' metadata: nothing is imported)."""
-    from importlib.metadata import entry_points
-
-    added = sorted(entry.name for entry in entry_points(group=BACKENDS_ENTRY_POINT_GROUP))
+    added = sorted(entry.name for entry in entry_points_of(BACKENDS_ENTRY_POINT_GROUP))
     return (*COMPILERS, *(name for name in added if name not in COMPILERS))
 
 
